@@ -1,0 +1,58 @@
+#include "common/prompt_builder.h"
+
+#include <vector>
+
+extern "C" const char surge_corpus_begin[];
+extern "C" const char surge_corpus_end[];
+
+namespace surge {
+namespace {
+
+// Word boundaries of the corpus, computed once.
+const std::vector<std::string_view>& Words() {
+  static const std::vector<std::string_view>* words = [] {
+    auto* out = new std::vector<std::string_view>();
+    std::string_view text = Corpus();
+    size_t i = 0;
+    while (i < text.size()) {
+      while (i < text.size() && static_cast<unsigned char>(text[i]) <= ' ') ++i;
+      size_t start = i;
+      while (i < text.size() && static_cast<unsigned char>(text[i]) > ' ') ++i;
+      if (i > start) out->push_back(text.substr(start, i - start));
+    }
+    return out;
+  }();
+  return *words;
+}
+
+}  // namespace
+
+std::string_view Corpus() {
+  return std::string_view(surge_corpus_begin,
+                          static_cast<size_t>(surge_corpus_end - surge_corpus_begin));
+}
+
+std::string BuildPrompt(uint32_t input_tokens, uint64_t prompt_seed) {
+  const size_t target = static_cast<size_t>(input_tokens) * kCharsPerToken;
+  std::string prompt;
+  if (target == 0) return prompt;
+  prompt.reserve(target + 32);
+  const auto& words = Words();
+  size_t w = prompt_seed % words.size();
+  while (true) {
+    const std::string_view word = words[w];
+    const size_t needed = prompt.empty() ? word.size() : word.size() + 1;
+    if (prompt.size() + needed > target && !prompt.empty()) break;
+    if (!prompt.empty()) prompt.push_back(' ');
+    prompt.append(word);
+    if (prompt.size() >= target) break;
+    w = (w + 1) % words.size();
+  }
+  return prompt;
+}
+
+uint32_t EstimateTokens(std::string_view text) {
+  return static_cast<uint32_t>((text.size() + kCharsPerToken - 1) / kCharsPerToken);
+}
+
+}  // namespace surge

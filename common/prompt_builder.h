@@ -1,0 +1,34 @@
+// Prompts of a requested length from the built-in public-domain corpus
+// (common/corpus/public_domain.txt), and the token estimate that goes with
+// them. Pure and deterministic: the same (input_tokens, prompt_seed) gives
+// the same text on every worker.
+#ifndef SURGE_COMMON_PROMPT_BUILDER_H_
+#define SURGE_COMMON_PROMPT_BUILDER_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace surge {
+
+// Characters per token of the approximation: OpenAI's rule of thumb for
+// English text ("1 token ≈ 4 characters"). Real tokenizers differ by ±25 %
+// on this corpus; docs/DATASETS.md says so.
+inline constexpr int kCharsPerToken = 4;
+
+// The embedded corpus (UTF-8, plain words).
+std::string_view Corpus();
+
+// A prompt of about `input_tokens` tokens: whole corpus words, starting at
+// word `prompt_seed mod words`, wrapping around, joined by single spaces, of
+// kCharsPerToken * input_tokens characters (cut at a word end, so at most one
+// word shorter). input_tokens = 0 gives "".
+std::string BuildPrompt(uint32_t input_tokens, uint64_t prompt_seed);
+
+// ceil(bytes / kCharsPerToken): the token count surge assumes for a text it
+// did not tokenize (sim server usage, estimated counts).
+uint32_t EstimateTokens(std::string_view text);
+
+}  // namespace surge
+
+#endif  // SURGE_COMMON_PROMPT_BUILDER_H_

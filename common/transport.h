@@ -1,0 +1,39 @@
+// Message passing between the coordinator and its workers (R-DIST-2). The
+// interface hides ZeroMQ so the dispatcher and the worker session can be
+// tested over in-memory queues.
+#ifndef SURGE_COMMON_TRANSPORT_H_
+#define SURGE_COMMON_TRANSPORT_H_
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "surge/v1/wire.pb.h"
+
+namespace surge {
+
+// One received message and who sent it.
+struct Inbound {
+  // Routing id of the sender (ROUTER side); empty on the worker side.
+  std::string peer;
+  surge::v1::Envelope message;
+};
+
+// A message channel. Not thread-safe: exactly one thread owns a Transport
+// (ARCHITECTURE.md example 7).
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  // Sends `message` to `peer` (ignored on the worker side). Errors:
+  // UNAVAILABLE when the peer is gone or the queue is full.
+  virtual absl::Status Send(const std::string& peer, const surge::v1::Envelope& message) = 0;
+  // Waits at most `timeout` for one message; nullopt on timeout. Errors:
+  // DATA_LOSS for a frame that is not an Envelope, INTERNAL on socket errors.
+  virtual absl::StatusOr<std::optional<Inbound>> Receive(std::chrono::milliseconds timeout) = 0;
+};
+
+}  // namespace surge
+
+#endif  // SURGE_COMMON_TRANSPORT_H_

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Installs everything surge needs to build, run and test on Debian 12:
+# the -dev packages (apt-get) and the pinned npm packages (plotly.js for the
+# pages, playwright-core for the browser tests). Idempotent: when everything
+# is present it only checks and returns in about a second.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(
+  build-essential cmake ninja-build pkg-config git
+  libzmq3-dev cppzmq-dev
+  libprotobuf-dev protobuf-compiler
+  libboost-dev
+  libabsl-dev
+  libyaml-cpp-dev
+  nlohmann-json3-dev
+  libcli11-dev
+  libgtest-dev libgmock-dev
+  libssl-dev
+  chromium
+)
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+# Node.js: the machine's own if it has one (it may come from another source
+# than Debian, whose npm package would conflict with it), else Debian's.
+if ! command -v npm >/dev/null 2>&1; then missing+=(nodejs npm); fi
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install_deps: installing ${missing[*]}"
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# npm packages are pinned in package.json / package-lock.json.
+if [ ! -f node_modules/plotly.js-dist-min/plotly.min.js ] || [ ! -d node_modules/playwright-core ] \
+   || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  echo "install_deps: npm ci"
+  npm ci --no-audit --no-fund --loglevel=error
+fi
+echo "install_deps: ok"
