@@ -1,0 +1,48 @@
+// Resolved traffic: what the validated AISBench keys mean once R-RAMP, R-TGT
+// and R-INST are applied (SPEC §2). Pure.
+#ifndef SURGE_COORDINATOR_PLAN_TRAFFIC_H_
+#define SURGE_COORDINATOR_PLAN_TRAFFIC_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "surge/v1/config.pb.h"
+
+namespace surge::coordinator {
+
+enum class RampStrategy { kNone, kLinear, kExponential };
+
+// Below this target rate (requests/s) a run is in instant mode (R-INST).
+inline constexpr double kInstantModeBelowRps = 0.1;
+
+struct ResolvedTraffic {
+  // request_rate, requests/s (used when ramp-up is inactive).
+  double request_rate_rps = 0;
+  // β, shape of the Gamma intervals; 0 = fixed intervals.
+  double burstiness = 0;
+  // The strategy as configured (even when inactive).
+  RampStrategy strategy = RampStrategy::kNone;
+  // True when R-RAMP's four conditions hold.
+  bool ramp_active = false;
+  // Ramp start and end rates, requests/s; 0 when not configured.
+  double ramp_start_rps = 0;
+  double ramp_end_rps = 0;
+  // R-TGT: ramp end when the ramp is active, else request_rate.
+  double target_rate_rps = 0;
+  // R-INST: target rate < 0.1.
+  bool instant = false;
+  // One line per R-RAMP condition that failed for a configured strategy.
+  std::vector<std::string> warnings;
+};
+
+// "Linear", "Exponential", "" (page titles).
+std::string_view RampStrategyTitle(RampStrategy strategy);
+
+// Applies R-RAMP, R-TGT and R-INST to a validated config. Pure; never fails
+// (validation is coordinator/config's job).
+ResolvedTraffic ResolveTraffic(const surge::v1::RunConfig& config);
+
+}  // namespace surge::coordinator
+
+#endif  // SURGE_COORDINATOR_PLAN_TRAFFIC_H_
