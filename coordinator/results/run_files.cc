@@ -1,0 +1,201 @@
+#include "coordinator/results/run_files.h"
+
+#include <charconv>
+#include <ctime>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "common/time_units.h"
+
+namespace surge::coordinator {
+namespace {
+
+namespace fs = std::filesystem;
+using surge::v1::RequestRecord;
+using surge::v1::RequestStatus;
+
+// Appends `v` with 17 significant digits (shortest form that round-trips).
+void AppendDouble(std::string& out, double v) {
+  char buf[32];
+  auto result = std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::general, 17);
+  out.append(buf, result.ptr);
+}
+
+nlohmann::json SecondsOrNull(bool reached, int64_t ns) {
+  if (!reached) return nullptr;
+  return NanosToSeconds(ns);
+}
+
+}  // namespace
+
+absl::StatusOr<fs::path> CreateRunFolder(const fs::path& output_dir, const std::string& model,
+                                         std::chrono::system_clock::time_point wall_now) {
+  const std::time_t t = std::chrono::system_clock::to_time_t(wall_now);
+  std::tm local{};
+  localtime_r(&t, &local);
+  char stamp[32];
+  std::strftime(stamp, sizeof(stamp), "%Y%m%d_%H%M%S", &local);
+  const std::string model_dir = absl::StrReplaceAll(model.empty() ? "unknown" : model, {{"/", "_"}});
+  std::error_code ec;
+  fs::create_directories(output_dir, ec);
+  if (ec) {
+    return absl::InternalError(
+        absl::StrCat("cannot create output_dir ", output_dir.string(), ": ", ec.message()));
+  }
+  // create_directory (not ..ies) on the timestamp folder tells us atomically
+  // whether another run already took the name.
+  for (int suffix = 0; suffix < 10000; ++suffix) {
+    const std::string name = suffix == 0 ? stamp : absl::StrCat(stamp, "_", suffix);
+    const fs::path run = output_dir / name;
+    if (!fs::create_directory(run, ec)) {
+      if (ec) {
+        return absl::InternalError(
+            absl::StrCat("cannot create run folder ", run.string(), ": ", ec.message()));
+      }
+      continue;  // exists
+    }
+    const fs::path folder = run / "performances" / model_dir;
+    fs::create_directories(folder, ec);
+    if (ec) {
+      return absl::InternalError(
+          absl::StrCat("cannot create ", folder.string(), ": ", ec.message()));
+    }
+    return folder;
+  }
+  return absl::InternalError(absl::StrCat("no free run folder name under ", output_dir.string()));
+}
+
+absl::Status WritePlanCsv(const ArrivalSchedule& plan, const fs::path& path) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) return absl::InternalError(absl::StrCat("cannot write ", path.string()));
+  std::string buffer = "index,rate_rps,interval_s,offset_s,anomaly\n";
+  buffer.reserve(1 << 20);
+  bool ok = true;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    absl::StrAppend(&buffer, i, ",");
+    AppendDouble(buffer, plan.rate_rps[i]);
+    buffer.push_back(',');
+    AppendDouble(buffer, plan.interval_s[i]);
+    buffer.push_back(',');
+    AppendDouble(buffer, plan.offset_s[i]);
+    buffer.push_back(',');
+    const std::string_view name = AnomalyName(plan.anomaly[i]);
+    buffer.append(name.data(), name.size());
+    buffer.push_back('\n');
+    if (buffer.size() > (1 << 20) - 256) {
+      ok &= std::fwrite(buffer.data(), 1, buffer.size(), f) == buffer.size();
+      buffer.clear();
+    }
+  }
+  ok &= std::fwrite(buffer.data(), 1, buffer.size(), f) == buffer.size();
+  ok &= std::fclose(f) == 0;
+  if (!ok) return absl::InternalError(absl::StrCat("write failed: ", path.string()));
+  return absl::OkStatus();
+}
+
+std::string StatusName(RequestStatus status) {
+  switch (status) {
+    case surge::v1::OK:
+      return "ok";
+    case surge::v1::FAILED:
+      return "failed";
+    case surge::v1::LOST:
+      return "lost";
+    case surge::v1::NOT_SENT:
+      return "not_sent";
+    default:
+      return "unknown";
+  }
+}
+
+absl::StatusOr<std::unique_ptr<DetailsWriter>> DetailsWriter::Create(const fs::path& path) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) return absl::InternalError(absl::StrCat("cannot write ", path.string()));
+  return std::unique_ptr<DetailsWriter>(new DetailsWriter(f));
+}
+
+DetailsWriter::~DetailsWriter() {
+  if (file_ != nullptr) std::fclose(file_);
+}
+
+void DetailsWriter::Append(const RequestRecord& r) {
+  const bool sent = r.sent();
+  nlohmann::json j;
+  j["index"] = r.index();
+  j["attempt"] = r.attempt();
+  j["worker"] = r.worker();
+  j["status"] = StatusName(r.status());
+  j["planned_offset_s"] = NanosToSeconds(r.planned_ns());
+  j["released_offset_s"] = SecondsOrNull(r.released(), r.released_ns());
+  j["actual_offset_s"] = SecondsOrNull(sent, r.sent_ns());
+  j["lateness_s"] = SecondsOrNull(sent, r.sent_ns() - r.planned_ns());
+  j["blocked_s"] = NanosToSeconds(r.blocked_ns());
+  j["http_status"] = r.http_status();
+  j["ttft_s"] = SecondsOrNull(r.ttft_ns() != 0, r.ttft_ns());
+  j["e2el_s"] = SecondsOrNull(r.e2el_ns() != 0, r.e2el_ns());
+  nlohmann::json itl = nlohmann::json::array();
+  for (int64_t gap : r.itl_ns()) itl.push_back(NanosToSeconds(gap));
+  j["itl_s"] = std::move(itl);
+  j["input_tokens"] = r.input_tokens();
+  j["output_tokens"] = r.output_tokens();
+  j["output_tokens_estimated"] = r.output_tokens_estimated();
+  j["error"] = r.error();
+  const std::string line = j.dump() + "\n";
+  std::fwrite(line.data(), 1, line.size(), file_);
+}
+
+absl::Status DetailsWriter::Flush() {
+  if (std::fflush(file_) != 0 || std::ferror(file_)) {
+    return absl::InternalError("cannot write the details file");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<RequestRecord> ParseDetailsLine(const std::string& line) {
+  nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("index")) {
+    return absl::DataLossError("not a details record");
+  }
+  auto present = [&](const char* key) {
+    auto it = j.find(key);
+    return it != j.end() && it->is_number();
+  };
+  auto ns = [&](const char* key) -> int64_t {
+    auto it = j.find(key);
+    if (it == j.end() || !it->is_number()) return 0;
+    return SecondsToNanos(it->get<double>());
+  };
+  RequestRecord r;
+  r.set_index(j.value("index", uint64_t{0}));
+  r.set_attempt(j.value("attempt", 0u));
+  r.set_worker(j.value("worker", -1));
+  const std::string status = j.value("status", std::string());
+  r.set_status(status == "ok"         ? surge::v1::OK
+               : status == "failed"   ? surge::v1::FAILED
+               : status == "lost"     ? surge::v1::LOST
+               : status == "not_sent" ? surge::v1::NOT_SENT
+                                      : surge::v1::REQUEST_STATUS_UNSPECIFIED);
+  r.set_planned_ns(ns("planned_offset_s"));
+  r.set_released_ns(ns("released_offset_s"));
+  r.set_sent_ns(ns("actual_offset_s"));
+  r.set_sent(present("actual_offset_s"));
+  r.set_released(present("released_offset_s"));
+  r.set_blocked_ns(ns("blocked_s"));
+  r.set_http_status(j.value("http_status", 0u));
+  r.set_ttft_ns(ns("ttft_s"));
+  r.set_e2el_ns(ns("e2el_s"));
+  if (auto it = j.find("itl_s"); it != j.end() && it->is_array()) {
+    for (const auto& gap : *it) {
+      if (gap.is_number()) r.add_itl_ns(SecondsToNanos(gap.get<double>()));
+    }
+  }
+  r.set_input_tokens(j.value("input_tokens", 0u));
+  r.set_output_tokens(j.value("output_tokens", 0u));
+  r.set_output_tokens_estimated(j.value("output_tokens_estimated", false));
+  r.set_error(j.value("error", std::string()));
+  return r;
+}
+
+}  // namespace surge::coordinator

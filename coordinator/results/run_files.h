@@ -1,0 +1,62 @@
+// The run folder and the files in it that are not pages (R-PLOT-1, R-OUT-1,
+// R-OUT-2): folder layout, the plan CSV and the per-request details JSONL.
+#ifndef SURGE_COORDINATOR_RESULTS_RUN_FILES_H_
+#define SURGE_COORDINATOR_RESULTS_RUN_FILES_H_
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "coordinator/plan/arrival_schedule.h"
+#include "surge/v1/record.pb.h"
+
+namespace surge::coordinator {
+
+// `{output_dir}/{YYYYMMDD_HHMMSS}/performances/{model}/` in local time, with
+// `_1`, `_2`, … appended to the timestamp folder when it exists; `/` in the
+// model name becomes `_` (R-PLOT-1). Creates the folders. Errors: INTERNAL
+// naming the path when it cannot be created.
+absl::StatusOr<std::filesystem::path> CreateRunFolder(
+    const std::filesystem::path& output_dir, const std::string& model,
+    std::chrono::system_clock::time_point wall_now);
+
+// Writes `{dataset}_plan.csv`: header `index,rate_rps,interval_s,offset_s,anomaly`,
+// one row per request in index order, numbers with 17 significant digits so
+// they read back exactly (R-OUT-2). Errors: INTERNAL on I/O failure.
+absl::Status WritePlanCsv(const ArrivalSchedule& plan, const std::filesystem::path& path);
+
+// "OK", "FAILED", "LOST", "NOT_SENT" → "ok", "failed", "lost", "not_sent".
+std::string StatusName(surge::v1::RequestStatus status);
+
+// One JSON object per request record, appended and flushed per batch so an
+// interrupted run leaves every record received so far readable (R-OUT-1).
+// Not thread-safe: one owner (the dispatcher thread).
+class DetailsWriter {
+ public:
+  // Opens (truncates) `path`. Errors: INTERNAL when it cannot be opened.
+  static absl::StatusOr<std::unique_ptr<DetailsWriter>> Create(const std::filesystem::path& path);
+  ~DetailsWriter();
+
+  // Appends one line: index, attempt, worker, status, planned_offset_s,
+  // released_offset_s, actual_offset_s (first byte sent), lateness_s
+  // (actual − planned), blocked_s, http_status, ttft_s, e2el_s, itl_s,
+  // input_tokens, output_tokens, output_tokens_estimated, error. Times not
+  // reached are null.
+  void Append(const surge::v1::RequestRecord& record);
+  // Flushes to the OS. Errors: INTERNAL on a write failure.
+  absl::Status Flush();
+
+ private:
+  explicit DetailsWriter(std::FILE* file) : file_(file) {}
+  std::FILE* file_;
+};
+
+// Converts one details line back into a record (for `surge report` and tests).
+absl::StatusOr<surge::v1::RequestRecord> ParseDetailsLine(const std::string& line);
+
+}  // namespace surge::coordinator
+
+#endif  // SURGE_COORDINATOR_RESULTS_RUN_FILES_H_

@@ -1,0 +1,186 @@
+// Run folder layout (R-PLOT-1), plan CSV (R-OUT-2), details JSONL and the
+// summary (R-MET-2), and the Mooncake payload source (R-MET-3).
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "coordinator/dataset/payload_source.h"
+#include "coordinator/results/run_files.h"
+#include "coordinator/results/summary.h"
+
+namespace surge::coordinator {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+fs::path FreshDir(const std::string& name) {
+  const fs::path dir = fs::path(::testing::TempDir()) / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+TEST(RunFolderTest, TimestampLayoutWithSuffixesAndModelSlashes) {
+  const fs::path out = FreshDir("run_folder_test");
+  setenv("TZ", "UTC", 1);
+  const auto when = std::chrono::system_clock::time_point(std::chrono::seconds(1767225600));
+  auto a = CreateRunFolder(out, "org/model", when);
+  auto b = CreateRunFolder(out, "org/model", when);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(*a, out / "20260101_000000" / "performances" / "org_model");
+  EXPECT_EQ(*b, out / "20260101_000000_1" / "performances" / "org_model");
+  EXPECT_TRUE(fs::is_directory(*b));
+}
+
+TEST(PlanCsvTest, HeaderAndRowsReadBackExactly) {
+  ArrivalSchedule plan;
+  plan.rate_rps = {3.0, 1.0 / 3.0};
+  plan.interval_s = {0.1, 0.30000000000000004};
+  plan.offset_s = {0.1, 0.4};
+  plan.anomaly = {Anomaly::kNormal, Anomaly::kBurstiness};
+  const fs::path path = FreshDir("plan_csv") / "x_plan.csv";
+  ASSERT_TRUE(WritePlanCsv(plan, path).ok());
+  std::ifstream in(path);
+  std::string header, row0, row1;
+  std::getline(in, header);
+  std::getline(in, row0);
+  std::getline(in, row1);
+  EXPECT_EQ(header, "index,rate_rps,interval_s,offset_s,anomaly");
+  EXPECT_EQ(row0, "0,3,0.10000000000000001,0.10000000000000001,normal");
+  EXPECT_EQ(row1, "1,0.33333333333333331,0.30000000000000004,0.40000000000000002,burstiness");
+  EXPECT_EQ(std::stod("0.33333333333333331"), 1.0 / 3.0);
+}
+
+TEST(DetailsTest, RoundTripsARecord) {
+  surge::v1::RequestRecord r;
+  r.set_index(7);
+  r.set_attempt(1);
+  r.set_worker(2);
+  r.set_status(surge::v1::OK);
+  r.set_planned_ns(1500000000);
+  r.set_released(true);
+  r.set_released_ns(1500000100);
+  r.set_sent(true);
+  r.set_sent_ns(1500020000);
+  r.set_ttft_ns(50000000);
+  r.set_e2el_ns(90000000);
+  r.add_itl_ns(10000000);
+  r.set_output_tokens(5);
+  r.set_http_status(200);
+  const fs::path path = FreshDir("details") / "d.jsonl";
+  {
+    auto w = DetailsWriter::Create(path);
+    ASSERT_TRUE(w.ok());
+    (*w)->Append(r);
+    ASSERT_TRUE((*w)->Flush().ok());
+  }
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_THAT(line, HasSubstr("\"lateness_s\":2e-05"));
+  EXPECT_THAT(line, HasSubstr("\"status\":\"ok\""));
+  auto back = ParseDetailsLine(line);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->index(), 7u);
+  EXPECT_EQ(back->sent_ns(), 1500020000);
+  EXPECT_TRUE(back->sent());
+  EXPECT_EQ(back->ttft_ns(), 50000000);
+  EXPECT_EQ(back->itl_ns_size(), 1);
+}
+
+TEST(SummaryTest, PercentilesAreNumpyLinear) {
+  std::vector<double> v;
+  for (int i = 10; i >= 1; --i) v.push_back(i);
+  const MetricStats s = ComputeStats(v);
+  EXPECT_DOUBLE_EQ(s.p50, 5.5);
+  EXPECT_DOUBLE_EQ(s.p90, 9.1);
+  EXPECT_DOUBLE_EQ(s.p99, 9.91);
+  EXPECT_DOUBLE_EQ(s.mean, 5.5);
+  EXPECT_DOUBLE_EQ(s.min, 1);
+  EXPECT_DOUBLE_EQ(s.max, 10);
+}
+
+TEST(SummaryTest, AchievedAndIntendedRatesAndCounts) {
+  std::vector<surge::v1::RequestRecord> records;
+  // Planned every 0.1 s; sent at 0.1, 0.2, ... but the last one 0.1 s late.
+  for (int i = 0; i < 5; ++i) {
+    surge::v1::RequestRecord r;
+    r.set_index(i);
+    r.set_status(surge::v1::OK);
+    r.set_planned_ns((i + 1) * 100000000LL);
+    r.set_sent(true);
+    r.set_sent_ns((i + 1) * 100000000LL + (i == 4 ? 100000000LL : 0));
+    r.set_ttft_ns(10000000);
+    r.set_e2el_ns(20000000);
+    r.set_output_tokens(4);
+    records.push_back(r);
+  }
+  surge::v1::RequestRecord failed;
+  failed.set_index(5);
+  failed.set_status(surge::v1::FAILED);
+  failed.set_error("http_503: busy");
+  failed.set_planned_ns(600000000);
+  failed.set_sent(true);
+  failed.set_sent_ns(700000000);
+  records.push_back(failed);
+  surge::v1::RequestRecord unsent;
+  unsent.set_index(6);
+  unsent.set_status(surge::v1::NOT_SENT);
+  unsent.set_error("not_sent: interrupted");
+  records.push_back(unsent);
+
+  const RunSummary s = Summarize(records);
+  EXPECT_EQ(s.total, 7u);
+  EXPECT_EQ(s.succeeded, 5u);
+  EXPECT_EQ(s.failed, 1u);
+  EXPECT_EQ(s.not_sent, 1u);
+  EXPECT_EQ(s.sent, 6u);
+  // 6 sends from 0.1 to 0.7 s: 5 / 0.6; planned 0.1 to 0.6: 5 / 0.5.
+  EXPECT_DOUBLE_EQ(s.achieved_rate_rps, 5 / 0.6);
+  EXPECT_DOUBLE_EQ(s.intended_rate_rps, 5 / 0.5);
+  EXPECT_NEAR(s.lateness_s.max, 0.1, 1e-12);
+  EXPECT_EQ(s.reasons.at("http_503"), 1u);
+  EXPECT_EQ(s.reasons.at("not_sent"), 1u);
+  EXPECT_EQ(s.output_tokens, 20u);
+  // The last OK request ends at 0.6 + 0.02 s; the failed one was sent at 0.7 s.
+  EXPECT_NEAR(s.duration_s, 0.7, 1e-12);
+}
+
+TEST(PayloadSourceTest, MooncakeLinesBecomePayloadsAndCycle) {
+  const fs::path path = FreshDir("mooncake") / "tiny_trace.jsonl";
+  std::ofstream(path) << R"({"timestamp": 0, "input_length": 100, "output_length": 7, "hash_ids": [0]}
+{"timestamp": 3000, "input_length": 2500, "output_length": 0, "hash_ids": [0, 1]}
+)";
+  surge::v1::DatasetConfig d;
+  d.set_dataset_name("mooncake");
+  d.set_dataset_path(path.string());
+  auto source = MakePayloadSource(d, 3, 0);
+  ASSERT_TRUE(source.ok()) << source.status();
+  EXPECT_EQ((*source)->name(), "tiny_trace");
+  EXPECT_EQ((*source)->At(0).input_tokens, 100u);
+  EXPECT_EQ((*source)->At(0).max_tokens, 7u);
+  EXPECT_EQ((*source)->At(1).max_tokens, 1u);  // 0 asks for one token
+  EXPECT_EQ((*source)->At(2).input_tokens, 100u);
+  ASSERT_EQ((*source)->warnings().size(), 1u);
+  EXPECT_THAT((*source)->warnings()[0], HasSubstr("reused from the top"));
+}
+
+TEST(PayloadSourceTest, BadLineNamesFileAndLine) {
+  const fs::path path = FreshDir("mooncake_bad") / "bad.jsonl";
+  std::ofstream(path) << "{\"input_length\": 5, \"output_length\": 2}\n{\"input_length\": -1}\n";
+  surge::v1::DatasetConfig d;
+  d.set_dataset_name("mooncake");
+  d.set_dataset_path(path.string());
+  auto source = MakePayloadSource(d, 5, 0);
+  ASSERT_FALSE(source.ok());
+  EXPECT_THAT(std::string(source.status().message()), HasSubstr("line 2"));
+  EXPECT_THAT(std::string(source.status().message()), HasSubstr("input_length"));
+}
+
+}  // namespace
+}  // namespace surge::coordinator
