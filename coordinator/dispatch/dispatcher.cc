@@ -1,0 +1,406 @@
+#include "coordinator/dispatch/dispatcher.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/log.h"
+#include "common/time_units.h"
+
+namespace surge::coordinator {
+namespace {
+
+using surge::v1::Envelope;
+
+constexpr auto kSweepPeriod = std::chrono::milliseconds(100);
+// A sweep that starts this late means the coordinator itself stalled:
+// deadlines are pushed back instead of declaring deaths (DISTRIBUTED.md §3).
+constexpr auto kStallGuard = std::chrono::milliseconds(500);
+// How long Goodbyes are awaited after the last record.
+constexpr auto kGoodbyeWait = std::chrono::milliseconds(3000);
+// Margin beyond the lease for "provably unsent" (DISTRIBUTED.md §6, ε).
+constexpr int64_t kReassignMarginNs = 50 * 1000 * 1000;
+
+}  // namespace
+
+Dispatcher::Dispatcher(Clock& clock, Transport& transport, const ArrivalSchedule& plan,
+                       const PayloadSource& payloads, DispatcherOptions options, RecordSink sink,
+                       ExitProbe exited)
+    : clock_(clock),
+      transport_(transport),
+      plan_(plan),
+      payloads_(payloads),
+      options_(std::move(options)),
+      sink_(std::move(sink)),
+      exited_(std::move(exited)) {
+  const size_t n = plan_.size();
+  state_.assign(n, State::kUnassigned);
+  owner_.assign(n, -1);
+  attempt_.assign(n, 0);
+  offset_ns_.resize(n);
+  for (size_t i = 0; i < n; ++i) offset_ns_[i] = SecondsToNanos(plan_.offset_s[i]);
+}
+
+Dispatcher::Worker* Dispatcher::FindWorker(const std::string& peer) {
+  for (auto& w : workers_) {
+    if (w.peer == peer) return &w;
+  }
+  return nullptr;
+}
+
+void Dispatcher::Send(Worker& worker, Envelope envelope) {
+  envelope.set_protocol_version(surge::v1::PROTOCOL_VERSION_CURRENT);
+  envelope.set_run_id(options_.run_id);
+  envelope.set_seq(++seq_);
+  if (absl::Status s = transport_.Send(worker.peer, envelope); !s.ok()) {
+    LogWarning(absl::StrCat("to worker ", worker.index, ": ", s.ToString()));
+  }
+}
+
+absl::Status Dispatcher::AwaitWorkers() {
+  const Clock::TimePoint give_up = clock_.Now() + options_.hello_timeout;
+  while (static_cast<int>(workers_.size()) < options_.num_workers) {
+    if (stop_requested_.load()) return absl::CancelledError("interrupted before the start");
+    if (clock_.Now() >= give_up) {
+      return absl::UnavailableError(absl::StrCat("only ", workers_.size(), " of ",
+                                                 options_.num_workers,
+                                                 " workers connected within ",
+                                                 options_.hello_timeout.count(), " ms"));
+    }
+    for (auto& w : workers_) {
+      if (exited_ && exited_(w.index)) {
+        return absl::UnavailableError(
+            absl::StrCat("worker ", w.index, " exited before the start"));
+      }
+    }
+    auto in = transport_.Receive(std::chrono::milliseconds(10));
+    if (!in.ok()) {
+      LogWarning(in.status().ToString());
+      continue;
+    }
+    if (!in->has_value()) continue;
+    Handle((*in)->peer, (*in)->message);
+  }
+  return absl::OkStatus();
+}
+
+void Dispatcher::Handle(const std::string& peer, Envelope& e) {
+  if (e.protocol_version() != surge::v1::PROTOCOL_VERSION_CURRENT) {
+    Worker stranger;
+    stranger.peer = peer;
+    Envelope reject;
+    reject.mutable_reject()->set_reason(absl::StrCat("protocol version ", e.protocol_version(),
+                                                     " is not ",
+                                                     surge::v1::PROTOCOL_VERSION_CURRENT));
+    Send(stranger, std::move(reject));
+    return;
+  }
+  Worker* w = FindWorker(peer);
+  if (e.has_hello()) {
+    if (w == nullptr) {
+      if (t0_ns_ != 0 || static_cast<int>(workers_.size()) >= options_.num_workers) {
+        Worker stranger;
+        stranger.peer = peer;
+        Envelope reject;
+        reject.mutable_reject()->set_reason("the run has all its workers");
+        Send(stranger, std::move(reject));
+        return;
+      }
+      std::vector<bool> taken(options_.num_workers, false);
+      for (const auto& other : workers_) taken[other.index] = true;
+      int32_t index = e.hello().requested_index();
+      if (index < 0 || index >= options_.num_workers || taken[index]) {
+        index = static_cast<int32_t>(std::find(taken.begin(), taken.end(), false) - taken.begin());
+      }
+      Worker fresh;
+      fresh.peer = peer;
+      fresh.index = index;
+      fresh.incarnation = e.incarnation();
+      workers_.push_back(fresh);
+      std::sort(workers_.begin(), workers_.end(),
+                [](const Worker& a, const Worker& b) { return a.index < b.index; });
+      w = FindWorker(peer);
+      LogInfo(absl::StrCat("worker ", index, " connected (pid ", e.hello().pid(), ")"));
+    }
+    w->last_heard = clock_.Now();
+    // A repeated Hello (our Welcome crossed it) gets the same Welcome again.
+    Envelope welcome;
+    auto* m = welcome.mutable_welcome();
+    m->set_worker_index(w->index);
+    m->set_heartbeat_ms(options_.heartbeat_ms);
+    m->set_lease_ms(options_.lease_ms);
+    *m->mutable_target() = options_.target;
+    if (static_cast<size_t>(w->index) < options_.max_inflight.size()) {
+      m->set_max_inflight(options_.max_inflight[w->index]);
+    }
+    m->set_seed(options_.seed);
+    m->set_clock_offset_ns(0);  // same host: one CLOCK_MONOTONIC (R-DIST-4)
+    Send(*w, std::move(welcome));
+    return;
+  }
+  if (w == nullptr) return;  // not a worker of this run: ignored
+  if (!w->alive) {
+    // Fenced: a worker declared dead may not take part any more.
+    Envelope stop;
+    stop.mutable_stop()->set_reason("fenced");
+    Send(*w, std::move(stop));
+    if (e.has_record_batch()) outcome_.rejected_records += e.record_batch().records_size();
+    return;
+  }
+  w->last_heard = clock_.Now();
+  if (e.has_heartbeat()) {
+    Envelope ack;
+    auto* a = ack.mutable_heartbeat_ack();
+    a->set_hb_seq(e.heartbeat().hb_seq());
+    a->set_t1_worker_ns(e.heartbeat().t1_worker_ns());
+    a->set_t2_coord_ns(ToNanos(clock_.Now()));
+    Send(*w, std::move(ack));
+  } else if (e.has_record_batch()) {
+    for (const auto& r : e.record_batch().records()) AcceptRecord(*w, r);
+  } else if (e.has_goodbye()) {
+    w->said_goodbye = true;
+  }
+}
+
+void Dispatcher::AcceptRecord(Worker& worker, const surge::v1::RequestRecord& record) {
+  const uint64_t i = record.index();
+  if (i >= state_.size() || state_[i] != State::kAssigned || owner_[i] != worker.index ||
+      attempt_[i] != record.attempt()) {
+    ++outcome_.rejected_records;
+    return;
+  }
+  Finalize(record);
+}
+
+void Dispatcher::Finalize(surge::v1::RequestRecord record) {
+  const uint64_t i = record.index();
+  if (state_[i] == State::kAssigned && owner_[i] >= 0) {
+    for (auto& w : workers_) {
+      if (w.index == owner_[i] && w.outstanding > 0) --w.outstanding;
+    }
+  }
+  state_[i] = State::kFinal;
+  record.set_planned_ns(offset_ns_[i]);
+  ++outcome_.records;
+  sink_(record);
+}
+
+void Dispatcher::FlushPending(Worker& w, bool last) {
+  if (w.pending.empty() && !last) return;
+  Envelope e;
+  auto* batch = e.mutable_assignment_batch();
+  batch->set_assign_seq(++w.assign_seq);
+  for (auto& a : w.pending) *batch->add_assignments() = std::move(a);
+  batch->set_last(last);
+  w.pending.clear();
+  Send(w, std::move(e));
+}
+
+void Dispatcher::Refill(Clock::TimePoint now) {
+  const int64_t horizon_ns =
+      NowRelNs(now) + std::chrono::duration_cast<std::chrono::nanoseconds>(options_.lookahead).count();
+  const size_t n = state_.size();
+  while (true) {
+    // The earliest of: the oldest taken-back request, the next new one.
+    bool from_reassign = false;
+    uint64_t i;
+    if (!reassign_.empty() && (cursor_ >= n || offset_ns_[reassign_.front()] <= offset_ns_[cursor_])) {
+      i = reassign_.front();
+      from_reassign = true;
+    } else if (cursor_ < n) {
+      i = cursor_;
+    } else {
+      break;
+    }
+    if (offset_ns_[i] >= horizon_ns) break;
+    // Round-robin over live workers with room (k6-style striping): with all
+    // workers alive and no cap reached, request i goes to worker i mod W.
+    Worker* target = nullptr;
+    for (size_t k = 0; k < workers_.size(); ++k) {
+      Worker& w = workers_[(next_worker_ + k) % workers_.size()];
+      if (w.alive && w.outstanding < options_.max_outstanding_per_worker) {
+        target = &w;
+        next_worker_ = (next_worker_ + k + 1) % workers_.size();
+        break;
+      }
+    }
+    if (target == nullptr) break;
+    const Payload p = payloads_.At(i);
+    surge::v1::Assignment a;
+    a.set_index(i);
+    a.set_offset_ns(offset_ns_[i]);
+    a.set_attempt(attempt_[i]);
+    a.set_input_tokens(p.input_tokens);
+    a.set_max_tokens(p.max_tokens);
+    a.set_prompt_seed(p.prompt_seed);
+    state_[i] = State::kAssigned;
+    owner_[i] = static_cast<int16_t>(target->index);
+    ++target->outstanding;
+    target->pending.push_back(std::move(a));
+    if (target->pending.size() >= options_.max_batch) FlushPending(*target, false);
+    if (from_reassign) {
+      reassign_.erase(reassign_.begin());
+    } else {
+      ++cursor_;
+    }
+  }
+  for (auto& w : workers_) {
+    if (w.alive) FlushPending(w, false);
+  }
+}
+
+void Dispatcher::DeclareDead(Worker& w, Clock::TimePoint now, const std::string& why) {
+  w.alive = false;
+  w.pending.clear();
+  ++outcome_.workers_lost;
+  LogWarning(absl::StrCat("worker ", w.index, " lost: ", why));
+  // DISTRIBUTED.md §6: requests planned beyond the lease are provably unsent
+  // and go to the survivors with attempt + 1; the rest may have been sent and
+  // are recorded as lost (at-most-once).
+  const int64_t unsent_after_ns = NowRelNs(now) + static_cast<int64_t>(options_.lease_ms) * 1000000 +
+                                  kReassignMarginNs;
+  for (uint64_t i = 0; i < cursor_; ++i) {
+    if (state_[i] != State::kAssigned || owner_[i] != w.index) continue;
+    if (offset_ns_[i] > unsent_after_ns && !stop_requested_.load()) {
+      state_[i] = State::kUnassigned;
+      owner_[i] = -1;
+      ++attempt_[i];
+      reassign_.push_back(i);
+      ++outcome_.reassigned;
+    } else {
+      surge::v1::RequestRecord r;
+      r.set_index(i);
+      r.set_attempt(attempt_[i]);
+      r.set_worker(w.index);
+      r.set_status(surge::v1::LOST);
+      r.set_error(absl::StrCat("send_unknown: worker ", w.index, " lost (", why, ")"));
+      Finalize(std::move(r));
+    }
+  }
+  w.outstanding = 0;
+  std::sort(reassign_.begin(), reassign_.end(), [this](uint64_t a, uint64_t b) {
+    return offset_ns_[a] != offset_ns_[b] ? offset_ns_[a] < offset_ns_[b] : a < b;
+  });
+}
+
+void Dispatcher::SweepLiveness(Clock::TimePoint now) {
+  for (auto& w : workers_) {
+    if (!w.alive) continue;
+    if (exited_ && exited_(w.index)) {
+      DeclareDead(w, now, "process exited");
+    } else if (now - w.last_heard > options_.dead_after) {
+      DeclareDead(w, now, absl::StrCat("silent for ", options_.dead_after.count(), " ms"));
+    }
+  }
+}
+
+void Dispatcher::FinishUnassigned(const std::string& reason) {
+  auto not_sent = [&](uint64_t i) {
+    surge::v1::RequestRecord r;
+    r.set_index(i);
+    r.set_attempt(attempt_[i]);
+    r.set_worker(-1);
+    r.set_status(surge::v1::NOT_SENT);
+    r.set_error(reason);
+    Finalize(std::move(r));
+  };
+  for (uint64_t i : reassign_) not_sent(i);
+  reassign_.clear();
+  for (; cursor_ < state_.size(); ++cursor_) not_sent(cursor_);
+}
+
+absl::StatusOr<DispatchOutcome> Dispatcher::Run() {
+  if (absl::Status s = AwaitWorkers(); !s.ok()) return s;
+  const size_t n = state_.size();
+  Clock::TimePoint now = clock_.Now();
+  // t0 lies start_lead ahead so that the first window reaches every worker
+  // before anything is due (DISTRIBUTED.md §4).
+  t0_ns_ = ToNanos(now + options_.start_lead);
+  outcome_.t0_ns = t0_ns_;
+  Refill(now);
+  for (auto& w : workers_) {
+    Envelope start;
+    start.mutable_start()->set_t0_coord_ns(t0_ns_);
+    Send(w, std::move(start));
+    w.last_heard = now;
+  }
+  LogInfo(absl::StrCat("started ", n, " requests on ", workers_.size(), " workers"));
+
+  bool stopping = false;
+  bool aborted = false;
+  Clock::TimePoint stop_deadline{};
+  Clock::TimePoint last_sweep = now;
+  while (outcome_.records < n) {
+    now = clock_.Now();
+    if (stop_requested_.load() && !stopping) {
+      stopping = true;
+      outcome_.interrupted = true;
+      LogWarning("interrupted: stopping the workers, in-flight requests may finish");
+      FinishUnassigned("not_sent: interrupted");
+      for (auto& w : workers_) {
+        if (!w.alive) continue;
+        Envelope stop;
+        stop.mutable_stop()->set_reason("interrupted");
+        stop.mutable_stop()->set_drain_ms(static_cast<uint32_t>(options_.drain.count()));
+        Send(w, std::move(stop));
+      }
+      stop_deadline = now + options_.drain + std::chrono::seconds(3);
+    }
+    auto in = transport_.Receive(std::chrono::milliseconds(5));
+    for (int k = 0; k < 4096 && in.ok() && in->has_value(); ++k) {
+      Handle((*in)->peer, (*in)->message);
+      in = transport_.Receive(std::chrono::milliseconds(0));
+    }
+    if (!in.ok()) LogWarning(in.status().ToString());
+    now = clock_.Now();
+    if (now - last_sweep >= kSweepPeriod) {
+      if (now - last_sweep > kStallGuard) {
+        const auto lag = now - last_sweep;
+        for (auto& w : workers_) w.last_heard += lag;
+      }
+      last_sweep = now;
+      if (!stopping) SweepLiveness(now);
+    }
+    const bool any_alive =
+        std::any_of(workers_.begin(), workers_.end(), [](const Worker& w) { return w.alive; });
+    if (!any_alive) {
+      aborted = true;
+      FinishUnassigned("not_sent: no_worker_left");
+      break;
+    }
+    if (!stopping) Refill(now);
+    if (stopping && now >= stop_deadline) break;
+  }
+  // Anything still open (drain deadline passed) ends as lost.
+  for (uint64_t i = 0; i < n; ++i) {
+    if (state_[i] == State::kFinal) continue;
+    surge::v1::RequestRecord r;
+    r.set_index(i);
+    r.set_attempt(attempt_[i]);
+    r.set_worker(owner_[i]);
+    r.set_status(state_[i] == State::kAssigned ? surge::v1::LOST : surge::v1::NOT_SENT);
+    r.set_error(state_[i] == State::kAssigned ? "lost: no_record_before_drain_deadline"
+                                               : "not_sent: run_ended");
+    Finalize(std::move(r));
+  }
+  // Release the workers and wait briefly for their Goodbyes.
+  for (auto& w : workers_) {
+    if (!w.alive) continue;
+    Envelope stop;
+    stop.mutable_stop()->set_reason(stopping ? "interrupted" : "done");
+    Send(w, std::move(stop));
+  }
+  const Clock::TimePoint goodbye_deadline = clock_.Now() + kGoodbyeWait;
+  while (clock_.Now() < goodbye_deadline &&
+         std::any_of(workers_.begin(), workers_.end(),
+                     [this](const Worker& w) { return w.alive && !w.said_goodbye && !(exited_ && exited_(w.index)); })) {
+    auto in = transport_.Receive(std::chrono::milliseconds(10));
+    if (in.ok() && in->has_value()) Handle((*in)->peer, (*in)->message);
+  }
+  if (aborted) {
+    return absl::AbortedError(absl::StrCat("every worker was lost; ", outcome_.records,
+                                           " records written"));
+  }
+  return outcome_;
+}
+
+}  // namespace surge::coordinator

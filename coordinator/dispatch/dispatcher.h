@@ -1,0 +1,140 @@
+// Runs one distributed execution (R-DIST-1..6): welcomes the workers, fixes
+// t0, streams assignments in bounded windows, keeps the request ledger, acks
+// heartbeats, detects dead workers, and ends with exactly one final record
+// per planned request. Owns the coordinator's Transport; one thread.
+#ifndef SURGE_COORDINATOR_DISPATCH_DISPATCHER_H_
+#define SURGE_COORDINATOR_DISPATCH_DISPATCHER_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/clock.h"
+#include "common/transport.h"
+#include "coordinator/dataset/payload_source.h"
+#include "coordinator/plan/arrival_schedule.h"
+#include "surge/v1/config.pb.h"
+#include "surge/v1/record.pb.h"
+
+namespace surge::coordinator {
+
+struct DispatcherOptions {
+  // Workers expected before the run starts.
+  int num_workers = 1;
+  // Per-worker in-flight caps (R-REQ-2), by worker index; empty = no cap.
+  std::vector<uint32_t> max_inflight;
+  // Target and request options sent in Welcome.
+  surge::v1::TargetConfig target;
+  uint64_t seed = 0;
+  std::string run_id;
+  // Streaming window (DISTRIBUTED.md §4): assign requests planned up to this
+  // far ahead of now, in batches of at most max_batch, with at most
+  // max_outstanding_per_worker assigned-but-unfinished per worker.
+  std::chrono::milliseconds lookahead{2000};
+  size_t max_batch = 512;
+  size_t max_outstanding_per_worker = 16384;
+  // Liveness (DISTRIBUTED.md §3).
+  uint32_t heartbeat_ms = 250;
+  uint32_t lease_ms = 1000;
+  std::chrono::milliseconds dead_after{1500};
+  // t0 = (time all workers are welcomed) + start_lead.
+  std::chrono::milliseconds start_lead{500};
+  // How long to wait for all workers' Hello.
+  std::chrono::milliseconds hello_timeout{20000};
+  // In-flight requests get this long after Stop (end of run or interrupt).
+  std::chrono::milliseconds drain{10000};
+};
+
+struct DispatchOutcome {
+  bool interrupted = false;
+  // Records delivered through the sink (== plan size on return).
+  uint64_t records = 0;
+  uint64_t reassigned = 0;
+  // Records that broke the ledger rules (wrong owner/attempt, duplicates):
+  // dropped and counted; 0 in a healthy run.
+  uint64_t rejected_records = 0;
+  uint64_t workers_lost = 0;
+  // t0 on the coordinator's steady clock, ns.
+  int64_t t0_ns = 0;
+};
+
+class Dispatcher {
+ public:
+  // Receives every final record exactly once, on the dispatcher thread, times
+  // relative to t0 (ns).
+  using RecordSink = std::function<void(const surge::v1::RequestRecord&)>;
+  // Returns true when local worker `index` is known to have exited (process
+  // ground truth, faster than heartbeat silence). May be empty.
+  using ExitProbe = std::function<bool(int32_t index)>;
+
+  Dispatcher(Clock& clock, Transport& transport, const ArrivalSchedule& plan,
+             const PayloadSource& payloads, DispatcherOptions options, RecordSink sink,
+             ExitProbe exited = nullptr);
+
+  // Runs to the end. Errors: UNAVAILABLE when not all workers said Hello in
+  // time (nothing was sent then), ABORTED when every worker was lost (every
+  // request still has its record).
+  absl::StatusOr<DispatchOutcome> Run();
+
+  // Asks the run to stop (Ctrl-C). Async-signal-safe: only sets a flag.
+  void RequestStop() { stop_requested_.store(true); }
+
+ private:
+  enum class State : uint8_t { kUnassigned, kAssigned, kFinal };
+  struct Worker {
+    std::string peer;
+    int32_t index = -1;
+    uint64_t incarnation = 0;
+    bool alive = true;
+    bool said_goodbye = false;
+    Clock::TimePoint last_heard;
+    size_t outstanding = 0;
+    uint64_t assign_seq = 0;
+    std::vector<surge::v1::Assignment> pending;
+  };
+
+  absl::Status AwaitWorkers();
+  void Send(Worker& worker, surge::v1::Envelope envelope);
+  void Handle(const std::string& peer, surge::v1::Envelope& envelope);
+  void AcceptRecord(Worker& worker, const surge::v1::RequestRecord& record);
+  void Finalize(surge::v1::RequestRecord record);
+  void Refill(Clock::TimePoint now);
+  void FlushPending(Worker& worker, bool last);
+  void SweepLiveness(Clock::TimePoint now);
+  void DeclareDead(Worker& worker, Clock::TimePoint now, const std::string& why);
+  void FinishUnassigned(const std::string& reason);
+  int64_t NowRelNs(Clock::TimePoint now) const { return ToNanos(now) - t0_ns_; }
+  Worker* FindWorker(const std::string& peer);
+
+  Clock& clock_;
+  Transport& transport_;
+  const ArrivalSchedule& plan_;
+  const PayloadSource& payloads_;
+  const DispatcherOptions options_;
+  RecordSink sink_;
+  ExitProbe exited_;
+  std::atomic<bool> stop_requested_{false};
+
+  std::vector<Worker> workers_;
+  uint64_t seq_ = 0;
+  int64_t t0_ns_ = 0;
+  // Ledger, indexed by request (DISTRIBUTED.md §8): state, owner, attempt.
+  std::vector<State> state_;
+  std::vector<int16_t> owner_;
+  std::vector<uint8_t> attempt_;
+  std::vector<int64_t> offset_ns_;
+  // Next never-assigned index; requests taken back from a dead worker wait in
+  // `reassign_` (sorted by planned offset) and go first.
+  uint64_t cursor_ = 0;
+  std::vector<uint64_t> reassign_;
+  size_t next_worker_ = 0;
+  DispatchOutcome outcome_;
+};
+
+}  // namespace surge::coordinator
+
+#endif  // SURGE_COORDINATOR_DISPATCH_DISPATCHER_H_

@@ -1,0 +1,38 @@
+// What the pacer hands a request to (ARCHITECTURE.md §2). Implementations
+// send over HTTP (worker/http/) or record calls in tests.
+#ifndef SURGE_WORKER_REQUEST_SENDER_H_
+#define SURGE_WORKER_REQUEST_SENDER_H_
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+
+#include "surge/v1/record.pb.h"
+#include "surge/v1/wire.pb.h"
+
+namespace surge::worker {
+
+// Called exactly once per Send, on an I/O thread. The record carries index,
+// attempt, status, error, http_status, token counts, ttft_ns/e2el_ns/itl_ns
+// (durations) and sent_ns as an *absolute* local steady-clock time
+// (ToNanos(clock.Now()) when the first byte was handed to the socket, R-ACT-2),
+// 0 when nothing was sent. The caller converts it to t0-relative time.
+using SendCallback = std::function<void(surge::v1::RequestRecord)>;
+
+// Sends requests without blocking the caller. Thread-safe.
+class RequestSender {
+ public:
+  virtual ~RequestSender() = default;
+  // Starts sending `assignment` now; `on_done` runs exactly once.
+  virtual void Send(const surge::v1::Assignment& assignment, SendCallback on_done) = 0;
+  // Requests started and not yet finished.
+  virtual size_t inflight() const = 0;
+  // Waits up to `drain` for in-flight requests to finish; then aborts the rest
+  // (their callbacks run with status LOST, error "drain_timeout") and stops
+  // the I/O threads. Idempotent.
+  virtual void Shutdown(std::chrono::milliseconds drain) = 0;
+};
+
+}  // namespace surge::worker
+
+#endif  // SURGE_WORKER_REQUEST_SENDER_H_

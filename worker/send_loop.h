@@ -1,0 +1,92 @@
+// The pacer (ARCHITECTURE.md example 4): releases each assigned request at
+// its absolute deadline t0 + offset_i on the local steady clock, never by
+// sleeping for an interval, and records planned, released, sent and blocked
+// times per request.
+#ifndef SURGE_WORKER_SEND_LOOP_H_
+#define SURGE_WORKER_SEND_LOOP_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <queue>
+#include <vector>
+
+#include "common/clock.h"
+#include "surge/v1/record.pb.h"
+#include "surge/v1/wire.pb.h"
+#include "worker/request_sender.h"
+
+namespace surge::worker {
+
+struct SendLoopOptions {
+  // Worker index written into every record.
+  int32_t worker_index = 0;
+  // Requests this worker may have in flight; 0 = no cap (R-REQ-2). A request
+  // held back by the cap is sent late; its blocked_ns and lateness show it.
+  uint32_t max_inflight = 0;
+  // Longest coarse sleep between checks for new work or a stop, so an early
+  // assignment or Stop() is seen within this time.
+  std::chrono::microseconds slice{2000};
+};
+
+// Receives each finished request's record, times relative to t0 (ns); called
+// on the sender's I/O thread.
+using RecordCallback = std::function<void(surge::v1::RequestRecord)>;
+
+// Thread-safe except Run(), which one pacer thread calls once.
+class SendLoop {
+ public:
+  SendLoop(Clock& clock, RequestSender& sender, SendLoopOptions options, RecordCallback on_record);
+
+  // Sets t0 as local steady ns; nothing is released before this is called.
+  void SetStart(int64_t t0_local_ns);
+  // Adds assignments; each is released at t0 + offset_ns (ordered by offset,
+  // then index, whatever the order of arrival).
+  void Enqueue(std::vector<surge::v1::Assignment> assignments);
+  // Local steady ns after which nothing may be released (the worker lease,
+  // DISTRIBUTED.md §3, checked at every release). Default: no expiry.
+  void SetLeaseExpiry(int64_t local_ns) { lease_expiry_ns_.store(local_ns); }
+  // The pacer body; returns soon after Stop().
+  void Run();
+  // Stops releasing. Requests already handed to the sender are not touched.
+  void Stop() { stop_.store(true); }
+  // Assignments never released (after Run returned), in release order.
+  std::vector<surge::v1::Assignment> TakeUnreleased();
+
+  // Assignments waiting for their deadline.
+  size_t queued() const;
+  // Largest offset_ns ever enqueued (the worker's horizon), ns after t0.
+  int64_t horizon_ns() const { return horizon_ns_.load(); }
+  // Requests released so far.
+  uint64_t released() const { return released_.load(); }
+
+ private:
+  struct Later {
+    bool operator()(const surge::v1::Assignment& a, const surge::v1::Assignment& b) const {
+      return a.offset_ns() != b.offset_ns() ? a.offset_ns() > b.offset_ns() : a.index() > b.index();
+    }
+  };
+
+  void Release(const surge::v1::Assignment& assignment, int64_t released_local_ns);
+
+  Clock& clock_;
+  RequestSender& sender_;
+  const SendLoopOptions options_;
+  const RecordCallback on_record_;
+
+  mutable std::mutex mu_;
+  std::priority_queue<surge::v1::Assignment, std::vector<surge::v1::Assignment>, Later> queue_;
+  bool started_ = false;
+  int64_t t0_local_ns_ = 0;
+
+  std::atomic<bool> stop_{false};
+  std::atomic<int64_t> lease_expiry_ns_{INT64_MAX};
+  std::atomic<int64_t> horizon_ns_{0};
+  std::atomic<uint64_t> released_{0};
+};
+
+}  // namespace surge::worker
+
+#endif  // SURGE_WORKER_SEND_LOOP_H_

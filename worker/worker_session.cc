@@ -1,0 +1,229 @@
+#include "worker/worker_session.h"
+
+#include <unistd.h>
+
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "common/log.h"
+#include "worker/send_loop.h"
+
+namespace surge::worker {
+namespace {
+
+using surge::v1::Envelope;
+
+// DISTRIBUTED.md §2: a RecordBatch holds at most 256 records or 64 KiB, so a
+// heartbeat never waits long behind bulk data.
+constexpr size_t kMaxBatchRecords = 256;
+constexpr size_t kMaxBatchBytes = 64 * 1024;
+
+std::string HostName() {
+  char buf[256] = {0};
+  gethostname(buf, sizeof(buf) - 1);
+  return buf;
+}
+
+}  // namespace
+
+WorkerSession::WorkerSession(Clock& clock, Transport& transport, SenderFactory make_sender,
+                             WorkerSessionOptions options)
+    : clock_(clock),
+      transport_(transport),
+      make_sender_(std::move(make_sender)),
+      options_(options) {}
+
+absl::Status WorkerSession::SendEnvelope(Envelope envelope) {
+  envelope.set_protocol_version(surge::v1::PROTOCOL_VERSION_CURRENT);
+  envelope.set_run_id(run_id_);
+  envelope.set_incarnation(options_.incarnation);
+  envelope.set_seq(++seq_);
+  return transport_.Send("", envelope);
+}
+
+void WorkerSession::FlushRecords(bool force) {
+  std::vector<surge::v1::RequestRecord> pending;
+  {
+    std::lock_guard<std::mutex> lock(outbox_mu_);
+    if (outbox_.empty()) return;
+    if (!force && outbox_.size() < kMaxBatchRecords &&
+        clock_.Now() - last_flush_ < options_.record_flush) {
+      return;
+    }
+    pending.swap(outbox_);
+  }
+  last_flush_ = clock_.Now();
+  size_t i = 0;
+  while (i < pending.size()) {
+    Envelope envelope;
+    auto* batch = envelope.mutable_record_batch();
+    size_t bytes = 0;
+    while (i < pending.size() && batch->records_size() < static_cast<int>(kMaxBatchRecords) &&
+           (bytes == 0 || bytes + pending[i].ByteSizeLong() <= kMaxBatchBytes)) {
+      bytes += pending[i].ByteSizeLong();
+      *batch->add_records() = std::move(pending[i]);
+      ++i;
+    }
+    batch->set_batch_seq(++batch_seq_);
+    if (absl::Status s = SendEnvelope(std::move(envelope)); !s.ok()) {
+      LogWarning(absl::StrCat("record batch not sent: ", s.ToString()));
+    }
+  }
+}
+
+int WorkerSession::Run() {
+  // 1. Hello until Welcome or Reject.
+  surge::v1::Welcome welcome;
+  {
+    const Clock::TimePoint give_up = clock_.Now() + options_.hello_timeout;
+    Clock::TimePoint next_hello = clock_.Now();
+    bool welcomed = false;
+    while (!welcomed) {
+      if (clock_.Now() >= give_up) {
+        LogError("no Welcome from the coordinator; giving up");
+        return kExitCoordinatorLost;
+      }
+      if (clock_.Now() >= next_hello) {
+        Envelope hello;
+        auto* h = hello.mutable_hello();
+        h->set_requested_index(options_.requested_index);
+        h->set_host(HostName());
+        h->set_pid(static_cast<uint32_t>(getpid()));
+        (void)SendEnvelope(std::move(hello));
+        next_hello = clock_.Now() + options_.hello_period;
+      }
+      auto in = transport_.Receive(options_.poll);
+      if (!in.ok() || !in->has_value()) continue;
+      const Envelope& e = (*in)->message;
+      if (e.has_reject()) {
+        LogError(absl::StrCat("rejected by the coordinator: ", e.reject().reason()));
+        return kExitRejected;
+      }
+      if (e.has_welcome()) {
+        welcome = e.welcome();
+        run_id_ = e.run_id();
+        welcomed = true;
+      }
+    }
+  }
+  SetLogTag(absl::StrCat("worker ", welcome.worker_index()));
+
+  auto sender_or = make_sender_(welcome);
+  if (!sender_or.ok()) {
+    LogError(absl::StrCat("cannot create the HTTP sender: ", sender_or.status().ToString()));
+    Envelope bye;
+    bye.mutable_goodbye()->set_reason(std::string(sender_or.status().message()));
+    (void)SendEnvelope(std::move(bye));
+    return kExitSenderFailed;
+  }
+  std::unique_ptr<RequestSender> sender = *std::move(sender_or);
+
+  const auto heartbeat_period = std::chrono::milliseconds(
+      welcome.heartbeat_ms() > 0 ? welcome.heartbeat_ms() : 250);
+  const int64_t lease_ns =
+      static_cast<int64_t>(welcome.lease_ms() > 0 ? welcome.lease_ms() : 1000) * 1000000;
+  // Same host: coordinator clock = local clock + offset (0). Cross-host
+  // probes come with remote workers.
+  const int64_t clock_offset_ns = welcome.clock_offset_ns();
+
+  SendLoopOptions loop_options;
+  loop_options.worker_index = welcome.worker_index();
+  loop_options.max_inflight = welcome.max_inflight();
+  SendLoop loop(clock_, *sender, loop_options, [this](surge::v1::RequestRecord record) {
+    std::lock_guard<std::mutex> lock(outbox_mu_);
+    outbox_.push_back(std::move(record));
+  });
+  // The lease starts at Welcome, so a coordinator that dies before the first
+  // heartbeat ack still stops this worker (DISTRIBUTED.md §3).
+  int64_t lease_expiry_ns = ToNanos(clock_.Now()) + lease_ns;
+  loop.SetLeaseExpiry(lease_expiry_ns);
+  std::thread pacer([&loop] { loop.Run(); });
+
+  uint64_t hb_seq = 0;
+  Clock::TimePoint next_heartbeat = clock_.Now();
+  std::string stop_reason;
+  uint32_t drain_ms = 0;
+  int exit_code = kExitDone;
+  last_flush_ = clock_.Now();
+
+  while (true) {
+    const Clock::TimePoint now = clock_.Now();
+    if (now >= next_heartbeat) {
+      Envelope hb;
+      auto* h = hb.mutable_heartbeat();
+      h->set_hb_seq(++hb_seq);
+      h->set_t1_worker_ns(ToNanos(now));
+      h->set_inflight(static_cast<uint32_t>(sender->inflight()));
+      h->set_queued(static_cast<uint32_t>(loop.queued()));
+      h->set_horizon_ns(loop.horizon_ns());
+      (void)SendEnvelope(std::move(hb));
+      next_heartbeat = now + heartbeat_period;
+    }
+    // R-DIST-7: a coordinator silent past the lease stops the pacer at once
+    // (the pacer checks the lease itself); one second later the worker gives
+    // up and exits.
+    if (ToNanos(now) > lease_expiry_ns + 1000000000) {
+      LogError("coordinator lost (no heartbeat acknowledged); stopping");
+      stop_reason = "coordinator_lost";
+      exit_code = kExitCoordinatorLost;
+      break;
+    }
+    FlushRecords(false);
+
+    auto in = transport_.Receive(options_.poll);
+    if (!in.ok()) {
+      LogWarning(in.status().ToString());
+      continue;
+    }
+    if (!in->has_value()) continue;
+    Envelope& e = (*in)->message;
+    if (e.has_start()) {
+      loop.SetStart(e.start().t0_coord_ns() - clock_offset_ns);
+    } else if (e.has_assignment_batch()) {
+      auto* list = e.mutable_assignment_batch()->mutable_assignments();
+      loop.Enqueue(std::vector<surge::v1::Assignment>(std::make_move_iterator(list->begin()),
+                                                      std::make_move_iterator(list->end())));
+    } else if (e.has_heartbeat_ack()) {
+      // The lease runs from the worker's own send time of the acknowledged
+      // heartbeat, so a late ack can never extend it (DISTRIBUTED.md §3).
+      const int64_t expiry = e.heartbeat_ack().t1_worker_ns() + lease_ns;
+      if (expiry > lease_expiry_ns) {
+        lease_expiry_ns = expiry;
+        loop.SetLeaseExpiry(expiry);
+      }
+    } else if (e.has_stop()) {
+      stop_reason = e.stop().reason();
+      drain_ms = e.stop().drain_ms();
+      break;
+    } else if (e.has_reject()) {
+      stop_reason = "rejected";
+      exit_code = kExitRejected;
+      break;
+    }
+  }
+
+  // Drain: stop releasing, report what was never released, give in-flight
+  // requests drain_ms, then abort them (they become LOST drain_timeout).
+  loop.Stop();
+  pacer.join();
+  for (const auto& a : loop.TakeUnreleased()) {
+    surge::v1::RequestRecord r;
+    r.set_index(a.index());
+    r.set_attempt(a.attempt());
+    r.set_worker(welcome.worker_index());
+    r.set_planned_ns(a.offset_ns());
+    r.set_status(surge::v1::NOT_SENT);
+    r.set_error(absl::StrCat("not_sent: ", stop_reason.empty() ? "stopped" : stop_reason));
+    std::lock_guard<std::mutex> lock(outbox_mu_);
+    outbox_.push_back(std::move(r));
+  }
+  sender->Shutdown(std::chrono::milliseconds(drain_ms));
+  FlushRecords(true);
+  Envelope bye;
+  bye.mutable_goodbye()->set_reason(stop_reason);
+  bye.mutable_goodbye()->set_last_batch_seq(batch_seq_);
+  (void)SendEnvelope(std::move(bye));
+  return exit_code;
+}
+
+}  // namespace surge::worker

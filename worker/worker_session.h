@@ -1,0 +1,73 @@
+// One worker process's life (R-DIST-1..7): Hello/Welcome, Start, receiving
+// assignment batches into the pacer, heartbeats and the lease, record
+// batches, Stop and drain. Runs on the thread that owns the Transport.
+#ifndef SURGE_WORKER_WORKER_SESSION_H_
+#define SURGE_WORKER_WORKER_SESSION_H_
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/clock.h"
+#include "common/transport.h"
+#include "surge/v1/wire.pb.h"
+#include "worker/request_sender.h"
+
+namespace surge::worker {
+
+// Exit codes of `surge worker` (DISTRIBUTED.md §7).
+inline constexpr int kExitDone = 0;
+inline constexpr int kExitRejected = 2;
+inline constexpr int kExitCoordinatorLost = 3;
+inline constexpr int kExitSenderFailed = 4;
+
+struct WorkerSessionOptions {
+  // Index asked for in Hello; -1 lets the coordinator choose.
+  int32_t requested_index = -1;
+  // Random per process start; fences a restarted process (DISTRIBUTED.md §2).
+  uint64_t incarnation = 0;
+  // How long Hello is repeated before giving up.
+  std::chrono::milliseconds hello_timeout{30000};
+  // Hello repeat period.
+  std::chrono::milliseconds hello_period{250};
+  // Longest wait for a message before the loop does its periodic work.
+  std::chrono::milliseconds poll{5};
+  // A record batch is sent when this old, or at kMaxBatchRecords/Bytes.
+  std::chrono::milliseconds record_flush{50};
+};
+
+// Makes the HTTP sender once the Welcome names the target.
+using SenderFactory =
+    std::function<absl::StatusOr<std::unique_ptr<RequestSender>>(const surge::v1::Welcome&)>;
+
+class WorkerSession {
+ public:
+  WorkerSession(Clock& clock, Transport& transport, SenderFactory make_sender,
+                WorkerSessionOptions options);
+  // Runs to the end; returns the process exit code (kExit*).
+  int Run();
+
+ private:
+  absl::Status SendEnvelope(surge::v1::Envelope envelope);
+  void FlushRecords(bool force);
+
+  Clock& clock_;
+  Transport& transport_;
+  SenderFactory make_sender_;
+  WorkerSessionOptions options_;
+  uint64_t seq_ = 0;
+  uint64_t batch_seq_ = 0;
+  std::string run_id_;
+
+  std::mutex outbox_mu_;
+  std::vector<surge::v1::RequestRecord> outbox_;
+  Clock::TimePoint last_flush_{};
+};
+
+}  // namespace surge::worker
+
+#endif  // SURGE_WORKER_WORKER_SESSION_H_
