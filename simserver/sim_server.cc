@@ -1,0 +1,555 @@
+#include "simserver/sim_server.h"
+
+#include <atomic>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
+#include <chrono>
+#include <cmath>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/prompt_builder.h"
+#include "nlohmann/json.hpp"
+
+namespace surge::simserver {
+namespace {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+using boost::system::error_code;
+using Json = nlohmann::json;
+
+// Largest request body accepted (long prompts are a few hundred KiB).
+constexpr uint64_t kMaxBodyBytes = 64ull << 20;
+// Output tokens when the request names no max_tokens (OpenAI's legacy default).
+constexpr int64_t kDefaultMaxTokens = 16;
+// Upper bound on max_tokens, so a typo cannot keep a stream open for days.
+constexpr int64_t kMaxMaxTokens = 1 << 20;
+// The text of every generated token: 4 characters = 1 token by EstimateTokens.
+constexpr char kTokenText[] = " tok";
+
+std::chrono::nanoseconds MsToNanos(double ms) {
+  return std::chrono::nanoseconds(std::llround(ms * 1e6));
+}
+
+// A validated /v1/(chat/)completions request.
+struct CompletionRequest {
+  bool chat = false;
+  bool stream = false;
+  bool include_usage = false;
+  int64_t max_tokens = kDefaultMaxTokens;
+  uint32_t prompt_tokens = 0;
+  std::string model;
+};
+
+// Text of one chat message's content: a string, or an array of parts whose
+// "text" members are concatenated.
+absl::StatusOr<std::string> MessageText(const Json& message) {
+  if (!message.is_object()) return absl::InvalidArgumentError("each message must be an object");
+  auto content = message.find("content");
+  if (content == message.end() || content->is_null()) return std::string();
+  if (content->is_string()) return content->get<std::string>();
+  if (content->is_array()) {
+    std::string text;
+    for (const Json& part : *content) {
+      if (part.is_object()) {
+        auto t = part.find("text");
+        if (t != part.end() && t->is_string()) text += t->get<std::string>();
+      }
+    }
+    return text;
+  }
+  return absl::InvalidArgumentError("message content must be a string or an array of parts");
+}
+
+absl::StatusOr<CompletionRequest> ParseCompletionRequest(bool chat, const std::string& body,
+                                                         const std::string& default_model) {
+  Json json = Json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded()) return absl::InvalidArgumentError("request body is not valid JSON");
+  if (!json.is_object()) return absl::InvalidArgumentError("request body must be a JSON object");
+  CompletionRequest req;
+  req.chat = chat;
+  req.model = default_model;
+  if (auto m = json.find("model"); m != json.end()) {
+    if (!m->is_string()) return absl::InvalidArgumentError("'model' must be a string");
+    if (!m->get_ref<const std::string&>().empty()) req.model = m->get<std::string>();
+  }
+  std::string prompt;
+  if (chat) {
+    auto messages = json.find("messages");
+    if (messages == json.end() || !messages->is_array() || messages->empty()) {
+      return absl::InvalidArgumentError("'messages' must be a non-empty array");
+    }
+    for (const Json& message : *messages) {
+      absl::StatusOr<std::string> text = MessageText(message);
+      if (!text.ok()) return text.status();
+      prompt += *text;
+    }
+    req.prompt_tokens = EstimateTokens(prompt);
+  } else {
+    auto p = json.find("prompt");
+    if (p == json.end()) return absl::InvalidArgumentError("'prompt' is required");
+    if (p->is_string()) {
+      req.prompt_tokens = EstimateTokens(p->get_ref<const std::string&>());
+    } else if (p->is_array()) {
+      // A list of strings, or a list of token ids (one token each).
+      for (const Json& item : *p) {
+        if (item.is_string()) {
+          req.prompt_tokens += EstimateTokens(item.get_ref<const std::string&>());
+        } else if (item.is_number_integer()) {
+          req.prompt_tokens += 1;
+        } else {
+          return absl::InvalidArgumentError(
+              "'prompt' must be a string, a list of strings or a list of token ids");
+        }
+      }
+    } else {
+      return absl::InvalidArgumentError("'prompt' must be a string or a list");
+    }
+  }
+  for (const char* key : {"max_tokens", "max_completion_tokens"}) {
+    auto it = json.find(key);
+    if (it == json.end() || it->is_null()) continue;
+    if (!it->is_number_integer() || it->get<int64_t>() < 1 || it->get<int64_t>() > kMaxMaxTokens) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("'", key, "' must be an integer in 1..", kMaxMaxTokens));
+    }
+    req.max_tokens = it->get<int64_t>();  // max_completion_tokens, checked last, wins
+  }
+  if (auto s = json.find("stream"); s != json.end() && !s->is_null()) {
+    if (!s->is_boolean()) return absl::InvalidArgumentError("'stream' must be a boolean");
+    req.stream = s->get<bool>();
+  }
+  if (auto o = json.find("stream_options"); o != json.end() && o->is_object()) {
+    auto u = o->find("include_usage");
+    if (u != o->end() && u->is_boolean()) req.include_usage = u->get<bool>();
+  }
+  return req;
+}
+
+std::string ErrorBody(const std::string& message, const char* type, unsigned code) {
+  Json body = {{"error", {{"message", message}, {"type", type}, {"code", code}}}};
+  return body.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+Json UsageJson(const CompletionRequest& req) {
+  return Json{{"prompt_tokens", req.prompt_tokens},
+              {"completion_tokens", req.max_tokens},
+              {"total_tokens", req.prompt_tokens + req.max_tokens}};
+}
+
+int64_t UnixSeconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(RealClock().WallNow().time_since_epoch())
+      .count();
+}
+
+// Builds the JSON documents of one answer; ids and creation time fixed.
+class AnswerWriter {
+ public:
+  AnswerWriter(const CompletionRequest& req, uint64_t serial)
+      : req_(req),
+        id_(absl::StrCat(req.chat ? "chatcmpl-sim-" : "cmpl-sim-", serial)),
+        created_(UnixSeconds()) {}
+
+  // Stream chunk: for chat `delta` is the delta object; for completions the
+  // text is delta["content"]. finish_reason is null unless `last`.
+  std::string Chunk(const Json& delta, bool last) const {
+    Json choice = {{"index", 0}};
+    if (req_.chat) {
+      choice["delta"] = delta;
+      choice["logprobs"] = nullptr;
+    } else {
+      choice["text"] = delta.value("content", "");
+      choice["logprobs"] = nullptr;
+    }
+    choice["finish_reason"] = last ? Json("length") : Json(nullptr);
+    return Base(req_.chat ? "chat.completion.chunk" : "text_completion", Json::array({choice}))
+        .dump();
+  }
+  std::string UsageChunk() const {
+    Json json = Base(req_.chat ? "chat.completion.chunk" : "text_completion", Json::array());
+    json["usage"] = UsageJson(req_);
+    return json.dump();
+  }
+  std::string Whole() const {
+    std::string text;
+    text.reserve(sizeof(kTokenText) * req_.max_tokens);
+    for (int64_t i = 0; i < req_.max_tokens; ++i) text += kTokenText;
+    Json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", "length"}};
+    if (req_.chat) {
+      choice["message"] = {{"role", "assistant"}, {"content", text}};
+    } else {
+      choice["text"] = text;
+    }
+    Json json = Base(req_.chat ? "chat.completion" : "text_completion", Json::array({choice}));
+    json["usage"] = UsageJson(req_);
+    return json.dump();
+  }
+
+ private:
+  Json Base(const char* object, Json choices) const {
+    return Json{{"id", id_},
+                {"object", object},
+                {"created", created_},
+                {"model", req_.model},
+                {"choices", std::move(choices)}};
+  }
+  const CompletionRequest& req_;
+  std::string id_;
+  int64_t created_;
+};
+
+}  // namespace
+
+class SimServer::Impl {
+ public:
+  explicit Impl(const SimServerOptions& options)
+      : options_(options),
+        ttft_(MsToNanos(options.ttft_ms)),
+        itl_(MsToNanos(options.itl_ms)),
+        ioc_(options.threads),
+        acceptor_(ioc_) {}
+
+  ~Impl() { Stop(); }
+
+  absl::Status Bind() {
+    error_code ec;
+    const net::ip::address address = net::ip::make_address(options_.address, ec);
+    if (ec) {
+      return absl::InvalidArgumentError(absl::StrCat("address: \"", options_.address,
+                                                     "\" is not an IP address (e.g. 127.0.0.1)"));
+    }
+    const tcp::endpoint endpoint(address, options_.port);
+    const std::string where = absl::StrCat(options_.address, ":", options_.port);
+    acceptor_.open(endpoint.protocol(), ec);
+    if (!ec) acceptor_.set_option(net::socket_base::reuse_address(true), ec);
+    if (!ec) acceptor_.bind(endpoint, ec);
+    if (!ec) acceptor_.listen(net::socket_base::max_listen_connections, ec);
+    if (ec) return absl::UnavailableError(absl::StrCat("cannot bind ", where, ": ", ec.message()));
+    port_ = acceptor_.local_endpoint(ec).port();
+    return absl::OkStatus();
+  }
+
+  uint16_t port() const { return port_; }
+  uint64_t requests_served() const { return requests_served_.load(); }
+
+  void Start() {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    if (started_ || stopped_) return;
+    started_ = true;
+    net::co_spawn(ioc_, Accept(), [](std::exception_ptr e) {
+      if (e) LogError("sim server: accept loop ended with an exception");
+    });
+    for (int i = 0; i < options_.threads; ++i) {
+      threads_.emplace_back([this] {
+        for (;;) {
+          try {
+            ioc_.run();
+            return;
+          } catch (const std::exception& e) {
+            LogError(absl::StrCat("sim server: I/O thread: ", e.what()));
+          }
+        }
+      });
+    }
+  }
+
+  void Stop() {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    if (stopped_) return;
+    stopped_ = true;
+    ioc_.stop();
+    for (auto& t : threads_) {
+      if (t.get_id() == std::this_thread::get_id()) {
+        t.detach();
+      } else if (t.joinable()) {
+        t.join();
+      }
+    }
+    // No I/O thread runs now, so the sockets can be closed from here; the
+    // suspended coroutines that own them are destroyed with ioc_.
+    error_code ignored;
+    acceptor_.close(ignored);
+    std::lock_guard<std::mutex> conns_lock(conns_mu_);
+    for (tcp::socket* socket : conns_) {
+      socket->shutdown(tcp::socket::shutdown_both, ignored);
+      socket->close(ignored);
+    }
+  }
+
+ private:
+  // Registers a connection's socket for Stop() while the session lives.
+  class ConnectionGuard {
+   public:
+    ConnectionGuard(Impl& impl, tcp::socket* socket) : impl_(impl), socket_(socket) {
+      std::lock_guard<std::mutex> lock(impl_.conns_mu_);
+      impl_.conns_.insert(socket_);
+    }
+    ~ConnectionGuard() {
+      std::lock_guard<std::mutex> lock(impl_.conns_mu_);
+      impl_.conns_.erase(socket_);
+    }
+    ConnectionGuard(const ConnectionGuard&) = delete;
+    ConnectionGuard& operator=(const ConnectionGuard&) = delete;
+
+   private:
+    Impl& impl_;
+    tcp::socket* socket_;
+  };
+
+  net::awaitable<void> Accept() {
+    net::steady_timer backoff(ioc_);
+    for (;;) {
+      error_code ec;
+      // One strand per connection: with several I/O threads, a session's
+      // handlers never run concurrently.
+      net::any_io_executor strand = net::make_strand(ioc_);
+      tcp::socket socket =
+          co_await acceptor_.async_accept(strand, net::redirect_error(net::use_awaitable, ec));
+      if (ec == net::error::operation_aborted || !acceptor_.is_open()) co_return;
+      if (ec) {
+        // E.g. out of file descriptors: back off briefly instead of spinning.
+        LogWarning(absl::StrCat("sim server: accept: ", ec.message()));
+        backoff.expires_after(std::chrono::milliseconds(10));
+        co_await backoff.async_wait(net::redirect_error(net::use_awaitable, ec));
+        continue;
+      }
+      net::co_spawn(strand, Session(std::move(socket)), [](std::exception_ptr e) {
+        if (e) LogError("sim server: session ended with an exception");
+      });
+    }
+  }
+
+  net::awaitable<void> Session(tcp::socket socket) {
+    ConnectionGuard guard(*this, &socket);
+    error_code ec;
+    socket.set_option(tcp::no_delay(true), ec);
+    beast::flat_buffer buffer;
+    for (;;) {
+      http::request_parser<http::string_body> parser;
+      parser.body_limit(kMaxBodyBytes);
+      co_await http::async_read_header(socket, buffer, parser,
+                                       net::redirect_error(net::use_awaitable, ec));
+      if (!ec && parser.get()[http::field::expect] == "100-continue") {
+        static constexpr char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
+        co_await net::async_write(socket, net::buffer(kContinue, sizeof(kContinue) - 1),
+                                  net::redirect_error(net::use_awaitable, ec));
+      }
+      if (!ec) {
+        co_await http::async_read(socket, buffer, parser,
+                                  net::redirect_error(net::use_awaitable, ec));
+      }
+      if (ec) {
+        if (&ec.category() == &http::make_error_code(http::error::end_of_stream).category() &&
+            ec != http::error::end_of_stream && ec != http::error::partial_message) {
+          // Malformed HTTP: say so, then close (the stream is out of sync).
+          const unsigned code = ec == http::error::body_limit ? 413 : 400;
+          co_await WriteJson(socket, 11, /*keep_alive=*/false, static_cast<http::status>(code),
+                             ErrorBody(absl::StrCat("bad HTTP request: ", ec.message()),
+                                       "invalid_request_error", code));
+        }
+        break;
+      }
+      // Deadlines of this request count from when it was read completely.
+      const Clock::TimePoint start = RealClock().Now();
+      http::request<http::string_body> request = parser.release();
+      const bool keep = co_await Handle(socket, request, start);
+      if (!keep) break;
+    }
+    socket.shutdown(tcp::socket::shutdown_send, ec);
+    socket.close(ec);
+  }
+
+  // Answers one request; returns whether the connection stays open.
+  net::awaitable<bool> Handle(tcp::socket& socket, const http::request<http::string_body>& req,
+                              Clock::TimePoint start) {
+    const unsigned version = req.version();
+    const bool keep_alive = req.keep_alive();
+    std::string path(req.target().data(), req.target().size());
+    if (const size_t q = path.find('?'); q != std::string::npos) path.resize(q);
+    while (path.size() > 1 && path.back() == '/') path.pop_back();
+
+    const bool models = path == "/v1/models";
+    const bool chat = path == "/v1/chat/completions";
+    const bool completions = path == "/v1/completions";
+    if (!models && !chat && !completions) {
+      co_return co_await WriteJson(
+          socket, version, keep_alive, http::status::not_found,
+          ErrorBody(absl::StrCat("no route for ", path), "not_found_error", 404));
+    }
+    const http::verb expected = models ? http::verb::get : http::verb::post;
+    if (req.method() != expected) {
+      co_return co_await WriteJson(
+          socket, version, keep_alive, http::status::method_not_allowed,
+          ErrorBody(absl::StrCat(path, " takes ", std::string(http::to_string(expected))),
+                    "invalid_request_error", 405));
+    }
+    if (models) {
+      Json body = {
+          {"object", "list"},
+          {"data", Json::array({Json{
+                       {"id", options_.model}, {"object", "model"}, {"owned_by", "surge"}}})}};
+      co_return co_await WriteJson(socket, version, keep_alive, http::status::ok, body.dump());
+    }
+    absl::StatusOr<CompletionRequest> parsed =
+        ParseCompletionRequest(chat, req.body(), options_.model);
+    if (!parsed.ok()) {
+      co_return co_await WriteJson(
+          socket, version, keep_alive, http::status::bad_request,
+          ErrorBody(std::string(parsed.status().message()), "invalid_request_error", 400));
+    }
+    const AnswerWriter writer(*parsed, serial_.fetch_add(1));
+    if (!parsed->stream) {
+      net::steady_timer timer(socket.get_executor());
+      timer.expires_at(start + ttft_ + (parsed->max_tokens - 1) * itl_);
+      error_code ec;
+      co_await timer.async_wait(net::redirect_error(net::use_awaitable, ec));
+      if (ec) co_return false;
+      co_return co_await WriteJson(socket, version, keep_alive, http::status::ok, writer.Whole());
+    }
+    co_return co_await Stream(socket, version, keep_alive, *parsed, writer, start);
+  }
+
+  net::awaitable<bool> Stream(tcp::socket& socket, unsigned version, bool keep_alive,
+                              const CompletionRequest& req, const AnswerWriter& writer,
+                              Clock::TimePoint start) {
+    error_code ec;
+    http::response<http::empty_body> response(http::status::ok, version);
+    response.set(http::field::server, "surge-sim");
+    response.set(http::field::content_type, "text/event-stream");
+    response.set(http::field::cache_control, "no-cache");
+    response.keep_alive(keep_alive);
+    response.chunked(true);
+    http::response_serializer<http::empty_body> serializer(response);
+    co_await http::async_write_header(socket, serializer,
+                                      net::redirect_error(net::use_awaitable, ec));
+    if (ec) co_return false;
+    if (req.chat) {
+      // vLLM opens a chat stream with a role-only delta.
+      // (Named, not a temporary inside co_await: g++ 12 miscompiles that.)
+      Json role_delta = Json::object();
+      role_delta["role"] = std::string("assistant");
+      std::string role_event = writer.Chunk(role_delta, false);
+      const bool written = co_await WriteEvent(socket, std::move(role_event));
+      if (!written) co_return false;
+    }
+    Json token_delta = Json::object();
+    token_delta["content"] = std::string(kTokenText);
+    // Every token event but the last is the same text: build it once.
+    const std::string token_event = writer.Chunk(token_delta, false);
+    const std::string last_token_event = writer.Chunk(token_delta, true);
+    net::steady_timer timer(socket.get_executor());
+    for (int64_t k = 0; k < req.max_tokens; ++k) {
+      // Absolute deadline start + ttft + k·itl: write delays do not add up.
+      timer.expires_at(start + ttft_ + k * itl_);
+      co_await timer.async_wait(net::redirect_error(net::use_awaitable, ec));
+      if (ec) co_return false;
+      std::string event = k + 1 == req.max_tokens ? last_token_event : token_event;
+      const bool written = co_await WriteEvent(socket, std::move(event));
+      if (!written) co_return false;
+    }
+    if (req.include_usage) {
+      std::string usage = writer.UsageChunk();
+      const bool written = co_await WriteEvent(socket, std::move(usage));
+      if (!written) co_return false;
+    }
+    std::string done("[DONE]");
+    const bool done_written = co_await WriteEvent(socket, std::move(done));
+    if (!done_written) co_return false;
+    auto last = http::make_chunk_last();
+    co_await net::async_write(socket, last, net::redirect_error(net::use_awaitable, ec));
+    if (ec) co_return false;
+    requests_served_.fetch_add(1);
+    co_return keep_alive;
+  }
+
+  // Writes "data: <payload>\n\n" as one HTTP chunk.
+  net::awaitable<bool> WriteEvent(tcp::socket& socket, std::string payload) {
+    const std::string event = absl::StrCat("data: ", payload, "\n\n");
+    auto chunk = http::make_chunk(net::buffer(event));
+    error_code ec;
+    co_await net::async_write(socket, chunk, net::redirect_error(net::use_awaitable, ec));
+    co_return !ec;
+  }
+
+  net::awaitable<bool> WriteJson(tcp::socket& socket, unsigned version, bool keep_alive,
+                                 http::status status, std::string body) {
+    http::response<http::string_body> response(status, version);
+    response.set(http::field::server, "surge-sim");
+    response.set(http::field::content_type, "application/json");
+    response.keep_alive(keep_alive);
+    response.body() = std::move(body);
+    response.prepare_payload();
+    error_code ec;
+    co_await http::async_write(socket, response, net::redirect_error(net::use_awaitable, ec));
+    if (ec) co_return false;
+    requests_served_.fetch_add(1);
+    co_return keep_alive;
+  }
+
+  const SimServerOptions options_;
+  const std::chrono::nanoseconds ttft_;
+  const std::chrono::nanoseconds itl_;
+  uint16_t port_ = 0;
+  std::atomic<uint64_t> requests_served_{0};
+  std::atomic<uint64_t> serial_{0};
+
+  // Outlive ioc_: suspended sessions deregister when ioc_ destroys them.
+  std::mutex conns_mu_;
+  std::unordered_set<tcp::socket*> conns_;  // guarded by conns_mu_
+
+  net::io_context ioc_;
+  tcp::acceptor acceptor_;
+  std::mutex state_mu_;
+  bool started_ = false;  // guarded by state_mu_
+  bool stopped_ = false;  // guarded by state_mu_
+  std::vector<std::thread> threads_;
+};
+
+absl::StatusOr<std::unique_ptr<SimServer>> SimServer::Create(const SimServerOptions& options) {
+  if (!(options.ttft_ms >= 0) || !std::isfinite(options.ttft_ms)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ttft_ms: ", options.ttft_ms, " must be a finite number >= 0"));
+  }
+  if (!(options.itl_ms >= 0) || !std::isfinite(options.itl_ms)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("itl_ms: ", options.itl_ms, " must be a finite number >= 0"));
+  }
+  if (options.threads < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("threads: ", options.threads, " must be >= 1"));
+  }
+  if (options.model.empty()) return absl::InvalidArgumentError("model: must not be empty");
+  auto impl = std::make_unique<Impl>(options);
+  absl::Status bound = impl->Bind();
+  if (!bound.ok()) return bound;
+  return std::unique_ptr<SimServer>(new SimServer(std::move(impl)));
+}
+
+SimServer::SimServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+SimServer::~SimServer() { Stop(); }
+uint16_t SimServer::port() const { return impl_->port(); }
+void SimServer::Start() { impl_->Start(); }
+void SimServer::Stop() { impl_->Stop(); }
+uint64_t SimServer::requests_served() const { return impl_->requests_served(); }
+
+}  // namespace surge::simserver

@@ -1,0 +1,398 @@
+// The sim server over real loopback sockets with a plain POSIX client, so
+// the wire format itself (status lines, chunking, SSE framing) is checked.
+#include "simserver/sim_server.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "common/clock.h"
+#include "common/prompt_builder.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace surge::simserver {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+using Json = nlohmann::json;
+
+// A blocking loopback connection with a 10 s receive timeout.
+class RawConnection {
+ public:
+  explicit RawConnection(uint16_t port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    timeval tv{10, 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(port);
+    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  }
+  ~RawConnection() { ::close(fd_); }
+  bool connected() const { return connected_; }
+
+  void Write(const std::string& bytes) {
+    size_t off = 0;
+    while (off < bytes.size()) {
+      const ssize_t n = ::send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+      if (n <= 0) return;
+      off += static_cast<size_t>(n);
+    }
+  }
+  // Reads until the peer closes (or the timeout); returns everything.
+  std::string ReadAll() {
+    std::string out;
+    char buf[4096];
+    for (;;) {
+      const ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
+      if (n <= 0) return out;
+      out.append(buf, static_cast<size_t>(n));
+    }
+  }
+  // Reads exactly `n` bytes (fewer on close or timeout).
+  std::string ReadExactly(size_t n) {
+    std::string out;
+    char c;
+    while (out.size() < n && ::recv(fd_, &c, 1, 0) == 1) out += c;
+    return out;
+  }
+  // Reads one response with a Content-Length body.
+  std::string ReadOneSized() {
+    std::string out;
+    char c;
+    while (out.find("\r\n\r\n") == std::string::npos && ::recv(fd_, &c, 1, 0) == 1) out += c;
+    const size_t cl = absl::AsciiStrToLower(out).find("content-length: ");
+    if (cl == std::string::npos) return out;
+    size_t left = std::stoul(out.substr(cl + 16));
+    while (left > 0 && ::recv(fd_, &c, 1, 0) == 1) {
+      out += c;
+      --left;
+    }
+    return out;
+  }
+
+ private:
+  int fd_ = -1;
+  bool connected_ = false;
+};
+
+struct Response {
+  int status = 0;
+  std::map<std::string, std::string> headers;  // lower-case names
+  std::string body;                            // de-chunked
+};
+
+Response ParseResponse(const std::string& raw) {
+  Response r;
+  const size_t header_end = raw.find("\r\n\r\n");
+  if (header_end == std::string::npos) return r;
+  std::string head = raw.substr(0, header_end);
+  r.status = std::stoi(head.substr(9, 3));
+  size_t pos = head.find("\r\n");
+  while (pos != std::string::npos) {
+    const size_t next = head.find("\r\n", pos + 2);
+    const std::string line = head.substr(pos + 2, next - pos - 2);
+    const size_t colon = line.find(':');
+    r.headers[absl::AsciiStrToLower(line.substr(0, colon))] =
+        std::string(absl::StripAsciiWhitespace(line.substr(colon + 1)));
+    pos = next;
+  }
+  std::string rest = raw.substr(header_end + 4);
+  if (r.headers["transfer-encoding"] == "chunked") {
+    size_t at = 0;
+    for (;;) {
+      const size_t eol = rest.find("\r\n", at);
+      if (eol == std::string::npos) break;
+      const size_t size = std::stoul(rest.substr(at, eol - at), nullptr, 16);
+      if (size == 0) break;
+      r.body += rest.substr(eol + 2, size);
+      at = eol + 2 + size + 2;
+    }
+  } else {
+    r.body = rest;
+  }
+  return r;
+}
+
+// "data: X\n\n" events of an SSE body.
+std::vector<std::string> SseData(const std::string& body) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  while (at < body.size()) {
+    const size_t end = body.find("\n\n", at);
+    if (end == std::string::npos) break;
+    std::string event = body.substr(at, end - at);
+    EXPECT_THAT(event, StartsWith("data: "));
+    out.push_back(event.substr(6));
+    at = end + 2;
+  }
+  EXPECT_EQ(at, body.size()) << "trailing bytes in SSE body";
+  return out;
+}
+
+std::string Post(const std::string& path, const std::string& body, bool close = true) {
+  return "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" +
+         (close ? "Connection: close\r\n" : "") + "Content-Length: " + std::to_string(body.size()) +
+         "\r\n\r\n" + body;
+}
+
+Response Exchange(uint16_t port, const std::string& request) {
+  RawConnection conn(port);
+  EXPECT_TRUE(conn.connected());
+  conn.Write(request);
+  return ParseResponse(conn.ReadAll());
+}
+
+class SimServerTest : public ::testing::Test {
+ protected:
+  void StartServer(double ttft_ms = 1, double itl_ms = 1, int threads = 1) {
+    SimServerOptions options;
+    options.ttft_ms = ttft_ms;
+    options.itl_ms = itl_ms;
+    options.threads = threads;
+    auto server = SimServer::Create(options);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    ASSERT_NE(server_->port(), 0);
+    server_->Start();
+  }
+  std::unique_ptr<SimServer> server_;
+};
+
+TEST_F(SimServerTest, ListsOneModel) {
+  StartServer();
+  const Response r =
+      Exchange(server_->port(), "GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.headers.at("content-type"), "application/json");
+  EXPECT_EQ(Json::parse(r.body),
+            Json::parse(R"({"object":"list","data":[{"id":"surge-sim","object":"model",
+                            "owned_by":"surge"}]})"));
+  EXPECT_EQ(server_->requests_served(), 1u);
+}
+
+TEST_F(SimServerTest, StreamingChatFollowsTheOpenAiChunkFormat) {
+  StartServer();
+  const std::string content = "Hello there, simulated server!";
+  const Json request = {
+      {"model", "surge-sim"},
+      {"messages",
+       {{{"role", "system"}, {"content", "be brief"}}, {{"role", "user"}, {"content", content}}}},
+      {"max_tokens", 3},
+      {"stream", true},
+      {"stream_options", {{"include_usage", true}}}};
+  const Response r = Exchange(server_->port(), Post("/v1/chat/completions", request.dump()));
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(r.headers.at("content-type"), "text/event-stream");
+  EXPECT_EQ(r.headers.at("transfer-encoding"), "chunked");
+  const std::vector<std::string> events = SseData(r.body);
+  ASSERT_EQ(events.size(), 6u);  // role, 3 tokens, usage, [DONE]
+
+  const Json role = Json::parse(events[0]);
+  EXPECT_EQ(role["object"], "chat.completion.chunk");
+  EXPECT_EQ(role["model"], "surge-sim");
+  EXPECT_EQ(role["choices"][0]["delta"], Json({{"role", "assistant"}}));
+  for (int k = 1; k <= 3; ++k) {
+    const Json token = Json::parse(events[k]);
+    EXPECT_EQ(token["object"], "chat.completion.chunk");
+    EXPECT_EQ(token["id"], role["id"]);
+    EXPECT_EQ(token["choices"][0]["delta"]["content"], " tok");
+    EXPECT_EQ(token["choices"][0]["finish_reason"], k == 3 ? Json("length") : Json(nullptr));
+  }
+  const Json usage = Json::parse(events[4]);
+  EXPECT_EQ(usage["choices"], Json::array());
+  const uint32_t prompt_tokens = EstimateTokens("be brief" + content);
+  EXPECT_EQ(usage["usage"]["prompt_tokens"], prompt_tokens);
+  EXPECT_EQ(usage["usage"]["completion_tokens"], 3);
+  EXPECT_EQ(usage["usage"]["total_tokens"], prompt_tokens + 3);
+  EXPECT_EQ(events[5], "[DONE]");
+}
+
+TEST_F(SimServerTest, StreamingCompletionsWithoutUsage) {
+  StartServer();
+  const Response r =
+      Exchange(server_->port(),
+               Post("/v1/completions", R"({"prompt":"abcdefgh","max_tokens":2,"stream":true})"));
+  ASSERT_EQ(r.status, 200);
+  const std::vector<std::string> events = SseData(r.body);
+  ASSERT_EQ(events.size(), 3u);  // 2 tokens, [DONE]; no role event, no usage
+  for (int k = 0; k < 2; ++k) {
+    const Json token = Json::parse(events[k]);
+    EXPECT_EQ(token["object"], "text_completion");
+    EXPECT_EQ(token["choices"][0]["text"], " tok");
+  }
+  EXPECT_EQ(events[2], "[DONE]");
+}
+
+TEST_F(SimServerTest, NonStreamingAnswers) {
+  StartServer(/*ttft_ms=*/30, /*itl_ms=*/10);
+  const auto t0 = RealClock().Now();
+  const Response chat =
+      Exchange(server_->port(),
+               Post("/v1/chat/completions",
+                    R"({"messages":[{"role":"user","content":[{"type":"text","text":"abcd"}]}],
+               "max_completion_tokens":3})"));
+  const auto elapsed = RealClock().Now() - t0;
+  ASSERT_EQ(chat.status, 200);
+  // ttft + 2 · itl before the answer.
+  EXPECT_GE(elapsed, std::chrono::milliseconds(50));
+  const Json body = Json::parse(chat.body);
+  EXPECT_EQ(body["object"], "chat.completion");
+  EXPECT_EQ(body["choices"][0]["message"]["role"], "assistant");
+  EXPECT_EQ(body["choices"][0]["message"]["content"], " tok tok tok");
+  EXPECT_EQ(body["usage"]["prompt_tokens"], 1);
+  EXPECT_EQ(body["usage"]["completion_tokens"], 3);
+
+  const Response completion =
+      Exchange(server_->port(), Post("/v1/completions", R"({"prompt":"x"})"));
+  ASSERT_EQ(completion.status, 200);
+  const Json c = Json::parse(completion.body);
+  EXPECT_EQ(c["object"], "text_completion");
+  EXPECT_EQ(c["usage"]["completion_tokens"], 16);  // the default
+}
+
+TEST_F(SimServerTest, ErrorsAreOpenAiStyle) {
+  StartServer();
+  struct Case {
+    std::string request;
+    int status;
+    std::string message_part;
+  };
+  const std::vector<Case> cases = {
+      {Post("/v1/chat/completions", "{not json"), 400, "not valid JSON"},
+      {Post("/v1/chat/completions", R"({"max_tokens":3})"), 400, "messages"},
+      {Post("/v1/completions", R"({"messages":[]})"), 400, "prompt"},
+      {Post("/v1/completions", R"({"prompt":"p","max_tokens":0})"), 400, "max_tokens"},
+      {Post("/v1/completions", R"({"prompt":"p","stream":"yes"})"), 400, "stream"},
+      {Post("/v1/completions", "[1,2]"), 400, "object"},
+      {Post("/v2/whatever", "{}"), 404, "no route"},
+      {"GET /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 405, "POST"},
+      {"BLAH\r\n\r\n", 400, "bad HTTP request"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.request);
+    const Response r = Exchange(server_->port(), c.request);
+    EXPECT_EQ(r.status, c.status);
+    const Json body = Json::parse(r.body, nullptr, false);
+    ASSERT_TRUE(body.is_object()) << r.body;
+    EXPECT_THAT(body["error"]["message"].get<std::string>(), HasSubstr(c.message_part));
+  }
+  // Still serving.
+  const Response ok = Exchange(server_->port(), Post("/v1/completions", R"({"prompt":"p"})"));
+  EXPECT_EQ(ok.status, 200);
+}
+
+TEST_F(SimServerTest, KeepAliveServesSeveralRequestsOnOneConnection) {
+  StartServer();
+  RawConnection conn(server_->port());
+  ASSERT_TRUE(conn.connected());
+  for (int i = 0; i < 3; ++i) {
+    conn.Write(Post("/v1/completions", R"({"prompt":"p","max_tokens":2})", /*close=*/false));
+    const Response r = ParseResponse(conn.ReadOneSized());
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(Json::parse(r.body)["usage"]["completion_tokens"], 2);
+  }
+  // Counted once the write completed, which may be just after we read it.
+  for (int i = 0; i < 2000 && server_->requests_served() < 3u; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(server_->requests_served(), 3u);
+}
+
+TEST_F(SimServerTest, ExpectContinueIsAnswered) {
+  StartServer();
+  RawConnection conn(server_->port());
+  const std::string body = R"({"prompt":"p","max_tokens":1})";
+  conn.Write(
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+      "Connection: close\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n");
+  // The client waits for the interim answer before it sends the body.
+  EXPECT_EQ(conn.ReadExactly(25), "HTTP/1.1 100 Continue\r\n\r\n");
+  conn.Write(body);
+  const std::string raw = conn.ReadAll();
+  EXPECT_THAT(raw, StartsWith("HTTP/1.1 200 OK\r\n"));
+}
+
+TEST_F(SimServerTest, ManyConcurrentStreams) {
+  StartServer(/*ttft_ms=*/20, /*itl_ms=*/2, /*threads=*/2);
+  constexpr int kStreams = 64;
+  std::vector<std::unique_ptr<RawConnection>> conns;
+  const std::string request =
+      Post("/v1/chat/completions",
+           R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":5,"stream":true})");
+  for (int i = 0; i < kStreams; ++i) {
+    conns.push_back(std::make_unique<RawConnection>(server_->port()));
+    ASSERT_TRUE(conns.back()->connected());
+    conns.back()->Write(request);
+  }
+  for (auto& conn : conns) {
+    const Response r = ParseResponse(conn->ReadAll());
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(SseData(r.body).size(), 7u);  // role, 5 tokens, [DONE]
+  }
+  EXPECT_EQ(server_->requests_served(), static_cast<uint64_t>(kStreams));
+}
+
+TEST_F(SimServerTest, StopClosesOpenStreams) {
+  StartServer(/*ttft_ms=*/10000, 1);
+  RawConnection conn(server_->port());
+  conn.Write(Post("/v1/chat/completions",
+                  R"({"messages":[{"role":"user","content":"hi"}],"stream":true})"));
+  // The header and the role event come at once; the first token in 10 s.
+  std::thread stopper([this] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    server_->Stop();
+  });
+  const auto t0 = RealClock().Now();
+  const std::string raw = conn.ReadAll();  // returns on close
+  stopper.join();
+  EXPECT_LT(RealClock().Now() - t0, std::chrono::seconds(5));
+  EXPECT_THAT(raw, StartsWith("HTTP/1.1 200 OK"));
+  EXPECT_THAT(raw, ::testing::Not(HasSubstr("[DONE]")));
+  server_->Stop();  // idempotent
+  RawConnection after(server_->port());
+  EXPECT_FALSE(after.connected());
+}
+
+TEST(SimServerCreateTest, RejectsBadOptionsAndBusyPorts) {
+  SimServerOptions options;
+  options.address = "not-an-ip";
+  EXPECT_EQ(SimServer::Create(options).status().code(), absl::StatusCode::kInvalidArgument);
+  options = SimServerOptions();
+  options.ttft_ms = -1;
+  EXPECT_EQ(SimServer::Create(options).status().code(), absl::StatusCode::kInvalidArgument);
+  options = SimServerOptions();
+  options.threads = 0;
+  EXPECT_EQ(SimServer::Create(options).status().code(), absl::StatusCode::kInvalidArgument);
+
+  auto first = SimServer::Create(SimServerOptions());
+  ASSERT_TRUE(first.ok());
+  options = SimServerOptions();
+  options.port = (*first)->port();
+  auto second = SimServer::Create(options);
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(second.status().message()), HasSubstr("cannot bind 127.0.0.1:"));
+}
+
+TEST(SimServerCreateTest, DestroyWithoutStart) {
+  auto server = SimServer::Create(SimServerOptions());
+  ASSERT_TRUE(server.ok());
+  server->reset();
+}
+
+}  // namespace
+}  // namespace surge::simserver

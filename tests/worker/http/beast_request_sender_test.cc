@@ -1,0 +1,562 @@
+// BeastRequestSender against the real sim server and a scripted server, all
+// on 127.0.0.1 with port 0 (ARCHITECTURE.md example 10, component level).
+#include "worker/http/beast_request_sender.h"
+
+#include <stdlib.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/prompt_builder.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "simserver/sim_server.h"
+#include "tests/worker/http/canned_server.h"
+#include "worker/http/model_lister.h"
+
+namespace surge::worker {
+namespace {
+
+using ::surge::simserver::SimServer;
+using ::surge::simserver::SimServerOptions;
+using ::surge::testing::CannedServer;
+using ::surge::testing::Chunk;
+using ::surge::testing::HttpAnswer;
+using ::surge::testing::LastChunk;
+using ::surge::testing::SseHeader;
+using ::surge::v1::RequestRecord;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+constexpr int64_t kMs = 1'000'000;
+// Scheduling slack on a loaded 2-core CI box.
+constexpr int64_t kSlackNs = 60 * kMs;
+
+std::unique_ptr<SimServer> StartSim(double ttft_ms, double itl_ms) {
+  SimServerOptions options;
+  options.ttft_ms = ttft_ms;
+  options.itl_ms = itl_ms;
+  auto server = SimServer::Create(options);
+  EXPECT_TRUE(server.ok()) << server.status();
+  (*server)->Start();
+  return *std::move(server);
+}
+
+surge::v1::TargetConfig Target(uint16_t port, const std::string& endpoint, bool stream) {
+  surge::v1::TargetConfig target;
+  target.set_base_url("http://127.0.0.1:" + std::to_string(port));
+  target.set_endpoint(endpoint);
+  target.set_model("surge-sim");
+  target.set_stream(stream);
+  target.set_request_timeout_s(30);
+  return target;
+}
+
+surge::v1::Assignment MakeAssignment(uint64_t index, uint32_t max_tokens,
+                                     uint32_t input_tokens = 32) {
+  surge::v1::Assignment a;
+  a.set_index(index);
+  a.set_attempt(2);
+  a.set_input_tokens(input_tokens);
+  a.set_max_tokens(max_tokens);
+  a.set_prompt_seed(index * 7919);
+  return a;
+}
+
+std::unique_ptr<BeastRequestSender> MakeSender(Clock& clock, const surge::v1::TargetConfig& t,
+                                               int threads = 1) {
+  auto sender = BeastRequestSender::Create(clock, t, threads);
+  EXPECT_TRUE(sender.ok()) << sender.status();
+  return sender.ok() ? *std::move(sender) : nullptr;
+}
+
+RequestRecord SendAndWait(RequestSender& sender, const surge::v1::Assignment& a) {
+  auto done = std::make_shared<std::promise<RequestRecord>>();
+  std::future<RequestRecord> future = done->get_future();
+  sender.Send(a, [done](RequestRecord r) { done->set_value(std::move(r)); });
+  if (future.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+    ADD_FAILURE() << "no callback within 20 s";
+    return RequestRecord();
+  }
+  return future.get();
+}
+
+// RealClock shifted by a fixed offset: shows that every timestamp comes from
+// the injected clock.
+class OffsetClock : public Clock {
+ public:
+  explicit OffsetClock(std::chrono::nanoseconds offset) : offset_(offset) {}
+  TimePoint Now() override { return RealClock().Now() + offset_; }
+  std::chrono::system_clock::time_point WallNow() override { return RealClock().WallNow(); }
+  void SleepUntil(TimePoint deadline) override { RealClock().SleepUntil(deadline - offset_); }
+  void SleepUntilCoarse(TimePoint deadline) override {
+    RealClock().SleepUntilCoarse(deadline - offset_);
+  }
+
+ private:
+  std::chrono::nanoseconds offset_;
+};
+
+TEST(BeastRequestSenderTest, StreamingChatTimings) {
+  auto server = StartSim(/*ttft_ms=*/50, /*itl_ms=*/10);
+  OffsetClock clock(std::chrono::hours(1000));
+  auto sender = MakeSender(clock, Target(server->port(), "/v1/chat/completions", true));
+  ASSERT_NE(sender, nullptr);
+  const int64_t before = ToNanos(clock.Now());
+  const RequestRecord r = SendAndWait(*sender, MakeAssignment(41, 5));
+  const int64_t after = ToNanos(clock.Now());
+
+  EXPECT_EQ(r.status(), surge::v1::OK) << r.error();
+  EXPECT_EQ(r.error(), "");
+  EXPECT_EQ(r.index(), 41u);
+  EXPECT_EQ(r.attempt(), 2u);
+  EXPECT_EQ(r.http_status(), 200u);
+  // sent_ns is absolute on the injected clock.
+  EXPECT_GE(r.sent_ns(), before);
+  EXPECT_LE(r.sent_ns(), after);
+  EXPECT_EQ(r.output_tokens(), 5u);
+  EXPECT_FALSE(r.output_tokens_estimated());
+  EXPECT_EQ(r.input_tokens(), EstimateTokens(BuildPrompt(32, 41 * 7919)));
+
+  EXPECT_GE(r.ttft_ns(), 50 * kMs);
+  EXPECT_LT(r.ttft_ns(), 50 * kMs + kSlackNs);
+  ASSERT_EQ(r.itl_ns_size(), 4);
+  int64_t itl_sum = 0;
+  for (int64_t gap : r.itl_ns()) {
+    EXPECT_GE(gap, 2 * kMs);
+    EXPECT_LT(gap, 10 * kMs + kSlackNs);
+    itl_sum += gap;
+  }
+  // The server's deadlines are absolute: first to last token is 40 ms.
+  EXPECT_GE(itl_sum, 35 * kMs);
+  EXPECT_LT(itl_sum, 40 * kMs + kSlackNs);
+  EXPECT_GE(r.e2el_ns(), 90 * kMs);
+  EXPECT_GE(r.e2el_ns(), r.ttft_ns() + itl_sum);
+  EXPECT_LT(r.e2el_ns(), after - r.sent_ns() + 1);
+  EXPECT_EQ(sender->inflight(), 0u);
+}
+
+TEST(BeastRequestSenderTest, StreamingCompletions) {
+  auto server = StartSim(5, 1);
+  auto sender = MakeSender(RealClock(), Target(server->port(), "/v1/completions", true));
+  ASSERT_NE(sender, nullptr);
+  const RequestRecord r = SendAndWait(*sender, MakeAssignment(1, 7));
+  EXPECT_EQ(r.status(), surge::v1::OK) << r.error();
+  EXPECT_EQ(r.output_tokens(), 7u);
+  EXPECT_FALSE(r.output_tokens_estimated());
+  EXPECT_EQ(r.itl_ns_size(), 6);
+  EXPECT_GE(r.ttft_ns(), 5 * kMs);
+}
+
+TEST(BeastRequestSenderTest, NonStreamingChatAndCompletions) {
+  auto server = StartSim(20, 5);
+  for (const char* endpoint : {"/v1/chat/completions", "/v1/completions"}) {
+    SCOPED_TRACE(endpoint);
+    auto sender = MakeSender(RealClock(), Target(server->port(), endpoint, false));
+    ASSERT_NE(sender, nullptr);
+    const RequestRecord r = SendAndWait(*sender, MakeAssignment(3, 4));
+    EXPECT_EQ(r.status(), surge::v1::OK) << r.error();
+    EXPECT_EQ(r.http_status(), 200u);
+    EXPECT_EQ(r.output_tokens(), 4u);
+    EXPECT_FALSE(r.output_tokens_estimated());
+    // ttft + 3 · itl = 35 ms before the whole answer exists.
+    EXPECT_GE(r.e2el_ns(), 35 * kMs);
+    EXPECT_LT(r.e2el_ns(), 35 * kMs + kSlackNs);
+    EXPECT_EQ(r.ttft_ns(), r.e2el_ns());
+    EXPECT_EQ(r.itl_ns_size(), 0);
+  }
+}
+
+TEST(BeastRequestSenderTest, ConcurrentSendsAllCompleteAndReuseConnections) {
+  auto server = StartSim(20, 2);
+  auto sender = MakeSender(RealClock(), Target(server->port(), "/v1/chat/completions", true), 2);
+  ASSERT_NE(sender, nullptr);
+  constexpr int kConcurrency = 50;
+  for (int wave = 0; wave < 2; ++wave) {
+    // Shared with the callbacks: the last one may still be unlocking `mu`
+    // when the test thread moves on.
+    struct Wave {
+      std::mutex mu;
+      std::vector<RequestRecord> records;
+      std::promise<void> all_done;
+    };
+    auto state = std::make_shared<Wave>();
+    for (int i = 0; i < kConcurrency; ++i) {
+      sender->Send(MakeAssignment(wave * kConcurrency + i, 4), [state](RequestRecord r) {
+        std::lock_guard<std::mutex> lock(state->mu);
+        state->records.push_back(std::move(r));
+        if (state->records.size() == kConcurrency) state->all_done.set_value();
+      });
+    }
+    ASSERT_EQ(state->all_done.get_future().wait_for(std::chrono::seconds(30)),
+              std::future_status::ready);
+    std::lock_guard<std::mutex> lock(state->mu);
+    for (const RequestRecord& r : state->records) {
+      EXPECT_EQ(r.status(), surge::v1::OK) << r.index() << ": " << r.error();
+      EXPECT_EQ(r.output_tokens(), 4u);
+    }
+  }
+  // The second wave ran on the first wave's connections.
+  EXPECT_GE(sender->connections_opened(), 1u);
+  EXPECT_LE(sender->connections_opened(), static_cast<uint64_t>(kConcurrency));
+  // The server counts a response once its write completed, which may be
+  // just after the client read it.
+  for (int i = 0; i < 2000 && server->requests_served() < 2u * kConcurrency; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(server->requests_served(), 2u * kConcurrency);
+  sender->Shutdown(std::chrono::seconds(1));
+  EXPECT_EQ(sender->inflight(), 0u);
+}
+
+TEST(BeastRequestSenderTest, SequentialRequestsUseOneConnection) {
+  auto server = StartSim(1, 0);
+  auto sender = MakeSender(RealClock(), Target(server->port(), "/v1/chat/completions", true));
+  ASSERT_NE(sender, nullptr);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(SendAndWait(*sender, MakeAssignment(i, 2)).status(), surge::v1::OK);
+  }
+  EXPECT_EQ(sender->connections_opened(), 1u);
+}
+
+TEST(BeastRequestSenderTest, UnknownEndpointIsHttp404) {
+  auto server = StartSim(1, 1);
+  auto sender = MakeSender(RealClock(), Target(server->port(), "/v1/nope", true));
+  ASSERT_NE(sender, nullptr);
+  const RequestRecord r = SendAndWait(*sender, MakeAssignment(0, 2));
+  EXPECT_EQ(r.status(), surge::v1::FAILED);
+  EXPECT_EQ(r.http_status(), 404u);
+  EXPECT_THAT(r.error(), StartsWith("http_404: "));
+  EXPECT_THAT(r.error(), HasSubstr("no route"));
+  EXPECT_GT(r.sent_ns(), 0);
+}
+
+TEST(BeastRequestSenderTest, ClosedPortIsConnectError) {
+  uint16_t port = 0;
+  {
+    auto server = StartSim(1, 1);
+    port = server->port();
+  }  // closed again
+  auto sender = MakeSender(RealClock(), Target(port, "/v1/chat/completions", true));
+  ASSERT_NE(sender, nullptr);
+  const RequestRecord r = SendAndWait(*sender, MakeAssignment(9, 2));
+  EXPECT_EQ(r.status(), surge::v1::FAILED);
+  EXPECT_THAT(r.error(), StartsWith("connect: "));
+  EXPECT_EQ(r.http_status(), 0u);
+  EXPECT_EQ(r.sent_ns(), 0);  // nothing was sent
+  EXPECT_EQ(sender->connections_opened(), 0u);
+}
+
+TEST(BeastRequestSenderTest, RequestTimeout) {
+  auto server = StartSim(/*ttft_ms=*/3000, 1);
+  auto target = Target(server->port(), "/v1/chat/completions", true);
+  target.set_request_timeout_s(0.1);
+  auto sender = MakeSender(RealClock(), target);
+  ASSERT_NE(sender, nullptr);
+  const RequestRecord r = SendAndWait(*sender, MakeAssignment(0, 2));
+  EXPECT_EQ(r.status(), surge::v1::FAILED);
+  EXPECT_EQ(r.error(), "timeout");
+  EXPECT_EQ(r.http_status(), 200u);  // the header came at once, tokens did not
+  EXPECT_EQ(r.e2el_ns(), 0);
+}
+
+TEST(BeastRequestSenderTest, ShutdownAbortsInflightAsLostAndRefusesNewSends) {
+  auto server = StartSim(/*ttft_ms=*/5000, 1);
+  auto sender = MakeSender(RealClock(), Target(server->port(), "/v1/chat/completions", true));
+  ASSERT_NE(sender, nullptr);
+  std::vector<std::future<RequestRecord>> futures;
+  for (int i = 0; i < 3; ++i) {
+    auto done = std::make_shared<std::promise<RequestRecord>>();
+    futures.push_back(done->get_future());
+    sender->Send(MakeAssignment(i, 2), [done](RequestRecord r) { done->set_value(r); });
+  }
+  EXPECT_EQ(sender->inflight(), 3u);
+  // The 100 ms drain lets them reach the server; the answers take 5 s.
+  sender->Shutdown(std::chrono::milliseconds(100));
+  EXPECT_EQ(sender->inflight(), 0u);
+  for (auto& f : futures) {
+    ASSERT_EQ(f.wait_for(std::chrono::seconds(0)), std::future_status::ready);
+    const RequestRecord r = f.get();
+    EXPECT_EQ(r.status(), surge::v1::LOST);
+    EXPECT_EQ(r.error(), "drain_timeout");
+  }
+  const RequestRecord late = SendAndWait(*sender, MakeAssignment(7, 2));
+  EXPECT_EQ(late.status(), surge::v1::NOT_SENT);
+  EXPECT_EQ(late.error(), "sender_shut_down");
+  EXPECT_EQ(late.index(), 7u);
+  sender->Shutdown(std::chrono::milliseconds(0));  // idempotent
+}
+
+TEST(BeastRequestSenderTest, ShutdownDrainsWhatFinishesInTime) {
+  auto server = StartSim(30, 1);
+  auto sender = MakeSender(RealClock(), Target(server->port(), "/v1/chat/completions", true));
+  ASSERT_NE(sender, nullptr);
+  auto done = std::make_shared<std::promise<RequestRecord>>();
+  auto future = done->get_future();
+  sender->Send(MakeAssignment(0, 3), [done](RequestRecord r) { done->set_value(r); });
+  sender->Shutdown(std::chrono::seconds(10));
+  ASSERT_EQ(future.wait_for(std::chrono::seconds(0)), std::future_status::ready);
+  EXPECT_EQ(future.get().status(), surge::v1::OK);
+}
+
+TEST(BeastRequestSenderTest, ServerRestartDoesNotBreakThePool) {
+  auto server = StartSim(1, 1);
+  const uint16_t port = server->port();
+  auto sender = MakeSender(RealClock(), Target(port, "/v1/chat/completions", true));
+  ASSERT_NE(sender, nullptr);
+  EXPECT_EQ(SendAndWait(*sender, MakeAssignment(0, 2)).status(), surge::v1::OK);
+  server.reset();  // closes the pooled connection from the server side
+  SimServerOptions options;
+  options.port = port;
+  options.ttft_ms = 1;
+  auto again = SimServer::Create(options);
+  ASSERT_TRUE(again.ok()) << again.status();
+  (*again)->Start();
+  const RequestRecord r = SendAndWait(*sender, MakeAssignment(1, 2));
+  EXPECT_EQ(r.status(), surge::v1::OK) << r.error();
+  EXPECT_EQ(sender->connections_opened(), 2u);
+}
+
+TEST(BeastRequestSenderTest, CreateRejectsBadTargets) {
+  surge::v1::TargetConfig target = Target(80, "/v1/completions", true);
+  target.set_base_url("https://127.0.0.1:8443");
+  auto https = BeastRequestSender::Create(RealClock(), target);
+  EXPECT_EQ(https.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(https.status().message(), "base_url: https is not supported yet");
+
+  target.set_base_url("127.0.0.1:8000");
+  auto no_scheme = BeastRequestSender::Create(RealClock(), target);
+  EXPECT_EQ(no_scheme.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(no_scheme.status().message()), StartsWith("base_url: "));
+
+  target.set_base_url("http://127.0.0.1:8000");
+  target.set_endpoint("v1/completions");
+  auto endpoint = BeastRequestSender::Create(RealClock(), target);
+  EXPECT_EQ(endpoint.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(endpoint.status().message()), StartsWith("endpoint: "));
+
+  target.set_endpoint("/v1/completions");
+  EXPECT_FALSE(BeastRequestSender::Create(RealClock(), target, 0).ok());
+  target.set_base_url("http://no-such-host.invalid:8000");
+  auto unresolvable = BeastRequestSender::Create(RealClock(), target);
+  EXPECT_EQ(unresolvable.status().code(), absl::StatusCode::kUnavailable);
+}
+
+// --- Against the scripted server: wire format and failure modes. ---
+
+TEST(BeastRequestSenderWireTest, RequestLineHeadersAndBody) {
+  CannedServer server([](const std::string&) {
+    return SseHeader() + Chunk("data: {\"choices\":[{\"delta\":{\"content\":\"x\"}}]}\n\n") +
+           Chunk("data: [DONE]\n\n") + LastChunk();
+  });
+  ::setenv("OPENAI_API_KEY", "sk-test-123", 1);
+  surge::v1::TargetConfig target;
+  target.set_base_url(server.base_url() + "/prefix/");
+  target.set_endpoint("/v1/chat/completions");
+  target.set_model("my-model");
+  target.set_stream(true);
+  auto sender = MakeSender(RealClock(), target);
+  ::unsetenv("OPENAI_API_KEY");
+  ASSERT_NE(sender, nullptr);
+  const RequestRecord r = SendAndWait(*sender, MakeAssignment(5, 9, 16));
+  EXPECT_EQ(r.status(), surge::v1::OK) << r.error();
+  // No usage: one content event counted, estimated.
+  EXPECT_EQ(r.output_tokens(), 1u);
+  EXPECT_TRUE(r.output_tokens_estimated());
+  const std::string prompt = BuildPrompt(16, 5 * 7919);
+  EXPECT_EQ(r.input_tokens(), EstimateTokens(prompt));
+
+  const std::vector<std::string> requests = server.requests();
+  ASSERT_EQ(requests.size(), 1u);
+  const std::string& raw = requests[0];
+  EXPECT_THAT(raw, StartsWith("POST /prefix/v1/chat/completions HTTP/1.1\r\n"));
+  EXPECT_THAT(raw, HasSubstr("\r\nHost: 127.0.0.1:" + std::to_string(server.port()) + "\r\n"));
+  EXPECT_THAT(raw, HasSubstr("\r\nAuthorization: Bearer sk-test-123\r\n"));
+  EXPECT_THAT(raw, HasSubstr("\r\nContent-Type: application/json\r\n"));
+  const nlohmann::json body = nlohmann::json::parse(raw.substr(raw.find("\r\n\r\n") + 4));
+  EXPECT_EQ(body["model"], "my-model");
+  EXPECT_EQ(body["messages"][0]["role"], "user");
+  EXPECT_EQ(body["messages"][0]["content"], prompt);
+  EXPECT_EQ(body["max_tokens"], 9);
+  EXPECT_EQ(body["stream"], true);
+  EXPECT_EQ(body["stream_options"]["include_usage"], true);
+}
+
+TEST(BeastRequestSenderWireTest, NoAuthorizationWithoutKey) {
+  CannedServer server([](const std::string&) {
+    return HttpAnswer(200, "OK", R"({"choices":[{"text":"abcdefgh"}]})");
+  });
+  ::unsetenv("OPENAI_API_KEY");
+  auto sender = MakeSender(RealClock(), Target(server.port(), "/v1/completions", false));
+  ASSERT_NE(sender, nullptr);
+  const RequestRecord r = SendAndWait(*sender, MakeAssignment(0, 4));
+  EXPECT_EQ(r.status(), surge::v1::OK) << r.error();
+  EXPECT_EQ(r.output_tokens(), 2u);  // EstimateTokens("abcdefgh"), no usage
+  EXPECT_TRUE(r.output_tokens_estimated());
+  ASSERT_EQ(server.requests().size(), 1u);
+  EXPECT_THAT(server.requests()[0], ::testing::Not(HasSubstr("Authorization")));
+  const std::string raw = server.requests()[0];
+  const nlohmann::json body = nlohmann::json::parse(raw.substr(raw.find("\r\n\r\n") + 4));
+  EXPECT_EQ(body["stream"], false);
+  EXPECT_FALSE(body.contains("stream_options"));
+  EXPECT_TRUE(body.contains("prompt"));
+}
+
+struct FailureCase {
+  const char* name;
+  std::string answer;
+  surge::v1::RequestStatus status;
+  std::string error_prefix;
+  uint32_t http_status;
+};
+
+class BeastRequestSenderFailureTest : public ::testing::TestWithParam<FailureCase> {};
+
+TEST_P(BeastRequestSenderFailureTest, MapsToRecord) {
+  const FailureCase& c = GetParam();
+  CannedServer server([&c](const std::string&) { return c.answer; });
+  auto sender = MakeSender(RealClock(), Target(server.port(), "/v1/chat/completions", true));
+  ASSERT_NE(sender, nullptr);
+  const RequestRecord r = SendAndWait(*sender, MakeAssignment(0, 4));
+  EXPECT_EQ(r.status(), c.status) << r.error();
+  EXPECT_THAT(r.error(), StartsWith(c.error_prefix));
+  EXPECT_EQ(r.http_status(), c.http_status);
+}
+
+const std::string kRole = "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\n";
+const std::string kToken = "data: {\"choices\":[{\"delta\":{\"content\":\"t\"}}]}\n\n";
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, BeastRequestSenderFailureTest,
+    ::testing::Values(
+        FailureCase{"Http503", HttpAnswer(503, "Service Unavailable", std::string(300, 'z')),
+                    surge::v1::FAILED, "http_503: " + std::string(200, 'z'), 503},
+        FailureCase{"BadJsonEvent",
+                    SseHeader() + Chunk(kRole) + Chunk("data: {oops\n\n") + LastChunk(),
+                    surge::v1::FAILED, "stream_error: bad JSON in event", 200},
+        FailureCase{"ServerErrorEvent",
+                    SseHeader() + Chunk(kToken) +
+                        Chunk("data: {\"error\":{\"message\":\"engine died\"}}\n\n") + LastChunk(),
+                    surge::v1::FAILED, "stream_error: server error: engine died", 200},
+        FailureCase{"ClosedMidStream", SseHeader() + Chunk(kRole) + Chunk(kToken),
+                    surge::v1::FAILED, "closed_mid_stream", 200},
+        FailureCase{"NoContent",
+                    SseHeader() + Chunk(kRole) + Chunk("data: [DONE]\n\n") + LastChunk(),
+                    surge::v1::FAILED, "no_content", 200},
+        FailureCase{"DoneThenCloseWithoutTerminator",
+                    SseHeader() + Chunk(kToken) + Chunk("data: [DONE]\n\n"), surge::v1::OK, "",
+                    200},
+        FailureCase{"GarbageStatusLine", "SPDY/9 what\r\n\r\n", surge::v1::FAILED,
+                    "stream_error: ", 0},
+        FailureCase{"ClosedBeforeAnswer", "", surge::v1::FAILED, "connection_closed: ", 0}),
+    [](const ::testing::TestParamInfo<FailureCase>& info) { return info.param.name; });
+
+TEST(BeastRequestSenderWireTest, BadNonStreamingJsonIsBadResponse) {
+  CannedServer server([](const std::string&) { return HttpAnswer(200, "OK", "{nope"); });
+  auto sender = MakeSender(RealClock(), Target(server.port(), "/v1/completions", false));
+  ASSERT_NE(sender, nullptr);
+  const RequestRecord r = SendAndWait(*sender, MakeAssignment(0, 4));
+  EXPECT_EQ(r.status(), surge::v1::FAILED);
+  EXPECT_THAT(r.error(), StartsWith("bad_response: "));
+}
+
+TEST(BeastRequestSenderWireTest, KeepAliveRaceIsRetriedOnceOnAFreshConnection) {
+  // 1st request: answered, connection kept. 2nd (on the reused connection):
+  // the server closes without answering, as a server whose keep-alive
+  // timeout fired would. The client sends it again on a new connection.
+  std::atomic<int> calls{0};
+  CannedServer server(
+      [&calls](const std::string&) -> std::string {
+        if (calls.fetch_add(1) == 1) return "";
+        return HttpAnswer(200, "OK", R"({"choices":[{"text":"abcd"}]})");
+      },
+      /*close_after=*/false);
+  auto sender = MakeSender(RealClock(), Target(server.port(), "/v1/completions", false));
+  ASSERT_NE(sender, nullptr);
+  EXPECT_EQ(SendAndWait(*sender, MakeAssignment(0, 1)).status(), surge::v1::OK);
+  const RequestRecord r = SendAndWait(*sender, MakeAssignment(1, 1));
+  EXPECT_EQ(r.status(), surge::v1::OK) << r.error();
+  EXPECT_EQ(server.requests().size(), 3u);
+  EXPECT_EQ(sender->connections_opened(), 2u);
+}
+
+TEST(BeastRequestSenderWireTest, ConnectionsClosedByTheServerAreNotReused) {
+  CannedServer server([](const std::string&) {
+    return HttpAnswer(200, "OK", R"({"choices":[{"text":"abcd"}]})");
+  });  // closes after every answer, without saying so
+  auto sender = MakeSender(RealClock(), Target(server.port(), "/v1/completions", false));
+  ASSERT_NE(sender, nullptr);
+  for (int i = 0; i < 5; ++i) {
+    const RequestRecord r = SendAndWait(*sender, MakeAssignment(i, 1));
+    EXPECT_EQ(r.status(), surge::v1::OK) << r.error();
+  }
+  EXPECT_EQ(sender->connections_opened(), 5u);
+}
+
+// --- FetchFirstModel ---
+
+TEST(FetchFirstModelTest, ReturnsTheSimServersModel) {
+  auto server = StartSim(1, 1);
+  auto model = FetchFirstModel("http://127.0.0.1:" + std::to_string(server->port()),
+                               std::chrono::seconds(5));
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(*model, "surge-sim");
+}
+
+TEST(FetchFirstModelTest, UsesThePathPrefix) {
+  CannedServer server([](const std::string&) {
+    return HttpAnswer(200, "OK", R"({"object":"list","data":[{"id":"m1"},{"id":"m2"}]})");
+  });
+  auto model = FetchFirstModel(server.base_url() + "/api/", std::chrono::seconds(5));
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(*model, "m1");
+  ASSERT_EQ(server.requests().size(), 1u);
+  EXPECT_THAT(server.requests()[0], StartsWith("GET /api/v1/models HTTP/1.1\r\n"));
+}
+
+TEST(FetchFirstModelTest, EmptyListIsFailedPrecondition) {
+  CannedServer server(
+      [](const std::string&) { return HttpAnswer(200, "OK", R"({"object":"list","data":[]})"); });
+  auto model = FetchFirstModel(server.base_url(), std::chrono::seconds(5));
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(model.status().message(), "no model listed at " + server.base_url() + "/v1/models");
+}
+
+TEST(FetchFirstModelTest, UnreachableIsUnavailable) {
+  uint16_t port = 0;
+  {
+    auto server = StartSim(1, 1);
+    port = server->port();
+  }
+  const std::string url = "http://127.0.0.1:" + std::to_string(port);
+  auto model = FetchFirstModel(url, std::chrono::seconds(5));
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(model.status().message()), StartsWith("cannot reach " + url));
+}
+
+TEST(FetchFirstModelTest, SilentServerTimesOut) {
+  // Answers only after the client gave up.
+  CannedServer server([](const std::string&) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    return HttpAnswer(200, "OK", R"({"data":[{"id":"late"}]})");
+  });
+  auto model = FetchFirstModel(server.base_url(), std::chrono::milliseconds(100));
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kUnavailable);
+}
+
+TEST(FetchFirstModelTest, HttpsIsNotSupportedYet) {
+  auto model = FetchFirstModel("https://127.0.0.1:1", std::chrono::seconds(1));
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(model.status().message(), "base_url: https is not supported yet");
+}
+
+}  // namespace
+}  // namespace surge::worker

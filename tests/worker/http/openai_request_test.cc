@@ -1,0 +1,156 @@
+#include "worker/http/openai_request.h"
+
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "worker/http/response_metrics.h"
+
+namespace surge::worker {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using Json = nlohmann::json;
+
+TEST(ApiKindTest, ChatOnlyForChatCompletionsSuffix) {
+  EXPECT_EQ(ApiKindForEndpoint("/v1/chat/completions"), ApiKind::kChat);
+  EXPECT_EQ(ApiKindForEndpoint("/openai/v1/chat/completions/"), ApiKind::kChat);
+  EXPECT_EQ(ApiKindForEndpoint("/v1/completions"), ApiKind::kCompletions);
+  EXPECT_EQ(ApiKindForEndpoint("/generate"), ApiKind::kCompletions);
+}
+
+TEST(BuildRequestBodyTest, StreamingChat) {
+  const Json body = Json::parse(BuildRequestBody(ApiKind::kChat, "m", "hi \"there\"", 7, true));
+  EXPECT_EQ(body["model"], "m");
+  ASSERT_EQ(body["messages"].size(), 1u);
+  EXPECT_EQ(body["messages"][0]["role"], "user");
+  EXPECT_EQ(body["messages"][0]["content"], "hi \"there\"");
+  EXPECT_EQ(body["max_tokens"], 7);
+  EXPECT_EQ(body["stream"], true);
+  EXPECT_EQ(body["stream_options"]["include_usage"], true);
+  EXPECT_FALSE(body.contains("prompt"));
+}
+
+TEST(BuildRequestBodyTest, NonStreamingCompletionsWithoutModel) {
+  const Json body = Json::parse(BuildRequestBody(ApiKind::kCompletions, "", "p", 3, false));
+  EXPECT_FALSE(body.contains("model"));
+  EXPECT_EQ(body["prompt"], "p");
+  EXPECT_EQ(body["max_tokens"], 3);
+  EXPECT_EQ(body["stream"], false);
+  EXPECT_FALSE(body.contains("stream_options"));
+  EXPECT_FALSE(body.contains("messages"));
+}
+
+TEST(ParseStreamEventTest, ChatDeltas) {
+  auto role =
+      ParseStreamEvent(ApiKind::kChat, R"({"choices":[{"delta":{"role":"assistant"},"index":0}]})");
+  ASSERT_TRUE(role.ok());
+  EXPECT_EQ(role->content, "");
+  EXPECT_FALSE(role->usage.has_value());
+
+  auto empty = ParseStreamEvent(ApiKind::kChat, R"({"choices":[{"delta":{"content":""}}]})");
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(empty->content, "");
+
+  auto null_content =
+      ParseStreamEvent(ApiKind::kChat, R"({"choices":[{"delta":{"content":null}}]})");
+  ASSERT_TRUE(null_content.ok());
+  EXPECT_EQ(null_content->content, "");
+
+  auto token = ParseStreamEvent(ApiKind::kChat, R"({"choices":[{"delta":{"content":" a"}}]})");
+  ASSERT_TRUE(token.ok());
+  EXPECT_EQ(token->content, " a");
+
+  auto reasoning =
+      ParseStreamEvent(ApiKind::kChat, R"({"choices":[{"delta":{"reasoning_content":"hmm"}}]})");
+  ASSERT_TRUE(reasoning.ok());
+  EXPECT_EQ(reasoning->content, "hmm");
+}
+
+TEST(ParseStreamEventTest, UsageOnlyChunkHasNoContent) {
+  auto usage = ParseStreamEvent(
+      ApiKind::kChat,
+      R"({"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":5,"total_tokens":17}})");
+  ASSERT_TRUE(usage.ok());
+  EXPECT_EQ(usage->content, "");
+  ASSERT_TRUE(usage->usage.has_value());
+  EXPECT_EQ(usage->usage->prompt_tokens, 12u);
+  EXPECT_EQ(usage->usage->completion_tokens, 5u);
+  // vLLM puts "usage": null on ordinary chunks.
+  auto null_usage =
+      ParseStreamEvent(ApiKind::kCompletions, R"({"choices":[{"text":"x"}],"usage":null})");
+  ASSERT_TRUE(null_usage.ok());
+  EXPECT_EQ(null_usage->content, "x");
+  EXPECT_FALSE(null_usage->usage.has_value());
+}
+
+TEST(ParseStreamEventTest, ErrorsAndGarbage) {
+  auto bad = ParseStreamEvent(ApiKind::kChat, "{not json");
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("bad JSON in event"));
+  auto not_object = ParseStreamEvent(ApiKind::kChat, "[1,2]");
+  EXPECT_FALSE(not_object.ok());
+  auto server = ParseStreamEvent(ApiKind::kChat, R"({"error":{"message":"overloaded"}})");
+  EXPECT_EQ(server.status().code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(std::string(server.status().message()), HasSubstr("overloaded"));
+  // Wrong types do not throw.
+  auto odd = ParseStreamEvent(ApiKind::kChat, R"({"choices":[{"delta":{"content":5}}],
+                                                  "usage":{"completion_tokens":"x"}})");
+  ASSERT_TRUE(odd.ok());
+  EXPECT_EQ(odd->content, "");
+  EXPECT_FALSE(odd->usage.has_value());
+}
+
+TEST(ParseCompletionBodyTest, ChatAndCompletions) {
+  auto chat =
+      ParseCompletionBody(ApiKind::kChat,
+                          R"({"choices":[{"message":{"role":"assistant","content":"hello"}}],
+          "usage":{"prompt_tokens":3,"completion_tokens":2}})");
+  ASSERT_TRUE(chat.ok());
+  EXPECT_EQ(chat->content, "hello");
+  EXPECT_EQ(chat->usage->completion_tokens, 2u);
+  auto completion = ParseCompletionBody(ApiKind::kCompletions, R"({"choices":[{"text":"t"}]})");
+  ASSERT_TRUE(completion.ok());
+  EXPECT_EQ(completion->content, "t");
+  EXPECT_FALSE(completion->usage.has_value());
+  EXPECT_FALSE(ParseCompletionBody(ApiKind::kChat, R"({"id":"x"})").ok());
+}
+
+TEST(ResponseMetricsTest, StreamTimeline) {
+  ResponseMetrics metrics(1000);
+  metrics.OnLastByte(1500);  // header-only read: no content yet
+  metrics.OnContentEvent(2000);
+  metrics.OnContentEvent(2100);
+  metrics.OnContentEvent(2350);
+  metrics.OnLastByte(2400);
+  surge::v1::RequestRecord record;
+  metrics.FillRecord(/*estimated_input_tokens=*/9, /*counted_output_tokens=*/3, record);
+  EXPECT_EQ(record.sent_ns(), 1000);
+  EXPECT_EQ(record.ttft_ns(), 1000);
+  EXPECT_THAT(record.itl_ns(), ElementsAre(100, 250));
+  EXPECT_EQ(record.e2el_ns(), 1400);
+  EXPECT_EQ(record.output_tokens(), 3u);
+  EXPECT_TRUE(record.output_tokens_estimated());
+  EXPECT_EQ(record.input_tokens(), 9u);
+
+  metrics.OnUsage(Usage{40, 30});
+  metrics.FillRecord(9, 3, record);
+  EXPECT_EQ(record.output_tokens(), 30u);
+  EXPECT_FALSE(record.output_tokens_estimated());
+  EXPECT_EQ(record.input_tokens(), 40u);
+  EXPECT_THAT(record.itl_ns(), ElementsAre(100, 250));  // not appended twice
+}
+
+TEST(ResponseMetricsTest, NoContentMeansNoTtft) {
+  ResponseMetrics metrics(1000);
+  surge::v1::RequestRecord record;
+  metrics.FillRecord(1, 0, record);
+  EXPECT_EQ(record.ttft_ns(), 0);
+  EXPECT_EQ(record.e2el_ns(), 0);
+  EXPECT_TRUE(record.itl_ns().empty());
+}
+
+}  // namespace
+}  // namespace surge::worker

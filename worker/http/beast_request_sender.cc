@@ -1,0 +1,615 @@
+#include "worker/http/beast_request_sender.h"
+
+#include <sys/socket.h>
+
+#include <atomic>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
+#include <cerrno>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "common/log.h"
+#include "common/prompt_builder.h"
+#include "worker/http/openai_request.h"
+#include "worker/http/response_metrics.h"
+#include "worker/http/sse_parser.h"
+#include "worker/http/url.h"
+
+namespace surge::worker {
+namespace {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+using Strand = net::strand<net::io_context::executor_type>;
+using boost::system::error_code;
+using surge::v1::RequestRecord;
+
+// Characters of an error answer's body quoted in the record's error.
+constexpr size_t kErrorBodyChars = 200;
+// Bytes of a non-200 body kept (the rest is read and dropped so that the
+// connection can be reused).
+constexpr size_t kErrorBodyKeep = 4096;
+// Body bytes taken per read: large enough for many SSE events at once,
+// small enough to timestamp events as they arrive.
+constexpr size_t kReadChunk = 16 * 1024;
+// Answers are streamed through a fixed buffer, so this only guards against
+// a runaway server.
+constexpr uint64_t kBodyLimitBytes = 1ull << 40;
+// After the drain deadline, how long Shutdown waits for aborted requests to
+// unwind before it reports them itself.
+constexpr std::chrono::seconds kAbortGrace{5};
+constexpr char kDefaultEndpoint[] = "/v1/chat/completions";
+
+// One TCP connection of the pool. Only the coroutine of the request that
+// holds it touches it, on `strand` (the socket's executor).
+struct Connection {
+  explicit Connection(Strand s) : strand(s), socket(s) {}
+  Strand strand;
+  tcp::socket socket;
+  beast::flat_buffer buffer;
+  bool connected = false;
+  bool reused = false;  // has answered a request before
+};
+
+// One request from Send() to its callback.
+struct RequestState {
+  uint64_t id = 0;
+  uint64_t index = 0;
+  uint32_t attempt = 0;
+  uint32_t input_tokens = 0;
+  uint32_t max_tokens = 0;
+  uint64_t prompt_seed = 0;
+  SendCallback on_done;
+  std::optional<Strand> strand;
+  // Fields below are touched on `strand` only, except the atomics.
+  std::shared_ptr<Connection> conn;
+  std::optional<net::steady_timer> watchdog;
+  bool timed_out = false;
+  std::atomic<bool> aborted{false};
+  std::atomic<bool> finished{false};
+};
+
+// True when the server has closed an idle connection (or sent bytes nobody
+// asked for): such a connection must not be reused.
+bool IdleConnectionIsStale(Connection& conn) {
+  if (!conn.connected || !conn.socket.is_open() || conn.buffer.size() != 0) return true;
+  char byte;
+  const ssize_t n = ::recv(conn.socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n == 0 || n > 0) return true;  // 0: orderly close; > 0: unexpected bytes
+  return !(errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+bool IsClosedByPeer(const error_code& ec) {
+  return ec == http::error::end_of_stream || ec == http::error::partial_message ||
+         ec == net::error::eof || ec == net::error::connection_reset ||
+         ec == net::error::broken_pipe;
+}
+
+}  // namespace
+
+class BeastRequestSender::Impl {
+ public:
+  Impl(Clock& clock, ParsedUrl url, std::string target_path, ApiKind kind, std::string model,
+       bool stream, double timeout_s, std::string auth_header, tcp::resolver::results_type eps,
+       int io_threads)
+      : clock_(clock),
+        url_(std::move(url)),
+        target_path_(std::move(target_path)),
+        kind_(kind),
+        model_(std::move(model)),
+        stream_(stream),
+        timeout_s_(timeout_s),
+        auth_header_(std::move(auth_header)),
+        endpoints_(std::move(eps)),
+        ioc_(io_threads),
+        work_(net::make_work_guard(ioc_)) {
+    for (int i = 0; i < io_threads; ++i) {
+      threads_.emplace_back([this] { RunIo(); });
+    }
+  }
+
+  ~Impl() { Shutdown(std::chrono::milliseconds(0)); }
+
+  void Send(const surge::v1::Assignment& assignment, SendCallback on_done) {
+    auto st = std::make_shared<RequestState>();
+    st->index = assignment.index();
+    st->attempt = assignment.attempt();
+    st->input_tokens = assignment.input_tokens();
+    st->max_tokens = assignment.max_tokens();
+    st->prompt_seed = assignment.prompt_seed();
+    st->on_done = std::move(on_done);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!shutting_down_) {
+        std::shared_ptr<Connection> conn = TakeIdleLocked();
+        if (conn == nullptr) conn = std::make_shared<Connection>(net::make_strand(ioc_));
+        st->strand = conn->strand;
+        st->conn = std::move(conn);
+        st->id = next_id_++;
+        active_.emplace(st->id, st);
+        ++inflight_;
+      }
+    }
+    if (!st->strand.has_value()) {
+      RequestRecord record = BaseRecord(*st);
+      record.set_status(surge::v1::NOT_SENT);
+      record.set_error("sender_shut_down");
+      if (st->on_done) st->on_done(std::move(record));
+      return;
+    }
+    // co_spawn posts: nothing of the request runs on the caller's thread.
+    net::co_spawn(*st->strand, Run(st), [](std::exception_ptr e) {
+      if (e) LogError("beast_request_sender: request coroutine ended with an exception");
+    });
+  }
+
+  size_t inflight() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return inflight_;
+  }
+
+  uint64_t connections_opened() const { return connections_opened_.load(); }
+
+  void Shutdown(std::chrono::milliseconds drain) {
+    std::lock_guard<std::mutex> shutdown_lock(shutdown_mu_);
+    if (shut_down_) return;
+    std::vector<std::shared_ptr<RequestState>> leftovers;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      shutting_down_ = true;
+      cv_.wait_for(lock, drain, [this] { return inflight_ == 0; });
+      // Past the drain deadline: close the sockets of what is still running;
+      // each coroutine then sees `aborted` and reports LOST drain_timeout.
+      for (auto& [id, st] : active_) {
+        st->aborted = true;
+        net::post(*st->strand, [st = st] {
+          if (st->finished.load()) return;
+          error_code ignored;
+          if (st->conn != nullptr) st->conn->socket.close(ignored);
+          if (st->watchdog.has_value()) st->watchdog->cancel();
+        });
+      }
+      cv_.wait_for(lock, kAbortGrace, [this] { return inflight_ == 0; });
+      for (auto& [id, st] : active_) leftovers.push_back(st);
+    }
+    // Should not happen (closed sockets complete at once), but every Send
+    // must get exactly one callback even if a coroutine is stuck.
+    for (auto& st : leftovers) {
+      RequestRecord record = BaseRecord(*st);
+      record.set_status(surge::v1::LOST);
+      record.set_error("drain_timeout");
+      Finish(st, std::move(record));
+    }
+    work_.reset();
+    ioc_.stop();
+    for (auto& t : threads_) {
+      if (t.get_id() == std::this_thread::get_id()) {
+        t.detach();  // Shutdown from a callback: cannot join ourselves
+      } else if (t.joinable()) {
+        t.join();
+      }
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      idle_.clear();
+    }
+    shut_down_ = true;
+  }
+
+ private:
+  void RunIo() {
+    for (;;) {
+      try {
+        ioc_.run();
+        return;
+      } catch (const std::exception& e) {
+        LogError(absl::StrCat("beast_request_sender: I/O thread: ", e.what()));
+      }
+    }
+  }
+
+  std::shared_ptr<Connection> TakeIdleLocked() {
+    while (!idle_.empty()) {
+      // Most recently used first: least likely to have hit the server's
+      // keep-alive timeout.
+      std::shared_ptr<Connection> conn = std::move(idle_.back());
+      idle_.pop_back();
+      if (!IdleConnectionIsStale(*conn)) return conn;
+    }
+    return nullptr;
+  }
+
+  void ReturnToPool(std::shared_ptr<Connection> conn) {
+    conn->reused = true;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!shutting_down_) idle_.push_back(std::move(conn));
+  }
+
+  static RequestRecord BaseRecord(const RequestState& st) {
+    RequestRecord record;
+    record.set_index(st.index);
+    record.set_attempt(st.attempt);
+    record.set_worker(-1);
+    return record;
+  }
+
+  // Runs the callback exactly once and retires the request.
+  void Finish(const std::shared_ptr<RequestState>& st, RequestRecord record) {
+    if (st->finished.exchange(true)) return;
+    SendCallback callback = std::move(st->on_done);
+    // Retire first, so inflight() already excludes this request inside and
+    // after its callback. Shutdown still waits for a running callback: it
+    // joins the I/O threads.
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      active_.erase(st->id);
+      --inflight_;
+    }
+    cv_.notify_all();
+    if (callback) {
+      try {
+        callback(std::move(record));
+      } catch (const std::exception& e) {
+        LogError(absl::StrCat("beast_request_sender: on_done threw: ", e.what()));
+      } catch (...) {
+        LogError("beast_request_sender: on_done threw");
+      }
+    }
+  }
+
+  std::string BuildHttpRequest(const std::string& prompt, uint32_t max_tokens) const {
+    const std::string body = BuildRequestBody(kind_, model_, prompt, max_tokens, stream_);
+    return absl::StrCat("POST ", target_path_, " HTTP/1.1\r\nHost: ", url_.HostHeader(),
+                        "\r\nUser-Agent: surge\r\nContent-Type: application/json\r\nAccept: ",
+                        stream_ ? "text/event-stream" : "application/json", "\r\n", auth_header_,
+                        "Content-Length: ", body.size(), "\r\n\r\n", body);
+  }
+
+  // Sets status and error for an I/O error `ec` met in `phase`.
+  static void FailIo(const RequestState& st, const char* phase, const error_code& ec,
+                     RequestRecord& record) {
+    if (st.aborted.load()) {
+      record.set_status(surge::v1::LOST);
+      record.set_error("drain_timeout");
+    } else if (st.timed_out) {
+      record.set_status(surge::v1::FAILED);
+      record.set_error("timeout");
+    } else {
+      record.set_status(surge::v1::FAILED);
+      record.set_error(absl::StrCat(phase, ": ", ec.message()));
+    }
+  }
+
+  net::awaitable<void> Run(std::shared_ptr<RequestState> st) {
+    RequestRecord record = BaseRecord(*st);
+    bool reusable = false;
+    try {
+      reusable = co_await Execute(st, record);
+    } catch (const std::exception& e) {
+      record.set_status(surge::v1::FAILED);
+      record.set_error(absl::StrCat("internal: ", e.what()));
+    }
+    if (st->watchdog.has_value()) st->watchdog->cancel();
+    std::shared_ptr<Connection> conn = std::move(st->conn);
+    if (reusable && !st->aborted.load() && !st->timed_out) {
+      // Back to the pool before the callback, so a Send from the callback
+      // can reuse it.
+      ReturnToPool(std::move(conn));
+    } else if (conn != nullptr) {
+      error_code ignored;
+      conn->socket.close(ignored);
+    }
+    Finish(st, std::move(record));
+  }
+
+  void StartWatchdog(const std::shared_ptr<RequestState>& st) {
+    if (timeout_s_ <= 0) return;
+    st->watchdog.emplace(*st->strand);
+    st->watchdog->expires_after(std::chrono::nanoseconds(static_cast<int64_t>(timeout_s_ * 1e9)));
+    st->watchdog->async_wait([st](const error_code& ec) {
+      if (ec || st->finished.load()) return;
+      st->timed_out = true;
+      error_code ignored;
+      if (st->conn != nullptr) st->conn->socket.close(ignored);
+    });
+  }
+
+  // Sends the request and reads the answer into `record`. Returns whether
+  // the connection may go back to the pool.
+  net::awaitable<bool> Execute(std::shared_ptr<RequestState> st, RequestRecord& record) {
+    const std::string prompt = BuildPrompt(st->input_tokens, st->prompt_seed);
+    const uint32_t estimated_input = EstimateTokens(prompt);
+    const std::string request_bytes = BuildHttpRequest(prompt, st->max_tokens);
+    record.set_input_tokens(estimated_input);
+    StartWatchdog(st);
+    bool retried = false;
+    for (;;) {
+      if (st->aborted.load() || st->timed_out) {
+        FailIo(*st, "send", net::error::operation_aborted, record);
+        co_return false;
+      }
+      std::shared_ptr<Connection> conn = st->conn;
+      error_code ec;
+      if (!conn->connected) {
+        co_await net::async_connect(conn->socket, endpoints_,
+                                    net::redirect_error(net::use_awaitable, ec));
+        if (!ec && (st->aborted.load() || st->timed_out)) ec = net::error::operation_aborted;
+        if (ec) {
+          FailIo(*st, "connect", ec, record);
+          co_return false;
+        }
+        conn->connected = true;
+        connections_opened_.fetch_add(1);
+        // Tokens are small writes and reads: never delay them (Nagle).
+        conn->socket.set_option(tcp::no_delay(true), ec);
+        ec = {};
+      }
+
+      // R-ACT-2: the first byte is handed to the socket right after this.
+      ResponseMetrics metrics(ToNanos(clock_.Now()));
+      co_await net::async_write(conn->socket, net::buffer(request_bytes),
+                                net::redirect_error(net::use_awaitable, ec));
+      const bool can_retry = conn->reused && !retried;
+      if (ec) {
+        if (can_retry && IsClosedByPeer(ec) && !st->aborted.load() && !st->timed_out) {
+          retried = true;
+          st->conn = std::make_shared<Connection>(conn->strand);
+          continue;
+        }
+        record.set_sent_ns(metrics.sent_ns());
+        FailIo(*st, "send", ec, record);
+        co_return false;
+      }
+      record.set_sent_ns(metrics.sent_ns());
+
+      http::response_parser<http::buffer_body> parser;
+      // Not boost::none: Beast 1.74 then rejects every Content-Length body.
+      parser.body_limit(kBodyLimitBytes);
+      co_await http::async_read_header(conn->socket, conn->buffer, parser,
+                                       net::redirect_error(net::use_awaitable, ec));
+      if (ec) {
+        // The keep-alive race: the server closed the idle connection just
+        // as the request went out, so it never saw the request.
+        if (can_retry && conn->buffer.size() == 0 && IsClosedByPeer(ec) && !st->aborted.load() &&
+            !st->timed_out) {
+          retried = true;
+          st->conn = std::make_shared<Connection>(conn->strand);
+          continue;
+        }
+        // Malformed HTTP is the server's fault, a closed socket the network's.
+        const bool malformed =
+            &ec.category() == &http::make_error_code(http::error::end_of_stream).category() &&
+            !IsClosedByPeer(ec);
+        FailIo(*st, malformed ? "stream_error" : "connection_closed", ec, record);
+        co_return false;
+      }
+      co_return co_await ReadBody(st, *conn, parser, metrics, estimated_input, record);
+    }
+  }
+
+  net::awaitable<bool> ReadBody(std::shared_ptr<RequestState> st, Connection& conn,
+                                http::response_parser<http::buffer_body>& parser,
+                                ResponseMetrics& metrics, uint32_t estimated_input,
+                                RequestRecord& record) {
+    const unsigned status = parser.get().result_int();
+    record.set_http_status(status);
+    const bool ok_status = status == 200;
+    const bool sse = ok_status && stream_;
+    SseParser sse_parser;
+    std::string body;  // non-SSE body (kept whole for 200, a prefix otherwise)
+    std::string stream_error;
+    bool saw_done = false;
+    error_code ec;
+    std::vector<char> buf(kReadChunk);
+    while (!parser.is_done()) {
+      parser.get().body().data = buf.data();
+      parser.get().body().size = buf.size();
+      co_await http::async_read_some(conn.socket, conn.buffer, parser,
+                                     net::redirect_error(net::use_awaitable, ec));
+      if (ec == http::error::need_buffer) ec = {};
+      const int64_t now_ns = ToNanos(clock_.Now());
+      const size_t n = buf.size() - parser.get().body().size;
+      if (n > 0) {
+        const std::string_view bytes(buf.data(), n);
+        if (sse) {
+          for (std::string& event : sse_parser.Feed(bytes)) {
+            if (event == "[DONE]") {
+              saw_done = true;
+              continue;
+            }
+            absl::StatusOr<ParsedAnswer> parsed = ParseStreamEvent(kind_, event);
+            if (!parsed.ok()) {
+              stream_error = std::string(parsed.status().message());
+              break;
+            }
+            if (!parsed->content.empty()) metrics.OnContentEvent(now_ns);
+            if (parsed->usage.has_value()) metrics.OnUsage(*parsed->usage);
+          }
+        } else if (ok_status || body.size() < kErrorBodyKeep) {
+          body.append(bytes);
+        }
+      }
+      if (ec) break;
+      metrics.OnLastByte(now_ns);
+      if (!stream_error.empty()) break;
+    }
+
+    if (!stream_error.empty()) {
+      metrics.FillRecord(estimated_input, metrics.content_events(), record);
+      record.set_e2el_ns(0);
+      record.set_status(surge::v1::FAILED);
+      record.set_error(absl::StrCat("stream_error: ", stream_error));
+      co_return false;
+    }
+    if (ec) {
+      metrics.FillRecord(estimated_input, metrics.content_events(), record);
+      if (sse && saw_done && metrics.content_events() > 0 && IsClosedByPeer(ec) &&
+          !st->aborted.load() && !st->timed_out) {
+        // [DONE] arrived; only the chunked terminator is missing.
+        record.set_status(surge::v1::OK);
+        co_return false;
+      }
+      record.set_e2el_ns(0);
+      if (IsClosedByPeer(ec) && !st->aborted.load() && !st->timed_out) {
+        record.set_status(surge::v1::FAILED);
+        record.set_error("closed_mid_stream");
+      } else {
+        FailIo(*st, "stream_error", ec, record);
+      }
+      co_return false;
+    }
+
+    const bool keep_alive = parser.keep_alive();
+    if (!ok_status) {
+      metrics.FillRecord(estimated_input, 0, record);
+      record.set_status(surge::v1::FAILED);
+      record.set_error(absl::StrCat("http_", status, ": ", body.substr(0, kErrorBodyChars)));
+      co_return keep_alive;
+    }
+    if (sse) {
+      metrics.FillRecord(estimated_input, metrics.content_events(), record);
+      if (metrics.content_events() == 0) {
+        record.set_status(surge::v1::FAILED);
+        record.set_error("no_content");
+      } else {
+        record.set_status(surge::v1::OK);
+      }
+      co_return keep_alive;
+    }
+    absl::StatusOr<ParsedAnswer> answer = ParseCompletionBody(kind_, body);
+    if (!answer.ok()) {
+      metrics.FillRecord(estimated_input, 0, record);
+      record.set_status(surge::v1::FAILED);
+      record.set_error(absl::StrCat("bad_response: ", std::string(answer.status().message())));
+      co_return keep_alive;
+    }
+    if (!answer->content.empty()) metrics.OnWholeAnswer(metrics.last_byte_ns());
+    if (answer->usage.has_value()) metrics.OnUsage(*answer->usage);
+    metrics.FillRecord(estimated_input, EstimateTokens(answer->content), record);
+    if (answer->content.empty() && record.output_tokens() == 0) {
+      record.set_status(surge::v1::FAILED);
+      record.set_error("no_content");
+    } else {
+      record.set_status(surge::v1::OK);
+    }
+    co_return keep_alive;
+  }
+
+  Clock& clock_;
+  const ParsedUrl url_;
+  const std::string target_path_;
+  const ApiKind kind_;
+  const std::string model_;
+  const bool stream_;
+  const double timeout_s_;
+  const std::string auth_header_;  // "" or "Authorization: Bearer ...\r\n"
+  const tcp::resolver::results_type endpoints_;
+
+  // Declared before everything that holds sockets, so it is destroyed last.
+  net::io_context ioc_;
+  std::optional<net::executor_work_guard<net::io_context::executor_type>> work_;
+  std::vector<std::thread> threads_;
+  std::atomic<uint64_t> connections_opened_{0};
+
+  std::mutex shutdown_mu_;  // serialises Shutdown calls
+  bool shut_down_ = false;  // guarded by shutdown_mu_
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool shutting_down_ = false;                                          // guarded by mu_
+  uint64_t next_id_ = 0;                                                // guarded by mu_
+  size_t inflight_ = 0;                                                 // guarded by mu_
+  std::vector<std::shared_ptr<Connection>> idle_;                       // guarded by mu_
+  std::unordered_map<uint64_t, std::shared_ptr<RequestState>> active_;  // guarded by mu_
+};
+
+absl::StatusOr<std::unique_ptr<BeastRequestSender>> BeastRequestSender::Create(
+    Clock& clock, const surge::v1::TargetConfig& target, int io_threads) {
+  if (io_threads < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("io_threads: ", io_threads, " is not allowed; use 1 or more"));
+  }
+  absl::StatusOr<ParsedUrl> url = ParseBaseUrl(target.base_url());
+  if (!url.ok()) return url.status();
+  if (url->scheme == "https") {
+    return absl::InvalidArgumentError("base_url: https is not supported yet");
+  }
+  std::string endpoint = target.endpoint().empty() ? kDefaultEndpoint : target.endpoint();
+  if (endpoint[0] != '/' || endpoint.find_first_of(" \r\n\t") != std::string::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("endpoint: \"", endpoint,
+                     "\" must be a path starting with '/', e.g. /v1/chat/completions"));
+  }
+  if (!(target.request_timeout_s() >= 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "request_timeout_s: ", target.request_timeout_s(), " must be >= 0 (0 = no timeout)"));
+  }
+  std::string auth_header;
+  if (const char* key = std::getenv("OPENAI_API_KEY"); key != nullptr) {
+    std::string trimmed(absl::StripAsciiWhitespace(key));
+    for (char c : trimmed) {
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+        // Never quote the key itself.
+        return absl::InvalidArgumentError("OPENAI_API_KEY contains control characters");
+      }
+    }
+    if (!trimmed.empty()) auth_header = absl::StrCat("Authorization: Bearer ", trimmed, "\r\n");
+  }
+
+  // Resolve once: DNS stays out of every request's timing.
+  net::io_context resolve_ioc;
+  tcp::resolver resolver(resolve_ioc);
+  error_code ec;
+  tcp::resolver::results_type endpoints =
+      resolver.resolve(url->host, std::to_string(url->port), ec);
+  if (ec || endpoints.empty()) {
+    return absl::UnavailableError(absl::StrCat("cannot resolve ", url->host, " (base_url ",
+                                               target.base_url(), "): ", ec.message()));
+  }
+  const ApiKind kind = ApiKindForEndpoint(endpoint);
+  const std::string target_path = url->path_prefix + endpoint;
+  auto impl = std::make_unique<Impl>(clock, *std::move(url), target_path, kind, target.model(),
+                                     target.stream(), target.request_timeout_s(),
+                                     std::move(auth_header), std::move(endpoints), io_threads);
+  return std::unique_ptr<BeastRequestSender>(new BeastRequestSender(std::move(impl)));
+}
+
+BeastRequestSender::BeastRequestSender(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+BeastRequestSender::~BeastRequestSender() { Shutdown(std::chrono::milliseconds(0)); }
+
+void BeastRequestSender::Send(const surge::v1::Assignment& assignment, SendCallback on_done) {
+  impl_->Send(assignment, std::move(on_done));
+}
+
+size_t BeastRequestSender::inflight() const { return impl_->inflight(); }
+
+void BeastRequestSender::Shutdown(std::chrono::milliseconds drain) { impl_->Shutdown(drain); }
+
+uint64_t BeastRequestSender::connections_opened() const { return impl_->connections_opened(); }
+
+}  // namespace surge::worker

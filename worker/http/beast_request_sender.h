@@ -1,0 +1,104 @@
+// HTTP/1.1 client that sends OpenAI-compatible requests for the worker's
+// pacer (ARCHITECTURE.md §1 worker/http; SPEC R-REQ-1, R-ACT-2, R-MET-1).
+// Boost.Beast stays behind a pimpl: this header can be included anywhere.
+#ifndef SURGE_WORKER_HTTP_BEAST_REQUEST_SENDER_H_
+#define SURGE_WORKER_HTTP_BEAST_REQUEST_SENDER_H_
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "common/clock.h"
+#include "surge/v1/config.pb.h"
+#include "worker/request_sender.h"
+
+namespace surge::worker {
+
+// Sends each Assignment as one POST to target.base_url + target.endpoint and
+// turns the answer into a RequestRecord.
+//
+// Connections: a keep-alive pool. A request takes an idle connection (after
+// checking that the server has not closed it) or opens a new one; there is
+// no cap (the caller caps concurrency, R-REQ-2). A connection that errors,
+// times out or is not keep-alive is discarded. If a *reused* connection turns
+// out to be closed by the server before any byte of the answer arrives (the
+// keep-alive race every HTTP client has), the request is sent once more on a
+// fresh connection, and sent_ns is the time of that second write.
+//
+// Timestamps, all from the injected Clock (absolute local steady ns):
+//  - sent_ns: just before the write of the request on a connected socket
+//    (connect time comes before it, R-ACT-2);
+//  - ttft_ns: sent → first SSE event with non-empty content (role-only
+//    deltas and usage-only chunks do not count); for non-streamed answers,
+//    sent → the whole answer;
+//  - itl_ns: gaps between successive content events;
+//  - e2el_ns: sent → last byte of the response.
+// Token counts come from the server's usage when present
+// (output_tokens_estimated = false), else output_tokens = number of content
+// events (or EstimateTokens of the text for a non-streamed answer) and
+// input_tokens = EstimateTokens(prompt).
+//
+// Outcomes: OK on HTTP 200 with a complete response (a stream must carry at
+// least one content event). Otherwise FAILED with `error` one of
+// "http_<code>: <first 200 chars of body>", "connect: <msg>",
+// "send: <msg>", "connection_closed: <msg>" (closed before any answer byte),
+// "closed_mid_stream", "stream_error: <msg>" (bad SSE/JSON, server error
+// event, malformed HTTP), "bad_response: <msg>" (bad non-streamed JSON),
+// "no_content", "timeout" (target.request_timeout_s elapsed, counted from
+// the start of the request, connect included). Requests
+// aborted by Shutdown are LOST with "drain_timeout". http_status is set
+// whenever a status line arrived. Nothing is ever thrown to the caller.
+//
+// Thread-safety: all methods are thread-safe. Callbacks run on one of the
+// I/O threads; they must not call Shutdown() or destroy the sender.
+class BeastRequestSender final : public RequestSender {
+ public:
+  // Validates `target`, resolves its host once (blocking DNS), and starts
+  // `io_threads` I/O threads. `clock` must outlive the sender.
+  // Errors: INVALID_ARGUMENT for a bad base_url ("base_url: ..."), an https
+  // URL ("base_url: https is not supported yet"), an endpoint that does not
+  // start with "/" ("endpoint: ..."), io_threads < 1; UNAVAILABLE when the
+  // host cannot be resolved. An empty endpoint means "/v1/chat/completions".
+  // The Authorization header "Bearer $OPENAI_API_KEY" is sent when that
+  // environment variable is set at Create time (the key is never logged).
+  static absl::StatusOr<std::unique_ptr<BeastRequestSender>> Create(
+      Clock& clock, const surge::v1::TargetConfig& target, int io_threads = 1);
+
+  // Calls Shutdown(0ms).
+  ~BeastRequestSender() override;
+
+  BeastRequestSender(const BeastRequestSender&) = delete;
+  BeastRequestSender& operator=(const BeastRequestSender&) = delete;
+
+  // Starts the request without blocking: the prompt is
+  // BuildPrompt(input_tokens, prompt_seed), max_tokens from the assignment,
+  // the body as BuildRequestBody() makes it ("model" left out when
+  // target.model is empty: resolve it first with FetchFirstModel).
+  // index and attempt of the record come from `assignment`. After Shutdown
+  // started, on_done runs at once on the caller's thread with NOT_SENT,
+  // error "sender_shut_down".
+  void Send(const surge::v1::Assignment& assignment, SendCallback on_done) override;
+
+  // Requests started whose outcome is not known yet (a request leaves the
+  // count just before its callback runs).
+  size_t inflight() const override;
+
+  // Waits up to `drain` for in-flight requests, then aborts the rest (LOST,
+  // "drain_timeout"), closes every connection and joins the I/O threads.
+  // Idempotent; blocks until done.
+  void Shutdown(std::chrono::milliseconds drain) override;
+
+  // TCP connections opened successfully so far (for tests and stats: with
+  // reuse it stays at the peak concurrency).
+  uint64_t connections_opened() const;
+
+ private:
+  class Impl;
+  explicit BeastRequestSender(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace surge::worker
+
+#endif  // SURGE_WORKER_HTTP_BEAST_REQUEST_SENDER_H_

@@ -1,0 +1,133 @@
+#include "worker/http/openai_request.h"
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
+
+namespace surge::worker {
+namespace {
+
+using Json = nlohmann::json;
+
+// Reads a non-negative integer member; nullopt when absent or of another type.
+std::optional<uint32_t> ReadCount(const Json& object, const char* key) {
+  auto it = object.find(key);
+  if (it == object.end() || !it->is_number()) return std::nullopt;
+  if (it->is_number_unsigned()) return static_cast<uint32_t>(it->get<uint64_t>());
+  if (it->is_number_integer()) {
+    const int64_t v = it->get<int64_t>();
+    return v < 0 ? std::nullopt : std::optional<uint32_t>(static_cast<uint32_t>(v));
+  }
+  const double v = it->get<double>();
+  return v < 0 ? std::nullopt : std::optional<uint32_t>(static_cast<uint32_t>(v));
+}
+
+// Appends the string value of object[key] when it is a non-empty string.
+bool AppendString(const Json& object, const char* key, std::string& out) {
+  auto it = object.find(key);
+  if (it == object.end() || !it->is_string()) return false;
+  const auto& s = it->get_ref<const std::string&>();
+  if (s.empty()) return false;
+  out += s;
+  return true;
+}
+
+// Shared by events and whole answers: `field` is "delta" for chunks and
+// "message" for chat answers.
+absl::StatusOr<ParsedAnswer> Parse(ApiKind kind, std::string_view text, const char* field,
+                                   bool whole) {
+  Json json = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded() || !json.is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat("bad JSON in ", whole ? "answer" : "event", ": ",
+                                                   std::string(text.substr(0, 120))));
+  }
+  ParsedAnswer answer;
+  if (auto err = json.find("error"); err != json.end() && !err->is_null()) {
+    std::string message = err->dump();
+    if (err->is_object()) {
+      auto m = err->find("message");
+      if (m != err->end() && m->is_string()) message = m->get<std::string>();
+    } else if (err->is_string()) {
+      message = err->get<std::string>();
+    }
+    return absl::InternalError(absl::StrCat("server error: ", message.substr(0, 200)));
+  }
+  bool has_choices = false;
+  if (auto choices = json.find("choices"); choices != json.end() && choices->is_array()) {
+    has_choices = true;
+    if (!choices->empty() && (*choices)[0].is_object()) {
+      const Json& choice = (*choices)[0];
+      if (kind == ApiKind::kChat) {
+        auto inner = choice.find(field);
+        if (inner != choice.end() && inner->is_object()) {
+          // Reasoning models stream their thinking first; it is generated
+          // output, so it counts for TTFT like vLLM's benchmark does.
+          if (!AppendString(*inner, "content", answer.content)) {
+            if (!AppendString(*inner, "reasoning_content", answer.content)) {
+              AppendString(*inner, "reasoning", answer.content);
+            }
+          }
+        }
+      } else {
+        AppendString(choice, "text", answer.content);
+      }
+    }
+  }
+  if (auto usage = json.find("usage"); usage != json.end() && usage->is_object()) {
+    auto completion = ReadCount(*usage, "completion_tokens");
+    if (completion.has_value()) {
+      answer.usage = Usage{ReadCount(*usage, "prompt_tokens").value_or(0), *completion};
+    }
+  }
+  if (whole && !has_choices && !answer.usage.has_value()) {
+    return absl::InvalidArgumentError("no choices in answer");
+  }
+  return answer;
+}
+
+}  // namespace
+
+ApiKind ApiKindForEndpoint(std::string_view endpoint) {
+  constexpr std::string_view kChatSuffix = "/chat/completions";
+  while (!endpoint.empty() && endpoint.back() == '/') endpoint.remove_suffix(1);
+  return endpoint.size() >= kChatSuffix.size() &&
+                 endpoint.substr(endpoint.size() - kChatSuffix.size()) == kChatSuffix
+             ? ApiKind::kChat
+             : ApiKind::kCompletions;
+}
+
+std::string BuildRequestBody(ApiKind kind, const std::string& model, const std::string& prompt,
+                             uint32_t max_tokens, bool stream) {
+  Json body = Json::object();
+  if (!model.empty()) body["model"] = model;
+  if (kind == ApiKind::kChat) {
+    body["messages"] = Json::array({Json{{"role", "user"}, {"content", prompt}}});
+  } else {
+    body["prompt"] = prompt;
+  }
+  body["max_tokens"] = max_tokens;
+  body["stream"] = stream;
+  if (stream) body["stream_options"] = Json{{"include_usage", true}};
+  // Replace invalid UTF-8 rather than throw: prompts come from datasets.
+  return body.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+absl::StatusOr<ParsedAnswer> ParseStreamEvent(ApiKind kind, std::string_view data) {
+  try {
+    return Parse(kind, data, "delta", /*whole=*/false);
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("bad event: ", e.what()));
+  }
+}
+
+absl::StatusOr<ParsedAnswer> ParseCompletionBody(ApiKind kind, std::string_view body) {
+  try {
+    return Parse(kind, body, "message", /*whole=*/true);
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("bad answer: ", e.what()));
+  }
+}
+
+}  // namespace surge::worker

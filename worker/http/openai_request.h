@@ -1,0 +1,61 @@
+// Request bodies for, and response parsing of, the OpenAI-compatible
+// /v1/completions and /v1/chat/completions APIs (SPEC R-REQ-1, R-MET-1).
+// Pure: JSON text in and out, no I/O.
+#ifndef SURGE_WORKER_HTTP_OPENAI_REQUEST_H_
+#define SURGE_WORKER_HTTP_OPENAI_REQUEST_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+
+namespace surge::worker {
+
+// Which of the two APIs an endpoint speaks.
+enum class ApiKind {
+  kChat,         // body has "messages"; answers carry choices[0].delta/message
+  kCompletions,  // body has "prompt"; answers carry choices[0].text
+};
+
+// kChat when `endpoint` ends with "/chat/completions", else kCompletions.
+ApiKind ApiKindForEndpoint(std::string_view endpoint);
+
+// The JSON body of one request: {"model", "messages":[{"role":"user",
+// "content":prompt}] or "prompt", "max_tokens", "stream"} and, when
+// streaming, "stream_options":{"include_usage":true} so the server reports
+// exact token counts. "model" is left out when `model` is empty.
+std::string BuildRequestBody(ApiKind kind, const std::string& model, const std::string& prompt,
+                             uint32_t max_tokens, bool stream);
+
+// Token counts a server reported in "usage".
+struct Usage {
+  uint32_t prompt_tokens = 0;
+  uint32_t completion_tokens = 0;
+};
+
+// What one streamed event or one whole (non-streamed) answer carried.
+struct ParsedAnswer {
+  // Generated text of choices[0]: delta.content (or delta.reasoning_content /
+  // delta.reasoning, which reasoning models stream first) for chat chunks,
+  // message.content for chat answers, text for completions. Empty when the
+  // event carries none (role-only delta, usage-only chunk with no choices).
+  std::string content;
+  // Present when the JSON has a "usage" object with token counts.
+  std::optional<Usage> usage;
+};
+
+// Parses the JSON of one SSE event of a streamed answer.
+// Errors: INVALID_ARGUMENT "bad JSON in event: ..." when `data` is not a
+// JSON object; INTERNAL "server error: <message>" when it is an OpenAI-style
+// {"error": {...}} object (vLLM sends those mid-stream).
+absl::StatusOr<ParsedAnswer> ParseStreamEvent(ApiKind kind, std::string_view data);
+
+// Parses a whole non-streamed answer body. Same errors as ParseStreamEvent;
+// INVALID_ARGUMENT "no choices in answer" when it has neither choices nor usage.
+absl::StatusOr<ParsedAnswer> ParseCompletionBody(ApiKind kind, std::string_view body);
+
+}  // namespace surge::worker
+
+#endif  // SURGE_WORKER_HTTP_OPENAI_REQUEST_H_

@@ -1,0 +1,40 @@
+#include "worker/http/response_metrics.h"
+
+namespace surge::worker {
+
+void ResponseMetrics::OnContentEvent(int64_t now_ns) {
+  if (content_events_ == 0) {
+    first_content_ns_ = now_ns;
+  } else {
+    itl_ns_.push_back(now_ns - last_content_ns_);
+  }
+  last_content_ns_ = now_ns;
+  ++content_events_;
+}
+
+void ResponseMetrics::OnWholeAnswer(int64_t now_ns) {
+  first_content_ns_ = now_ns;
+  last_content_ns_ = now_ns;
+  content_events_ = 1;
+}
+
+void ResponseMetrics::FillRecord(uint32_t estimated_input_tokens, uint32_t counted_output_tokens,
+                                 surge::v1::RequestRecord& record) const {
+  record.set_sent_ns(sent_ns_);
+  record.set_ttft_ns(content_events_ > 0 ? first_content_ns_ - sent_ns_ : 0);
+  record.set_e2el_ns(last_byte_ns_ > 0 ? last_byte_ns_ - sent_ns_ : 0);
+  record.clear_itl_ns();
+  for (int64_t gap : itl_ns_) record.add_itl_ns(gap);
+  if (usage_.has_value()) {
+    record.set_output_tokens(usage_->completion_tokens);
+    record.set_output_tokens_estimated(false);
+    record.set_input_tokens(usage_->prompt_tokens > 0 ? usage_->prompt_tokens
+                                                      : estimated_input_tokens);
+  } else {
+    record.set_output_tokens(counted_output_tokens);
+    record.set_output_tokens_estimated(true);
+    record.set_input_tokens(estimated_input_tokens);
+  }
+}
+
+}  // namespace surge::worker

@@ -1,0 +1,61 @@
+// Per-request latency and token metrics from response timestamps (SPEC
+// R-MET-1): TTFT, ITL, E2EL and token counts. Pure: the caller passes the
+// times it read from its Clock.
+#ifndef SURGE_WORKER_HTTP_RESPONSE_METRICS_H_
+#define SURGE_WORKER_HTTP_RESPONSE_METRICS_H_
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "surge/v1/record.pb.h"
+#include "worker/http/openai_request.h"
+
+namespace surge::worker {
+
+// Accumulates the timeline of one response. All times are absolute local
+// steady-clock nanoseconds (ToNanos(clock.Now())). Not thread-safe.
+class ResponseMetrics {
+ public:
+  // `sent_ns`: when the request's first byte was handed to the socket (R-ACT-2).
+  explicit ResponseMetrics(int64_t sent_ns) : sent_ns_(sent_ns) {}
+
+  // A streamed event with non-empty generated content arrived at `now_ns`.
+  // The first one sets TTFT; each later one adds an ITL sample (the gap to
+  // the previous content event).
+  void OnContentEvent(int64_t now_ns);
+  // A whole (non-streamed) answer with non-empty content arrived at `now_ns`:
+  // TTFT is the time to the whole answer, no ITL samples.
+  void OnWholeAnswer(int64_t now_ns);
+  // The server reported usage (the last report wins).
+  void OnUsage(const Usage& usage) { usage_ = usage; }
+  // The last byte of the response arrived at `now_ns` (E2EL).
+  void OnLastByte(int64_t now_ns) { last_byte_ns_ = now_ns; }
+
+  int64_t sent_ns() const { return sent_ns_; }
+  // Time of the last byte so far; 0 before any.
+  int64_t last_byte_ns() const { return last_byte_ns_; }
+  // Number of content events (or 1 for a whole answer with content).
+  uint32_t content_events() const { return content_events_; }
+  bool has_usage() const { return usage_.has_value(); }
+
+  // Writes sent_ns, ttft_ns, itl_ns, e2el_ns, input_tokens, output_tokens and
+  // output_tokens_estimated. Token counts come from the server's usage when
+  // it sent one; otherwise output_tokens = `counted_output_tokens` (estimated)
+  // and input_tokens = `estimated_input_tokens`.
+  void FillRecord(uint32_t estimated_input_tokens, uint32_t counted_output_tokens,
+                  surge::v1::RequestRecord& record) const;
+
+ private:
+  int64_t sent_ns_;
+  int64_t first_content_ns_ = 0;
+  int64_t last_content_ns_ = 0;
+  int64_t last_byte_ns_ = 0;
+  uint32_t content_events_ = 0;
+  std::vector<int64_t> itl_ns_;
+  std::optional<Usage> usage_;
+};
+
+}  // namespace surge::worker
+
+#endif  // SURGE_WORKER_HTTP_RESPONSE_METRICS_H_
