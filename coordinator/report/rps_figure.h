@@ -1,0 +1,174 @@
+// The content of the two RPS distribution pages as plain data (SPEC §4–§5):
+// which charts, which traces with which (already sampled or decimated)
+// points, the "Legend Explanation" rows and the summary numbers. Pure: no
+// I/O; plot_pages.h renders an RpsFigure to HTML and JSON.
+//
+// Units: times are seconds after the run start t0, rates requests/s,
+// lateness seconds in the stats (milliseconds on the lateness chart's axis).
+#ifndef SURGE_COORDINATOR_REPORT_RPS_FIGURE_H_
+#define SURGE_COORDINATOR_REPORT_RPS_FIGURE_H_
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "coordinator/plan/arrival_schedule.h"
+#include "coordinator/report/plot_model.h"
+
+namespace surge::coordinator {
+
+// The actual send time of plan request `index`: seconds after t0 on the
+// coordinator's clock, first byte handed to the socket (R-ACT-2).
+struct ActualSend {
+  uint64_t index;
+  double sent_offset_s;
+};
+
+// Exact trace names (R-PLOT-3..5, R-ACT-3); the EWMA's is "<W>-point EWMA".
+inline constexpr char kNormalRpsName[] = "Normal RPS";
+inline constexpr char kTimingAnomalyName[] = "Time Interval Caused Anomaly";
+inline constexpr char kBurstinessAnomalyName[] = "Burstiness Caused Anomaly";
+inline constexpr char kTheoreticalRampName[] = "Theoretical Ramp-up";
+inline constexpr char kNormalRequestCountName[] = "Normal Request Count";
+inline constexpr char kNormalIntervalsName[] = "Normal Intervals";
+inline constexpr char kActualRpsName[] = "Actual RPS: After Excluding Anomalies";
+// R-ACT-5 traces (surge's names).
+inline constexpr char kSendLatenessName[] = "Send Lateness";
+inline constexpr char kAchievedRateName[] = "Achieved Rate";
+inline constexpr char kIntendedRateName[] = "Intended Rate";
+
+// Chart titles (R-PLOT-3..5; R-ACT-5 ones are surge's).
+inline constexpr char kTimeVsRpsTitle[] = "Time vs RPS - Distribution";
+inline constexpr char kRpsHistogramTitle[] = "Expected: RPS vs Request Count - Distribution";
+inline constexpr char kLatenessTitle[] = "Actual: Send Lateness Distribution";
+inline constexpr char kRateOverTimeTitle[] = "Actual: Achieved vs Intended Rate over Time";
+
+enum class TraceKind { kLine, kMarkers, kBars };
+
+// One row of the "Legend Explanation" table (R-PLOT-6).
+struct LegendRow {
+  std::string group;
+  std::string item;
+  std::string meaning;
+  std::string computation;
+  std::string criterion;
+  std::string appearance;
+};
+
+struct FigureTrace {
+  std::string name;
+  size_t chart = 0;  // index into RpsFigure::charts; its legend is the chart's
+  TraceKind kind = TraceKind::kLine;
+  std::string color;
+  std::string dash = "solid";  // plotly line dash
+  std::string line_shape;      // plotly line shape, "" = linear
+  double line_width = 1.5;
+  std::string symbol;  // plotly marker symbol (kMarkers)
+  double marker_size = 8;
+  std::vector<double> bar_widths;  // kBars: per-bin width in data units; x is the centre
+  std::string hover;               // plotly hovertemplate
+  XySeries points;                 // what is drawn
+  uint64_t full_count = 0;         // how many points the trace stands for (R-PLOT-8)
+  LegendRow row;
+};
+
+// A labelled vertical line on a chart (percentiles on the lateness chart).
+struct VerticalMarker {
+  double x;
+  std::string label;
+};
+
+struct FigureChart {
+  std::string title;
+  std::string legend_title;  // the group name shown on the chart's legend
+  std::string x_title;
+  std::string y_title;
+  bool x_log = false;         // x axis type
+  bool y_log = false;         // initial y axis type
+  bool y_log_toggle = false;  // add Linear/Log buttons for the y axis
+  std::vector<VerticalMarker> markers = {};
+};
+
+// Full counts of the plan (R-ANOM); never sampled.
+struct ExpectedStats {
+  uint64_t requests = 0;
+  uint64_t normal = 0;
+  uint64_t timing = 0;
+  uint64_t burstiness = 0;
+  int ewma_window = 0;
+  // Timing anomalies with Δ_i = 0 (infinite RPS): counted, never drawn.
+  uint64_t infinite_rps = 0;
+};
+
+// R-ACT-3/5 numbers. NaN where undefined (fewer than two sends).
+struct ActualStats {
+  uint64_t sent = 0;
+  // Sends after the first whose request was normal in the plan (all sends in
+  // instant mode): the candidates of the actual trace.
+  uint64_t plan_normal = 0;
+  // Of those, how many had a zero difference to the previous send (not drawn).
+  uint64_t zero_differences = 0;
+  // Zero differences between consecutive sends, over all sends.
+  uint64_t all_zero_differences = 0;
+  // plan_normal − zero_differences: the actual trace's full count.
+  uint64_t actual_points = 0;
+  uint64_t drawn_points = 0;
+  // Lateness = actual − planned offset, seconds.
+  double lateness_p50_s = std::numeric_limits<double>::quiet_NaN();
+  double lateness_p90_s = std::numeric_limits<double>::quiet_NaN();
+  double lateness_p99_s = std::numeric_limits<double>::quiet_NaN();
+  double lateness_max_s = std::numeric_limits<double>::quiet_NaN();
+  // Two-sample KS distance, achieved vs planned inter-send intervals of the
+  // sent requests (R-MET-2).
+  double ks_distance = std::numeric_limits<double>::quiet_NaN();
+  // (n − 1)/(last − first) over actual sends and over their planned offsets.
+  double achieved_rate_rps = std::numeric_limits<double>::quiet_NaN();
+  double intended_rate_rps = std::numeric_limits<double>::quiet_NaN();
+  // Rate-over-time bin width, seconds.
+  double rate_bin_width_s = std::numeric_limits<double>::quiet_NaN();
+};
+
+struct RpsFigure {
+  std::string title;
+  bool instant = false;
+  std::vector<FigureChart> charts;
+  std::vector<FigureTrace> traces;  // grouped by chart, in legend order
+  ExpectedStats expected;
+  std::optional<ActualStats> actual;
+
+  // The trace named `name` on `chart`, or nullptr.
+  const FigureTrace* Find(size_t chart, std::string_view name) const;
+};
+
+// "Request Per Second(RPS) Distribution Analysis | Target Rate: <x>" plus
+// " | <Linear|Exponential> Ramp-up: <start>→<end>" when the ramp is active
+// (R-PLOT-2), or " | Instant Mode" in instant mode.
+std::string PageTitle(const ResolvedTraffic& traffic);
+
+// "Expected: Gamma Distribution (burstiness: <β>)" (R-PLOT-5).
+std::string GammaChartTitle(double burstiness);
+
+// "<W>-point EWMA" (R-PLOT-3).
+std::string EwmaTraceName(int window);
+
+// The expected figure (R-PLOT-2..8). Errors: FAILED_PRECONDITION in instant
+// mode (R-PLOT-0); INVALID_ARGUMENT for an empty plan or one whose columns
+// differ in length.
+absl::StatusOr<RpsFigure> BuildExpectedRpsFigure(const ArrivalSchedule& plan);
+
+// The actual figure (R-ACT-3..5): the expected figure plus the actual trace
+// and the R-ACT-5 charts; in instant mode only the actual Time vs RPS chart
+// (R-ACT-4). `sends` may be in any order and may cover a subset of the plan
+// (interrupted run, R-ACT-1). Errors: INVALID_ARGUMENT for a bad plan (as
+// above), a send whose index is outside the plan or repeated, or whose time
+// is not finite.
+absl::StatusOr<RpsFigure> BuildActualRpsFigure(const ArrivalSchedule& plan,
+                                               std::span<const ActualSend> sends);
+
+}  // namespace surge::coordinator
+
+#endif  // SURGE_COORDINATOR_REPORT_RPS_FIGURE_H_

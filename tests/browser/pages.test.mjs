@@ -1,0 +1,335 @@
+// Browser test of the two RPS distribution pages (SPEC R-PLOT-2..7,
+// R-ACT-3..5): opens them from disk in Debian's chromium through
+// playwright-core and checks what a user sees.
+//
+//   node --test tests/browser/pages.test.mjs
+//
+// Pages: env SURGE_EXPECTED_PAGE and SURGE_ACTUAL_PAGE (optionally
+// SURGE_INSTANT_PAGE), or the first two (three) arguments when the file is
+// run directly (`node tests/browser/pages.test.mjs exp.html act.html`).
+// Without them the test writes sample pages (ramped, bursty plan) with the
+// write_sample_pages tool: env SURGE_WRITE_SAMPLE_PAGES, else
+// $SURGE_BUILD_DIR/tests/coordinator/report/write_sample_pages (default build
+// dir: build). Screenshots go to env SURGE_ARTIFACTS (default
+// test-artifacts/). Chromium: env SURGE_CHROMIUM (default /usr/bin/chromium).
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const artifacts = path.resolve(process.env.SURGE_ARTIFACTS || path.join(repo, 'test-artifacts'));
+
+const ACTUAL = 'Actual RPS: After Excluding Anomalies';
+const TIMING = 'Time Interval Caused Anomaly';
+const EWMA = /^(20|50|100|200)-point EWMA$/;
+
+// Resolves the pages to test; writes sample pages when none are given.
+function resolvePages() {
+  const args = process.argv.slice(2).filter((a) => a.endsWith('.html'));
+  let expected = process.env.SURGE_EXPECTED_PAGE || args[0];
+  let actual = process.env.SURGE_ACTUAL_PAGE || args[1];
+  let instant = process.env.SURGE_INSTANT_PAGE || args[2];
+  if (expected && actual) return { expected, actual, instant, generated: false };
+  const tool =
+    process.env.SURGE_WRITE_SAMPLE_PAGES ||
+    path.join(
+      repo,
+      process.env.SURGE_BUILD_DIR || 'build',
+      'tests/coordinator/report/write_sample_pages',
+    );
+  assert.ok(
+    fs.existsSync(tool),
+    `no pages given and ${tool} not built: set SURGE_EXPECTED_PAGE/SURGE_ACTUAL_PAGE, ` +
+      'SURGE_WRITE_SAMPLE_PAGES or SURGE_BUILD_DIR',
+  );
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'surge-pages-'));
+  execFileSync(tool, [dir], { stdio: 'inherit' });
+  expected = path.join(dir, 'synthetic_rps_distribution_plot.html');
+  actual = path.join(dir, 'synthetic_rps_distribution_plot_with_actual_rps.html');
+  instant = path.join(dir, 'instant_rps_distribution_plot_with_actual_rps.html');
+  return { expected, actual, instant, generated: dir };
+}
+
+const pages = resolvePages();
+let browser;
+
+before(async () => {
+  fs.mkdirSync(artifacts, { recursive: true });
+  browser = await chromium.launch({
+    executablePath: process.env.SURGE_CHROMIUM || '/usr/bin/chromium',
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  if (pages.generated) fs.rmSync(pages.generated, { recursive: true, force: true });
+});
+
+// Opens a page from disk, collecting console errors and page errors, and
+// waits until plotly has drawn.
+async function open(file) {
+  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  const errors = [];
+  page.on('console', (m) => {
+    if (m.type() === 'error') errors.push(m.text());
+  });
+  page.on('pageerror', (e) => errors.push(String(e)));
+  page.on('requestfailed', (r) => errors.push(`request failed: ${r.url()}`));
+  await page.goto(pathToFileURL(path.resolve(file)).href);
+  await page.waitForFunction(() => {
+    const gd = document.getElementById('surge-rps-plot');
+    return gd && gd._fullLayout && gd.querySelector('.main-svg');
+  });
+  return { page, errors };
+}
+
+// Trace names per legend ('legend', 'legend2', …) from the plot's data.
+function namesByLegend(page) {
+  return page.evaluate(() => {
+    const out = {};
+    for (const t of document.getElementById('surge-rps-plot').data) {
+      const legend = t.legend || 'legend';
+      (out[legend] ||= []).push(t.name);
+    }
+    return out;
+  });
+}
+
+// What the DOM shows: per legend group, its item texts.
+function domLegends(page) {
+  return page.evaluate(() => {
+    const out = {};
+    for (const g of document.querySelectorAll('g')) {
+      const cls = g.getAttribute('class') || '';
+      if (!/^legend\d*$/.test(cls)) continue;
+      out[cls] = [...g.querySelectorAll(`text.${cls}text`)].map((t) => t.textContent);
+    }
+    return out;
+  });
+}
+
+function chartCount(page) {
+  return page.evaluate(
+    () =>
+      Object.keys(document.getElementById('surge-rps-plot')._fullLayout).filter((k) =>
+        /^xaxis\d*$/.test(k),
+      ).length,
+  );
+}
+
+function legendKey(chart) {
+  return chart === 0 ? 'legend' : `legend${chart + 1}`;
+}
+
+function assertNames(actual, expected, what) {
+  assert.equal(actual.length, expected.length, `${what}: ${JSON.stringify(actual)}`);
+  expected.forEach((want, i) => {
+    if (want instanceof RegExp) assert.match(actual[i], want, what);
+    else assert.equal(actual[i], want, what);
+  });
+}
+
+// The explanation table: six columns, one row per trace, in trace order.
+async function checkTable(page) {
+  const table = await page.evaluate(() => {
+    const t = document.getElementById('legend-explanation');
+    return {
+      heads: [...t.querySelectorAll('thead th')].map((th) => th.textContent),
+      rows: [...t.querySelectorAll('tbody tr')].map((tr) =>
+        [...tr.querySelectorAll('td')].map((td) => td.textContent),
+      ),
+      traces: document.getElementById('surge-rps-plot').data.map((d) => d.name),
+    };
+  });
+  assert.deepEqual(table.heads, [
+    'Group',
+    'Legend Item',
+    'Meaning',
+    'Computation',
+    'Criterion',
+    'Visual Appearance',
+  ]);
+  assert.equal(table.rows.length, table.traces.length, 'one row per trace');
+  table.rows.forEach((cells, i) => {
+    assert.equal(cells.length, 6, `row ${i} has six cells`);
+    assert.equal(cells[1], table.traces[i], `row ${i} names trace ${i}`);
+    for (const c of cells) assert.ok(c.trim().length > 0, `row ${i} has an empty cell`);
+  });
+}
+
+// Expected trace names per chart, from the page title (ramp or not).
+async function expectedCharts(page) {
+  const title = await page.title();
+  const ramp = /Ramp-up: /.test(title);
+  return [
+    [
+      'Normal RPS',
+      TIMING,
+      'Burstiness Caused Anomaly',
+      EWMA,
+      ...(ramp ? ['Theoretical Ramp-up'] : []),
+    ],
+    ['Normal Request Count', TIMING],
+    ['Normal Intervals', TIMING],
+  ];
+}
+
+async function checkLegends(page, charts) {
+  assert.equal(await chartCount(page), charts.length, 'chart count');
+  const byData = await namesByLegend(page);
+  const byDom = await domLegends(page);
+  assert.deepEqual(
+    Object.keys(byDom).sort(),
+    charts.map((_, i) => legendKey(i)).sort(),
+    'one legend per chart',
+  );
+  charts.forEach((names, i) => {
+    assertNames(byData[legendKey(i)] || [], names, `traces of chart ${i + 1}`);
+    assertNames(byDom[legendKey(i)] || [], names, `legend of chart ${i + 1}`);
+  });
+  const layout = await page.evaluate(() => document.getElementById('surge-rps-plot').layout);
+  assert.equal(layout.showlegend, true);
+}
+
+describe('expected page', () => {
+  test('charts, legends, table, no console errors', async () => {
+    const { page, errors } = await open(pages.expected);
+    const title = await page.title();
+    assert.match(title, /^Request Per Second\(RPS\) Distribution Analysis \| Target Rate: [0-9.]+/);
+    const figTitle = await page.evaluate(
+      () => document.getElementById('surge-rps-plot').layout.title.text,
+    );
+    assert.equal(figTitle, title);
+    const annotations = await page.evaluate(() =>
+      document.getElementById('surge-rps-plot').layout.annotations.map((a) => a.text),
+    );
+    assert.ok(annotations.includes('<b>Time vs RPS - Distribution</b>'));
+    assert.ok(annotations.includes('<b>Expected: RPS vs Request Count - Distribution</b>'));
+    const gamma = /^<b>Expected: Gamma Distribution \(burstiness: [0-9.]+\)<\/b>$/;
+    assert.ok(annotations.some((a) => gamma.test(a)));
+    await checkLegends(page, await expectedCharts(page));
+    await checkTable(page);
+    const names = (await namesByLegend(page)).legend;
+    assert.ok(!names.includes(ACTUAL), 'no actual trace before the run');
+    await page.screenshot({ path: path.join(artifacts, 'expected_page.png'), fullPage: true });
+    assert.deepEqual(errors, []);
+    await page.close();
+  });
+});
+
+describe('actual page', () => {
+  test('expected figure plus actual trace and R-ACT-5 charts', async () => {
+    const { page, errors } = await open(pages.actual);
+    const charts = await expectedCharts(page);
+    charts[0].push(ACTUAL);
+    charts.push(['Send Lateness'], ['Achieved Rate', 'Intended Rate']);
+    await checkLegends(page, charts);
+    await checkTable(page);
+    const annotations = await page.evaluate(() =>
+      document.getElementById('surge-rps-plot').layout.annotations.map((a) => a.text),
+    );
+    const lateness = /Send Lateness Distribution \(p50 .* ms, p90 .* ms, p99 .* ms, max .* ms\)/;
+    assert.ok(annotations.some((a) => lateness.test(a)));
+    assert.ok(annotations.some((a) => /KS distance of intervals: [0-9.]+/.test(a)));
+    const summary = await page.evaluate(() => document.getElementById('surge-summary').textContent);
+    assert.match(summary, /KS distance/);
+    assert.match(summary, /Send lateness p50 \/ p90 \/ p99 \/ max/);
+    const color = await page.evaluate(
+      (n) => document.getElementById('surge-rps-plot').data.find((t) => t.name === n).line.color,
+      ACTUAL,
+    );
+    assert.equal(color, '#ff7f0e', 'orange');
+    await page.screenshot({ path: path.join(artifacts, 'actual_page.png'), fullPage: true });
+    assert.deepEqual(errors, []);
+    await page.close();
+  });
+
+  test('clicking the actual legend item toggles the trace', async () => {
+    const { page, errors } = await open(pages.actual);
+    const visible = () =>
+      page.evaluate((n) => {
+        const t = document.getElementById('surge-rps-plot').data.find((d) => d.name === n);
+        return t.visible === undefined ? true : t.visible;
+      }, ACTUAL);
+    const item = page.locator('g.legend g.traces', {
+      has: page.locator('text.legendtext', { hasText: ACTUAL }),
+    });
+    assert.equal(await item.count(), 1);
+    const toggle = item.locator('rect.legendtoggle');
+    assert.equal(await visible(), true);
+    await toggle.click();
+    await page.waitForFunction(
+      (n) =>
+        document.getElementById('surge-rps-plot').data.find((d) => d.name === n).visible ===
+        'legendonly',
+      ACTUAL,
+    );
+    assert.equal(await visible(), 'legendonly');
+    // The other traces of the chart stay visible.
+    const others = await page.evaluate((n) =>
+      document.getElementById('surge-rps-plot').data
+        .filter((d) => (d.legend || 'legend') === 'legend' && d.name !== n)
+        .map((d) => (d.visible === undefined ? true : d.visible)),
+    ACTUAL);
+    assert.ok(others.every((v) => v === true));
+    await page.screenshot({
+      path: path.join(artifacts, 'actual_page_actual_hidden.png'),
+      clip: { x: 0, y: 0, width: 1400, height: 650 },
+    });
+    await page.waitForTimeout(400);  // two clicks in quick succession would be a double click
+    await toggle.click();
+    await page.waitForFunction(
+      (n) =>
+        document.getElementById('surge-rps-plot').data.find((d) => d.name === n).visible === true,
+      ACTUAL,
+    );
+    assert.equal(await visible(), true);
+    // A legend item of another chart toggles its own trace only.
+    const hist = page.locator('g.legend2 g.traces', {
+      has: page.locator('text.legend2text', { hasText: 'Normal Request Count' }),
+    });
+    await page.waitForTimeout(400);
+    await hist.locator('rect.legend2toggle').click();
+    await page.waitForFunction(() =>
+      document.getElementById('surge-rps-plot').data.some(
+        (d) => d.name === 'Normal Request Count' && d.visible === 'legendonly',
+      ),
+    );
+    const states = await page.evaluate(() =>
+      document.getElementById('surge-rps-plot').data.map((d) => [d.name, d.legend, d.visible]),
+    );
+    for (const [name, legend, v] of states) {
+      if (legend === 'legend2' && name === 'Normal Request Count') assert.equal(v, 'legendonly');
+      else assert.notEqual(v, 'legendonly', `${legend} ${name}`);
+    }
+    assert.deepEqual(errors, []);
+    await page.close();
+  });
+});
+
+describe('instant-mode actual page', { skip: !pages.instant && 'no instant page given' }, () => {
+  test('only the actual Time vs RPS chart', async () => {
+    const { page, errors } = await open(pages.instant);
+    assert.match(await page.title(), /Instant Mode/);
+    await checkLegends(page, [[ACTUAL]]);
+    await checkTable(page);
+    await page.screenshot({ path: path.join(artifacts, 'instant_page.png'), fullPage: true });
+    assert.deepEqual(errors, []);
+    await page.close();
+  });
+});

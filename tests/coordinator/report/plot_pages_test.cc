@@ -1,0 +1,205 @@
+// The written pages (coordinator/report/plot_pages.h): self-contained HTML
+// with the exact title and trace names (R-PLOT-2..7), the JSON beside it,
+// instant mode (R-PLOT-0, R-ACT-4), determinism and the size bound
+// (R-PLOT-8).
+#include "coordinator/report/plot_pages.h"
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "coordinator/plan/arrival_schedule.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/coordinator/report/plan_fixtures.h"
+
+namespace surge::coordinator {
+namespace {
+
+using ::surge::coordinator::testing::InstantPlan;
+using ::surge::coordinator::testing::LinearRampTraffic;
+using ::surge::coordinator::testing::MixedPlan;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+namespace fs = std::filesystem;
+
+std::string ReadFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+class PlotPagesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::path(::testing::TempDir()) /
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    fs::remove_all(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+// A ramped, bursty plan from the real generator.
+ArrivalSchedule RampedBurstyPlan(uint64_t n) {
+  absl::StatusOr<ArrivalSchedule> plan =
+      BuildArrivalSchedule(LinearRampTraffic(10, 200, 0.5), n, /*seed=*/42);
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  return *plan;
+}
+
+std::vector<ActualSend> JitteredSends(const ArrivalSchedule& plan) {
+  std::vector<ActualSend> sends;
+  for (uint64_t i = 0; i < plan.size(); ++i) {
+    sends.push_back({i, plan.offset_s[i] + 1e-4 * static_cast<double>((i * 7919) % 13)});
+  }
+  return sends;
+}
+
+std::vector<std::string> TraceNames(const nlohmann::json& fig, const std::string& legend) {
+  std::vector<std::string> names;
+  for (const auto& tr : fig["data"]) {
+    if (tr["legend"] == legend) names.push_back(tr["name"]);
+  }
+  return names;
+}
+
+TEST_F(PlotPagesTest, FileNames) {
+  EXPECT_EQ(ExpectedPlotFileName("synthetic"), "synthetic_rps_distribution_plot.html");
+  EXPECT_EQ(ActualPlotFileName("sharegpt"), "sharegpt_rps_distribution_plot_with_actual_rps.html");
+  EXPECT_EQ(FigureJsonPath("/a/b/x_rps_distribution_plot.html"),
+            fs::path("/a/b/x_rps_distribution_plot.json"));
+}
+
+TEST_F(PlotPagesTest, ExpectedPageIsSelfContainedWithTitleTracesAndTable) {
+  const ArrivalSchedule plan = RampedBurstyPlan(6000);
+  const fs::path html = dir_ / ExpectedPlotFileName("synthetic");
+  ASSERT_TRUE(WriteExpectedPlotPage(plan, html).ok());
+  const std::string page = ReadFile(html);
+  const std::string title =
+      "Request Per Second(RPS) Distribution Analysis | Target Rate: 200 | Linear Ramp-up: "
+      "10→200";
+  EXPECT_THAT(page, HasSubstr("<title>" + title + "</title>"));
+  EXPECT_THAT(page, HasSubstr("plotly.js v"));  // inline, no CDN
+  EXPECT_THAT(page, Not(HasSubstr("<script src")));
+  EXPECT_THAT(page, HasSubstr("Legend Explanation"));
+  for (const char* name :
+       {"Normal RPS", "Time Interval Caused Anomaly", "Burstiness Caused Anomaly", "50-point EWMA",
+        "Theoretical Ramp-up", "Normal Request Count", "Normal Intervals",
+        "Time vs RPS - Distribution", "Expected: RPS vs Request Count - Distribution",
+        "Expected: Gamma Distribution (burstiness: 0.5)"}) {
+    EXPECT_THAT(page, HasSubstr(name)) << name;
+  }
+  EXPECT_THAT(page, Not(HasSubstr("Actual RPS")));
+  // Six columns; one row per trace.
+  EXPECT_THAT(page, HasSubstr("<th>Group</th><th>Legend Item</th><th>Meaning</th>"
+                              "<th>Computation</th><th>Criterion</th><th>Visual Appearance</th>"));
+
+  const nlohmann::json fig = nlohmann::json::parse(ReadFile(FigureJsonPath(html)));
+  EXPECT_EQ(fig["layout"]["title"]["text"], title);
+  EXPECT_EQ(fig["data"].size(), fig["legend_table"].size());
+  EXPECT_EQ(fig["data"].size(), 9u);
+  EXPECT_THAT(TraceNames(fig, "legend"),
+              ElementsAre("Normal RPS", "Time Interval Caused Anomaly", "Burstiness Caused Anomaly",
+                          "50-point EWMA", "Theoretical Ramp-up"));
+  EXPECT_THAT(TraceNames(fig, "legend2"),
+              ElementsAre("Normal Request Count", "Time Interval Caused Anomaly"));
+  EXPECT_THAT(TraceNames(fig, "legend3"),
+              ElementsAre("Normal Intervals", "Time Interval Caused Anomaly"));
+  EXPECT_TRUE(fig["layout"]["showlegend"].get<bool>());
+  EXPECT_TRUE(fig["layout"].contains("legend3"));
+  EXPECT_FALSE(fig["layout"].contains("legend4"));
+  EXPECT_EQ(fig["stats"]["requests"], 6000);
+  int rows = 0;
+  for (size_t pos = page.find("<tr><td>"); pos != std::string::npos;
+       pos = page.find("<tr><td>", pos + 1)) {
+    ++rows;
+  }
+  EXPECT_EQ(rows, 9);
+}
+
+TEST_F(PlotPagesTest, ActualPageAddsTheOrangeTraceAndExtras) {
+  const ArrivalSchedule plan = RampedBurstyPlan(6000);
+  const fs::path html = dir_ / ActualPlotFileName("synthetic");
+  const std::vector<ActualSend> sends = JitteredSends(plan);
+  ASSERT_TRUE(WriteActualPlotPage(plan, sends, html).ok());
+  const std::string page = ReadFile(html);
+  EXPECT_THAT(page, HasSubstr("Actual RPS: After Excluding Anomalies"));
+  EXPECT_THAT(page, HasSubstr("Send lateness p50 / p90 / p99 / max"));
+  EXPECT_THAT(page, HasSubstr("KS distance"));
+  const nlohmann::json fig = nlohmann::json::parse(ReadFile(FigureJsonPath(html)));
+  EXPECT_THAT(
+      TraceNames(fig, "legend"),
+      ElementsAre("Normal RPS", "Time Interval Caused Anomaly", "Burstiness Caused Anomaly",
+                  "50-point EWMA", "Theoretical Ramp-up", "Actual RPS: After Excluding Anomalies"));
+  EXPECT_THAT(TraceNames(fig, "legend4"), ElementsAre("Send Lateness"));
+  EXPECT_THAT(TraceNames(fig, "legend5"), ElementsAre("Achieved Rate", "Intended Rate"));
+  EXPECT_EQ(fig["data"].size(), fig["legend_table"].size());
+  for (const auto& tr : fig["data"]) {
+    if (tr["name"] == "Actual RPS: After Excluding Anomalies") {
+      EXPECT_EQ(tr["line"]["color"], "#ff7f0e");
+    }
+  }
+  EXPECT_EQ(fig["stats"]["actual"]["sent"], 6000);
+  EXPECT_TRUE(fig["stats"]["actual"]["ks_distance"].is_number());
+}
+
+TEST_F(PlotPagesTest, InstantMode) {
+  const ArrivalSchedule plan = InstantPlan(100);
+  const fs::path expected = dir_ / ExpectedPlotFileName("synthetic");
+  const absl::Status s = WriteExpectedPlotPage(plan, expected);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_FALSE(fs::exists(expected));
+
+  std::vector<ActualSend> sends;
+  for (uint64_t i = 0; i < plan.size(); ++i) sends.push_back({i, 0.001 * static_cast<double>(i)});
+  const fs::path actual = dir_ / ActualPlotFileName("synthetic");
+  ASSERT_TRUE(WriteActualPlotPage(plan, sends, actual).ok());
+  const std::string page = ReadFile(actual);
+  EXPECT_THAT(page, HasSubstr("Actual RPS: After Excluding Anomalies"));
+  EXPECT_THAT(page, Not(HasSubstr("Normal RPS")));
+  EXPECT_THAT(page, Not(HasSubstr("Gamma Distribution")));
+  const nlohmann::json fig = nlohmann::json::parse(ReadFile(FigureJsonPath(actual)));
+  ASSERT_EQ(fig["data"].size(), 1u);
+  EXPECT_EQ(fig["data"][0]["name"], "Actual RPS: After Excluding Anomalies");
+  EXPECT_FALSE(fig["layout"].contains("xaxis2"));
+  EXPECT_FALSE(fig["layout"].contains("legend2"));
+}
+
+TEST_F(PlotPagesTest, SameInputSamePage) {
+  const ArrivalSchedule plan = RampedBurstyPlan(30'000);
+  const std::vector<ActualSend> sends = JitteredSends(plan);
+  ASSERT_TRUE(WriteActualPlotPage(plan, sends, dir_ / "a.html").ok());
+  ASSERT_TRUE(WriteActualPlotPage(plan, sends, dir_ / "b.html").ok());
+  EXPECT_EQ(ReadFile(dir_ / "a.html"), ReadFile(dir_ / "b.html"));
+  EXPECT_EQ(ReadFile(dir_ / "a.json"), ReadFile(dir_ / "b.json"));
+}
+
+TEST_F(PlotPagesTest, MillionRequestPageStaysSmall) {
+  const ArrivalSchedule plan = RampedBurstyPlan(1'000'000);
+  const fs::path html = dir_ / ExpectedPlotFileName("big");
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(WriteExpectedPlotPage(plan, html).ok());
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const auto bytes = fs::file_size(html) - EmbeddedPlotlyJs().size();
+  RecordProperty("expected_page_seconds", std::to_string(seconds));
+  RecordProperty("expected_page_bytes_without_plotly", std::to_string(bytes));
+  EXPECT_LT(bytes, 2'000'000u);
+  EXPECT_LT(seconds, 5.0);  // generous: sanitizer and debug builds
+}
+
+TEST_F(PlotPagesTest, UnwritablePathIsAnError) {
+  const ArrivalSchedule plan = MixedPlan(10, 10, 0, 0);
+  const absl::Status s = WriteExpectedPlotPage(plan, "/proc/surge-cannot-write/x.html");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("/proc/surge-cannot-write"));
+}
+
+}  // namespace
+}  // namespace surge::coordinator

@@ -1,0 +1,411 @@
+// Figure content of the RPS pages (coordinator/report/rps_figure.h): trace
+// names and charts (R-PLOT-2..7), sampling caps and full counts (R-PLOT-8),
+// the actual trace (R-ACT-3), instant mode (R-PLOT-0, R-ACT-4) and the
+// R-ACT-5 numbers.
+#include "coordinator/report/rps_figure.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/coordinator/report/plan_fixtures.h"
+
+namespace surge::coordinator {
+namespace {
+
+using ::surge::coordinator::testing::ConstantTraffic;
+using ::surge::coordinator::testing::InstantPlan;
+using ::surge::coordinator::testing::LinearRampTraffic;
+using ::surge::coordinator::testing::MixedPlan;
+using ::surge::coordinator::testing::PlanFrom;
+using ::testing::DoubleNear;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Pointwise;
+
+std::vector<std::string> NamesOn(const RpsFigure& fig, size_t chart) {
+  std::vector<std::string> names;
+  for (const FigureTrace& tr : fig.traces) {
+    if (tr.chart == chart) names.push_back(tr.name);
+  }
+  return names;
+}
+
+TEST(ExpectedFigureTest, ChartsTracesAndTitleWithoutRamp) {
+  const ArrivalSchedule plan = MixedPlan(100, 900, 50, 50);
+  absl::StatusOr<RpsFigure> fig = BuildExpectedRpsFigure(plan);
+  ASSERT_TRUE(fig.ok()) << fig.status();
+  EXPECT_EQ(fig->title, "Request Per Second(RPS) Distribution Analysis | Target Rate: 100");
+  ASSERT_EQ(fig->charts.size(), 3u);
+  EXPECT_EQ(fig->charts[0].title, "Time vs RPS - Distribution");
+  EXPECT_EQ(fig->charts[1].title, "Expected: RPS vs Request Count - Distribution");
+  EXPECT_EQ(fig->charts[2].title, "Expected: Gamma Distribution (burstiness: 0.5)");
+  EXPECT_THAT(NamesOn(*fig, 0), ElementsAre("Normal RPS", "Time Interval Caused Anomaly",
+                                            "Burstiness Caused Anomaly", "20-point EWMA"));
+  EXPECT_THAT(NamesOn(*fig, 1),
+              ElementsAre("Normal Request Count", "Time Interval Caused Anomaly"));
+  EXPECT_THAT(NamesOn(*fig, 2), ElementsAre("Normal Intervals", "Time Interval Caused Anomaly"));
+  // Full counts and one explanation row per trace (R-PLOT-6).
+  EXPECT_EQ(fig->expected.requests, 1000u);
+  EXPECT_EQ(fig->expected.normal, plan.Count(Anomaly::kNormal));
+  EXPECT_EQ(fig->expected.timing, 50u);
+  EXPECT_EQ(fig->expected.burstiness, 50u);
+  for (const FigureTrace& tr : fig->traces) {
+    EXPECT_EQ(tr.row.item, tr.name);
+    EXPECT_FALSE(tr.row.group.empty());
+    EXPECT_FALSE(tr.row.meaning.empty());
+    EXPECT_FALSE(tr.row.computation.empty());
+    EXPECT_FALSE(tr.row.criterion.empty());
+    EXPECT_FALSE(tr.row.appearance.empty());
+  }
+}
+
+TEST(ExpectedFigureTest, NormalSeriesAndEwmaAreExact) {
+  // Normal intervals 0.01, 0.02, 0.01 (with a timing anomaly between).
+  const ArrivalSchedule plan =
+      PlanFrom(ConstantTraffic(100, 0.5), {0.01, 0.02, 0.0001, 0.01},
+               {Anomaly::kNormal, Anomaly::kNormal, Anomaly::kTiming, Anomaly::kNormal});
+  absl::StatusOr<RpsFigure> fig = BuildExpectedRpsFigure(plan);
+  ASSERT_TRUE(fig.ok()) << fig.status();
+  const FigureTrace* normal = fig->Find(0, "Normal RPS");
+  ASSERT_NE(normal, nullptr);
+  EXPECT_THAT(normal->points.x, Pointwise(DoubleNear(1e-12), {0.01, 0.03, 0.0401}));
+  EXPECT_THAT(normal->points.y, Pointwise(DoubleNear(1e-9), {100.0, 50.0, 100.0}));
+  const FigureTrace* ewma = fig->Find(0, "20-point EWMA");
+  ASSERT_NE(ewma, nullptr);
+  const double a = 2.0 / 21.0;
+  const double e1 = a * 50 + (1 - a) * 100;
+  EXPECT_THAT(ewma->points.y, Pointwise(DoubleNear(1e-9), {100.0, e1, a * 100 + (1 - a) * e1}));
+  const FigureTrace* timing = fig->Find(0, "Time Interval Caused Anomaly");
+  ASSERT_NE(timing, nullptr);
+  EXPECT_THAT(timing->points.y, Pointwise(DoubleNear(1e-6), {10000.0}));
+  // The histogram triangles sit above the highest bar.
+  const FigureTrace* bars = fig->Find(1, "Normal Request Count");
+  const FigureTrace* tri = fig->Find(1, "Time Interval Caused Anomaly");
+  ASSERT_NE(bars, nullptr);
+  ASSERT_NE(tri, nullptr);
+  const double top = *std::max_element(bars->points.y.begin(), bars->points.y.end());
+  ASSERT_EQ(tri->points.size(), 1u);
+  EXPECT_GT(tri->points.y[0], top);
+  EXPECT_NEAR(tri->points.x[0], 10000, 1e-6);
+  const FigureTrace* gamma_tri = fig->Find(2, "Time Interval Caused Anomaly");
+  ASSERT_NE(gamma_tri, nullptr);
+  EXPECT_THAT(gamma_tri->points.x, Pointwise(DoubleNear(1e-15), {0.0001}));
+}
+
+TEST(ExpectedFigureTest, RampTitleAndTheoreticalTrace) {
+  ResolvedTraffic traffic = LinearRampTraffic(10, 200, 0);
+  std::vector<double> iv;
+  ArrivalSchedule plan;
+  plan.traffic = traffic;
+  double t = 0;
+  for (int i = 0; i < 20; ++i) {
+    const double rate = 10 + 190.0 * i / 19;
+    t += 1 / rate;
+    plan.rate_rps.push_back(rate);
+    plan.interval_s.push_back(1 / rate);
+    plan.offset_s.push_back(t);
+    plan.anomaly.push_back(Anomaly::kNormal);
+  }
+  absl::StatusOr<RpsFigure> fig = BuildExpectedRpsFigure(plan);
+  ASSERT_TRUE(fig.ok()) << fig.status();
+  EXPECT_EQ(fig->title,
+            "Request Per Second(RPS) Distribution Analysis | Target Rate: 200 | Linear Ramp-up: "
+            "10→200");
+  EXPECT_THAT(NamesOn(*fig, 0),
+              ElementsAre("Normal RPS", "Time Interval Caused Anomaly", "Burstiness Caused Anomaly",
+                          "20-point EWMA", "Theoretical Ramp-up"));
+  const FigureTrace* ramp = fig->Find(0, "Theoretical Ramp-up");
+  ASSERT_NE(ramp, nullptr);
+  EXPECT_EQ(ramp->dash, "dash");
+  EXPECT_EQ(ramp->points.y, plan.rate_rps);
+  EXPECT_EQ(ramp->points.x, plan.offset_s);
+
+  traffic.strategy = RampStrategy::kExponential;
+  EXPECT_EQ(PageTitle(traffic),
+            "Request Per Second(RPS) Distribution Analysis | Target Rate: 200 | Exponential "
+            "Ramp-up: 10→200");
+  traffic.ramp_active = false;  // configured but inactive: no ramp part
+  traffic.target_rate_rps = 12.5;
+  EXPECT_EQ(PageTitle(traffic),
+            "Request Per Second(RPS) Distribution Analysis | Target Rate: 12.5");
+}
+
+int EwmaWindowOfFigure(size_t normal_points) {
+  absl::StatusOr<RpsFigure> fig = BuildExpectedRpsFigure(MixedPlan(1000, normal_points, 3, 0));
+  EXPECT_TRUE(fig.ok()) << fig.status();
+  if (!fig.ok()) return -1;
+  EXPECT_NE(fig->Find(0, EwmaTraceName(fig->expected.ewma_window)), nullptr);
+  return fig->expected.ewma_window;
+}
+
+TEST(ExpectedFigureTest, EwmaWindowCountsTheNormalSeries) {
+  // Anomalies do not count towards the window's data count (R-PLOT-3).
+  EXPECT_EQ(EwmaWindowOfFigure(1'000), 20);
+  EXPECT_EQ(EwmaWindowOfFigure(1'001), 50);
+  EXPECT_EQ(EwmaWindowOfFigure(10'000), 50);
+  EXPECT_EQ(EwmaWindowOfFigure(10'001), 100);
+  EXPECT_EQ(EwmaWindowOfFigure(100'000), 100);
+  EXPECT_EQ(EwmaWindowOfFigure(100'001), 200);
+}
+
+TEST(ExpectedFigureTest, LargePlanIsBoundedAndCountsStayFull) {
+  const ArrivalSchedule plan = MixedPlan(1000, 200'000, 30'000, 20'000);
+  absl::StatusOr<RpsFigure> fig = BuildExpectedRpsFigure(plan);
+  ASSERT_TRUE(fig.ok()) << fig.status();
+  const FigureTrace* timing = fig->Find(0, "Time Interval Caused Anomaly");
+  const FigureTrace* burst = fig->Find(0, "Burstiness Caused Anomaly");
+  ASSERT_NE(timing, nullptr);
+  ASSERT_NE(burst, nullptr);
+  EXPECT_EQ(timing->points.size(), kMaxAnomalyPoints);
+  EXPECT_EQ(burst->points.size(), kMaxAnomalyPoints);
+  EXPECT_EQ(timing->full_count, 30'000u);
+  EXPECT_EQ(burst->full_count, 20'000u);
+  EXPECT_THAT(timing->row.criterion, HasSubstr("30,000 requests"));
+  EXPECT_THAT(timing->row.appearance, HasSubstr("1,000 of 30,000 points drawn"));
+  for (const FigureTrace& tr : fig->traces) {
+    EXPECT_LE(tr.points.size(), kMaxLinePoints) << tr.name;
+  }
+  // The drawn anomalies keep their temporal density: each tenth of the run
+  // holds about a tenth of them.
+  const double end = plan.offset_s.back();
+  for (int q = 0; q < 10; ++q) {
+    const auto in = std::count_if(timing->points.x.begin(), timing->points.x.end(), [&](double x) {
+      return x >= end * q / 10 && x < end * (q + 1) / 10;
+    });
+    EXPECT_NEAR(static_cast<double>(in), 100, 3) << q;
+  }
+}
+
+TEST(ExpectedFigureTest, ConstantRateGivesOneBinAndLinearAxes) {
+  const ArrivalSchedule plan = MixedPlan(100, 500, 0, 0);  // β = 0: every Δ = 10 ms
+  absl::StatusOr<RpsFigure> fig = BuildExpectedRpsFigure(plan);
+  ASSERT_TRUE(fig.ok()) << fig.status();
+  EXPECT_FALSE(fig->charts[0].y_log);
+  EXPECT_FALSE(fig->charts[1].x_log);
+  const FigureTrace* bars = fig->Find(1, kNormalRequestCountName);
+  ASSERT_NE(bars, nullptr);
+  ASSERT_EQ(bars->points.size(), 1u);
+  EXPECT_NEAR(bars->points.x[0], 100, 1e-9);
+  EXPECT_EQ(bars->points.y[0], 500);
+  EXPECT_TRUE(fig->Find(0, kTimingAnomalyName)->points.x.empty());
+  EXPECT_TRUE(fig->Find(0, kBurstinessAnomalyName)->points.x.empty());
+}
+
+TEST(ExpectedFigureTest, OnlyTimingAnomalies) {
+  // β = 0 at 2,000 RPS: every interval is 0.5 ms, all timing anomalies.
+  const ArrivalSchedule plan = PlanFrom(ConstantTraffic(2000, 0), std::vector<double>(50, 0.0005),
+                                        std::vector<Anomaly>(50, Anomaly::kTiming));
+  absl::StatusOr<RpsFigure> fig = BuildExpectedRpsFigure(plan);
+  ASSERT_TRUE(fig.ok()) << fig.status();
+  EXPECT_EQ(fig->expected.normal, 0u);
+  EXPECT_EQ(fig->expected.timing, 50u);
+  EXPECT_TRUE(fig->Find(0, kNormalRpsName)->points.x.empty());
+  EXPECT_TRUE(fig->Find(0, "20-point EWMA")->points.x.empty());
+  EXPECT_TRUE(fig->Find(1, kNormalRequestCountName)->points.x.empty());
+  EXPECT_EQ(fig->Find(1, kTimingAnomalyName)->points.size(), 50u);
+  EXPECT_EQ(fig->Find(2, kTimingAnomalyName)->points.size(), 50u);
+}
+
+TEST(ExpectedFigureTest, WideRpsRangeUsesLogAxes) {
+  // Timing anomalies at 10,000 RPS next to normal requests at 10 RPS.
+  const ArrivalSchedule plan = MixedPlan(10, 900, 100, 0);
+  absl::StatusOr<RpsFigure> fig = BuildExpectedRpsFigure(plan);
+  ASSERT_TRUE(fig.ok()) << fig.status();
+  EXPECT_TRUE(fig->charts[0].y_log);
+  EXPECT_TRUE(fig->charts[0].y_log_toggle);
+  EXPECT_TRUE(fig->charts[1].x_log);
+  EXPECT_FALSE(fig->charts[2].x_log);  // intervals stay linear (the Gamma shape)
+}
+
+TEST(ExpectedFigureTest, InstantModeIsRefused) {
+  absl::StatusOr<RpsFigure> fig = BuildExpectedRpsFigure(InstantPlan(10));
+  EXPECT_EQ(fig.status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(ExpectedFigureTest, MalformedPlansAreRefused) {
+  ArrivalSchedule empty;
+  empty.traffic = ConstantTraffic(10, 0);
+  EXPECT_EQ(BuildExpectedRpsFigure(empty).status().code(), absl::StatusCode::kInvalidArgument);
+  ArrivalSchedule plan = MixedPlan(10, 10, 0, 0);
+  plan.anomaly.pop_back();
+  EXPECT_EQ(BuildExpectedRpsFigure(plan).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// Plan: N N T B N N at offsets 1..6.
+ArrivalSchedule SixRequestPlan() {
+  return PlanFrom(ConstantTraffic(1, 0.5), {1, 1, 1, 1, 1, 1},
+                  {Anomaly::kNormal, Anomaly::kNormal, Anomaly::kTiming, Anomaly::kBurstiness,
+                   Anomaly::kNormal, Anomaly::kNormal});
+}
+
+TEST(ActualFigureTest, ActualTraceExcludesPlanAnomaliesAndCountsZeroDifferences) {
+  const ArrivalSchedule plan = SixRequestPlan();
+  // Out of order on purpose. Sorted: 0@1.0, 1@1.5, 2@1.5, 3@2.0, 4@2.0, 5@2.25.
+  const std::vector<ActualSend> sends = {{5, 2.25}, {2, 1.5}, {0, 1.0},
+                                         {4, 2.0},  {1, 1.5}, {3, 2.0}};
+  absl::StatusOr<RpsFigure> fig = BuildActualRpsFigure(plan, sends);
+  ASSERT_TRUE(fig.ok()) << fig.status();
+  const FigureTrace* actual = fig->Find(0, "Actual RPS: After Excluding Anomalies");
+  ASSERT_NE(actual, nullptr);
+  // 1: 1/(1.5 − 1.0) = 2 at 1.5 (normal, drawn); 2: timing (excluded);
+  // 3: burstiness (excluded); 4: zero difference (counted, not drawn);
+  // 5: 1/(2.25 − 2.0) = 4 at 2.25 (normal, drawn); 0: no previous send.
+  EXPECT_THAT(actual->points.x, ElementsAre(1.5, 2.25));
+  EXPECT_THAT(actual->points.y, ElementsAre(2.0, 4.0));
+  ASSERT_TRUE(fig->actual.has_value());
+  EXPECT_EQ(fig->actual->sent, 6u);
+  EXPECT_EQ(fig->actual->plan_normal, 3u);
+  EXPECT_EQ(fig->actual->zero_differences, 1u);
+  EXPECT_EQ(fig->actual->all_zero_differences, 2u);
+  EXPECT_EQ(fig->actual->actual_points, 2u);
+  EXPECT_EQ(actual->full_count, 2u);
+  EXPECT_THAT(actual->row.criterion, HasSubstr("1 zero differences not drawn"));
+  // The expected figure is there too, with the actual trace last on chart 0.
+  EXPECT_THAT(NamesOn(*fig, 0),
+              ElementsAre("Normal RPS", "Time Interval Caused Anomaly", "Burstiness Caused Anomaly",
+                          "20-point EWMA", "Actual RPS: After Excluding Anomalies"));
+  ASSERT_EQ(fig->charts.size(), 5u);
+  EXPECT_THAT(NamesOn(*fig, 3), ElementsAre("Send Lateness"));
+  EXPECT_THAT(NamesOn(*fig, 4), ElementsAre("Achieved Rate", "Intended Rate"));
+}
+
+TEST(ActualFigureTest, LatenessPercentilesAreExact) {
+  const ArrivalSchedule plan = MixedPlan(10, 10, 0, 0);  // offsets 0.1 … 1.0
+  std::vector<ActualSend> sends;
+  for (uint64_t i = 0; i < 10; ++i) {
+    // Lateness 1 … 10 ms, in reverse order of index.
+    sends.push_back({i, plan.offset_s[i] + static_cast<double>(10 - i) * 1e-3});
+  }
+  absl::StatusOr<RpsFigure> fig = BuildActualRpsFigure(plan, sends);
+  ASSERT_TRUE(fig.ok()) << fig.status();
+  EXPECT_NEAR(fig->actual->lateness_p50_s, 5.5e-3, 1e-12);
+  EXPECT_NEAR(fig->actual->lateness_p90_s, 9.1e-3, 1e-12);
+  EXPECT_NEAR(fig->actual->lateness_p99_s, 9.91e-3, 1e-12);
+  EXPECT_NEAR(fig->actual->lateness_max_s, 10e-3, 1e-12);
+  ASSERT_EQ(fig->charts[3].markers.size(), 4u);
+  EXPECT_THAT(fig->charts[3].markers[0].label, HasSubstr("p50 5.5 ms"));
+}
+
+TEST(ActualFigureTest, LongLatenessTailsDoNotSqueezeTheBars) {
+  const ArrivalSchedule plan = MixedPlan(100, 1000, 0, 0);
+  std::vector<ActualSend> sends;
+  for (uint64_t i = 0; i < plan.size(); ++i) {
+    // 0.1 … 1.0 ms late, one send stalled by 5 s.
+    const double late = i == 500 ? 5.0 : 1e-4 * static_cast<double>(1 + i % 10);
+    sends.push_back({i, plan.offset_s[i] + late});
+  }
+  absl::StatusOr<RpsFigure> fig = BuildActualRpsFigure(plan, sends);
+  ASSERT_TRUE(fig.ok()) << fig.status();
+  EXPECT_NEAR(fig->actual->lateness_max_s, 5.0, 1e-9);
+  const FigureTrace* bars = fig->Find(3, kSendLatenessName);
+  ASSERT_NE(bars, nullptr);
+  // The bars span p1 … p99 (0.1 … 1.0 ms), not 0.1 ms … 5 s.
+  EXPECT_LT(bars->points.x.back(), 1.0);
+  EXPECT_THAT(bars->row.criterion, HasSubstr("1 above are not in the bars"));
+  EXPECT_THAT(fig->charts[3].title, HasSubstr("max 5000 ms"));
+  for (const VerticalMarker& m : fig->charts[3].markers) EXPECT_LE(m.x, 1.0 + 1e-9);
+}
+
+TEST(ActualFigureTest, EqualTimesAreOrderedByIndexWhateverTheInputOrder) {
+  const ArrivalSchedule plan = SixRequestPlan();
+  // 2 (timing) and 4 (normal) share a time; only the later by index is the
+  // zero difference, so 4 is counted and 2 never matters, in either order.
+  const std::vector<ActualSend> a = {{0, 1.0}, {2, 2.0}, {4, 2.0}, {5, 3.0}};
+  const std::vector<ActualSend> b = {{5, 3.0}, {4, 2.0}, {2, 2.0}, {0, 1.0}};
+  absl::StatusOr<RpsFigure> fa = BuildActualRpsFigure(plan, a);
+  absl::StatusOr<RpsFigure> fb = BuildActualRpsFigure(plan, b);
+  ASSERT_TRUE(fa.ok() && fb.ok());
+  EXPECT_EQ(fa->actual->zero_differences, 1u);
+  EXPECT_EQ(fb->actual->zero_differences, 1u);
+  EXPECT_EQ(fa->Find(0, kActualRpsName)->points.y, fb->Find(0, kActualRpsName)->points.y);
+  EXPECT_THAT(fa->Find(0, kActualRpsName)->points.y, ElementsAre(1.0));  // 5: 1/(3 − 2)
+}
+
+TEST(ActualFigureTest, PerfectRunHasZeroKsDistance) {
+  const ArrivalSchedule plan = MixedPlan(100, 1000, 0, 0);
+  std::vector<ActualSend> sends;
+  for (uint64_t i = 0; i < plan.size(); ++i) sends.push_back({i, plan.offset_s[i]});
+  absl::StatusOr<RpsFigure> fig = BuildActualRpsFigure(plan, sends);
+  ASSERT_TRUE(fig.ok()) << fig.status();
+  EXPECT_DOUBLE_EQ(fig->actual->ks_distance, 0);
+  EXPECT_NEAR(fig->actual->achieved_rate_rps, 100, 1e-9);
+  EXPECT_NEAR(fig->actual->intended_rate_rps, 100, 1e-9);
+  EXPECT_NEAR(fig->actual->lateness_max_s, 0, 1e-15);
+  // Achieved and intended rate over time agree bin by bin.
+  const FigureTrace* achieved = fig->Find(4, "Achieved Rate");
+  const FigureTrace* intended = fig->Find(4, "Intended Rate");
+  ASSERT_NE(achieved, nullptr);
+  ASSERT_NE(intended, nullptr);
+  EXPECT_EQ(achieved->points.y, intended->points.y);
+  EXPECT_THAT(fig->charts[4].title, HasSubstr("KS distance of intervals: 0.0000"));
+}
+
+TEST(ActualFigureTest, ActualTraceIsSampledAboveFiveThousand) {
+  const ArrivalSchedule plan = MixedPlan(1000, 20'000, 0, 0);
+  std::vector<ActualSend> sends;
+  for (uint64_t i = 0; i < plan.size(); ++i) {
+    sends.push_back({i, plan.offset_s[i] + 1e-4 * static_cast<double>(i % 7)});
+  }
+  absl::StatusOr<RpsFigure> fig = BuildActualRpsFigure(plan, sends);
+  ASSERT_TRUE(fig.ok()) << fig.status();
+  const FigureTrace* actual = fig->Find(0, kActualRpsName);
+  ASSERT_NE(actual, nullptr);
+  EXPECT_EQ(actual->points.size(), kMaxActualPoints);
+  EXPECT_EQ(actual->full_count, 19'999u);
+  EXPECT_TRUE(std::is_sorted(actual->points.x.begin(), actual->points.x.end()));
+  absl::StatusOr<RpsFigure> again = BuildActualRpsFigure(plan, sends);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->Find(0, kActualRpsName)->points.y, actual->points.y);
+}
+
+TEST(ActualFigureTest, InstantModeHasOnlyTheActualChart) {
+  const ArrivalSchedule plan = InstantPlan(5);
+  const std::vector<ActualSend> sends = {{0, 0.001}, {1, 0.002}, {2, 0.002}, {3, 0.004}};
+  absl::StatusOr<RpsFigure> fig = BuildActualRpsFigure(plan, sends);
+  ASSERT_TRUE(fig.ok()) << fig.status();
+  EXPECT_TRUE(fig->instant);
+  ASSERT_EQ(fig->charts.size(), 1u);
+  EXPECT_EQ(fig->charts[0].title, "Time vs RPS - Distribution");
+  ASSERT_EQ(fig->traces.size(), 1u);
+  EXPECT_EQ(fig->traces[0].name, "Actual RPS: After Excluding Anomalies");
+  EXPECT_THAT(fig->traces[0].points.y, Pointwise(DoubleNear(1e-6), {1000.0, 500.0}));
+  EXPECT_EQ(fig->actual->zero_differences, 1u);
+  EXPECT_THAT(fig->title, HasSubstr("Instant Mode"));
+}
+
+TEST(ActualFigureTest, NoSendsStillGivesAPage) {
+  absl::StatusOr<RpsFigure> fig = BuildActualRpsFigure(SixRequestPlan(), {});
+  ASSERT_TRUE(fig.ok()) << fig.status();
+  EXPECT_EQ(fig->actual->sent, 0u);
+  EXPECT_TRUE(std::isnan(fig->actual->ks_distance));
+  EXPECT_TRUE(std::isnan(fig->actual->lateness_p50_s));
+}
+
+TEST(ActualFigureTest, SingleRequest) {
+  const ArrivalSchedule plan = MixedPlan(10, 1, 0, 0);
+  const std::vector<ActualSend> sends = {{0, 0.15}};
+  absl::StatusOr<RpsFigure> fig = BuildActualRpsFigure(plan, sends);
+  ASSERT_TRUE(fig.ok()) << fig.status();
+  EXPECT_EQ(fig->actual->sent, 1u);
+  EXPECT_NEAR(fig->actual->lateness_max_s, 0.05, 1e-12);
+  EXPECT_TRUE(std::isnan(fig->actual->ks_distance));
+  EXPECT_TRUE(fig->Find(0, kActualRpsName)->points.x.empty());
+}
+
+TEST(ActualFigureTest, BadSendsAreRefused) {
+  const ArrivalSchedule plan = SixRequestPlan();
+  const std::vector<ActualSend> outside = {{6, 1.0}};
+  EXPECT_EQ(BuildActualRpsFigure(plan, outside).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  const std::vector<ActualSend> twice = {{1, 1.0}, {1, 2.0}};
+  EXPECT_EQ(BuildActualRpsFigure(plan, twice).status().code(), absl::StatusCode::kInvalidArgument);
+  const std::vector<ActualSend> nan = {{1, std::nan("")}};
+  EXPECT_EQ(BuildActualRpsFigure(plan, nan).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace surge::coordinator

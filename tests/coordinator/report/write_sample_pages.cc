@@ -1,0 +1,151 @@
+// Writes sample RPS pages for the browser tests (tests/browser/) and for
+// timing runs:
+//   write_sample_pages <dir> [num_requests]
+// writes into <dir>
+//   synthetic_rps_distribution_plot.html                  ramped (linear 10→200 RPS), bursty
+//   synthetic_rps_distribution_plot_with_actual_rps.html  (β = 0.5) plan, seed 42, default 3,000
+//                                                         requests, with simulated sends
+//   instant_rps_distribution_plot_with_actual_rps.html    instant mode, 500 requests
+// (and the .json beside each) and prints how long each page took and its
+// size without plotly.js. Exit status 1 on any error.
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "coordinator/plan/arrival_schedule.h"
+#include "coordinator/plan/traffic.h"
+#include "coordinator/report/plot_pages.h"
+
+namespace {
+
+using surge::coordinator::ActualSend;
+using surge::coordinator::ArrivalSchedule;
+using surge::coordinator::ResolvedTraffic;
+
+// Process CPU time, seconds: steadier than wall time on a shared machine.
+double CpuNow() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+struct Stopwatch {
+  std::chrono::steady_clock::time_point wall = std::chrono::steady_clock::now();
+  double cpu = CpuNow();
+  void Reset() { *this = Stopwatch(); }
+  double Wall() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - wall).count();
+  }
+  double Cpu() const { return CpuNow() - cpu; }
+};
+
+// A deterministic stand-in for a real sender: never earlier than planned,
+// at least 50 µs after the previous send, a small jitter, and every 97th
+// request bunched onto the previous one (a zero difference).
+std::vector<ActualSend> SimulateSends(const ArrivalSchedule& plan) {
+  std::vector<ActualSend> sends;
+  sends.reserve(plan.size());
+  uint64_t state = 0x9e3779b97f4a7c15ull;
+  double previous = 0;
+  for (uint64_t i = 0; i < plan.size(); ++i) {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    const double jitter = static_cast<double>(state % 1000) * 1e-6;  // 0–1 ms
+    double t = std::max(plan.offset_s[i], previous + 50e-6) + jitter;
+    if (i > 0 && i % 97 == 0) t = previous;
+    sends.push_back({i, t});
+    previous = t;
+  }
+  return sends;
+}
+
+int Fail(const absl::Status& s) {
+  std::fprintf(stderr, "write_sample_pages: %s\n", s.ToString().c_str());
+  return 1;
+}
+
+void Report(const char* what, const std::filesystem::path& path, const Stopwatch& watch) {
+  const auto bytes =
+      std::filesystem::file_size(path) - surge::coordinator::EmbeddedPlotlyJs().size();
+  std::printf("%-8s %s: %.3f s wall, %.3f s CPU, %ju bytes besides plotly.js\n", what, path.c_str(),
+              watch.Wall(), watch.Cpu(), static_cast<uintmax_t>(bytes));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || argc > 3) {
+    std::fprintf(stderr, "usage: %s <dir> [num_requests]\n", argv[0]);
+    return 2;
+  }
+  const std::filesystem::path dir = argv[1];
+  const uint64_t n = argc == 3 ? std::strtoull(argv[2], nullptr, 10) : 3000;
+  if (n == 0) {
+    std::fprintf(stderr, "num_requests must be >= 1\n");
+    return 2;
+  }
+
+  ResolvedTraffic traffic;
+  traffic.request_rate_rps = 100;
+  traffic.burstiness = 0.5;
+  traffic.strategy = surge::coordinator::RampStrategy::kLinear;
+  traffic.ramp_active = true;
+  traffic.ramp_start_rps = 10;
+  traffic.ramp_end_rps = 200;
+  traffic.target_rate_rps = 200;
+
+  Stopwatch watch;
+  absl::StatusOr<ArrivalSchedule> plan = surge::coordinator::BuildArrivalSchedule(traffic, n, 42);
+  if (!plan.ok()) return Fail(plan.status());
+  std::printf("plan     %ju requests: %.3f s wall, %.3f s CPU\n", static_cast<uintmax_t>(n),
+              watch.Wall(), watch.Cpu());
+
+  const std::filesystem::path expected =
+      dir / surge::coordinator::ExpectedPlotFileName("synthetic");
+  watch.Reset();
+  if (absl::Status s = surge::coordinator::WriteExpectedPlotPage(*plan, expected); !s.ok()) {
+    return Fail(s);
+  }
+  Report("expected", expected, watch);
+
+  const std::vector<ActualSend> sends = SimulateSends(*plan);
+  const std::filesystem::path actual = dir / surge::coordinator::ActualPlotFileName("synthetic");
+  watch.Reset();
+  if (absl::Status s = surge::coordinator::WriteActualPlotPage(*plan, sends, actual); !s.ok()) {
+    return Fail(s);
+  }
+  Report("actual", actual, watch);
+
+  ResolvedTraffic instant_traffic;
+  instant_traffic.instant = true;
+  absl::StatusOr<ArrivalSchedule> instant_plan =
+      surge::coordinator::BuildArrivalSchedule(instant_traffic, 500, 42);
+  if (!instant_plan.ok()) return Fail(instant_plan.status());
+  // All due at 0; the sender gets them out 20–220 µs apart.
+  std::vector<ActualSend> instant_sends;
+  uint64_t state = 0x2545f4914f6cdd1dull;
+  double t = 0;
+  for (uint64_t i = 0; i < instant_plan->size(); ++i) {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    t += 20e-6 + static_cast<double>(state % 200) * 1e-6;
+    instant_sends.push_back({i, t});
+  }
+  const std::filesystem::path instant = dir / surge::coordinator::ActualPlotFileName("instant");
+  watch.Reset();
+  if (absl::Status s =
+          surge::coordinator::WriteActualPlotPage(*instant_plan, instant_sends, instant);
+      !s.ok()) {
+    return Fail(s);
+  }
+  Report("instant", instant, watch);
+  return 0;
+}
