@@ -51,6 +51,29 @@ std::string BuildPrompt(uint32_t input_tokens, uint64_t prompt_seed) {
   return prompt;
 }
 
+std::string BuildAssignmentPrompt(const surge::v1::Assignment& assignment) {
+  if (!assignment.prompt_text().empty()) return assignment.prompt_text();
+  if (assignment.prefix_block_ids_size() == 0) {
+    return BuildPrompt(assignment.input_tokens(), assignment.prompt_seed());
+  }
+  // Shared blocks first (each a whole kPrefixBlockTokens-token text chosen by
+  // its id alone), then the request's own words up to input_tokens.
+  std::string prompt;
+  uint32_t remaining = assignment.input_tokens();
+  for (uint64_t id : assignment.prefix_block_ids()) {
+    if (remaining == 0) break;
+    const uint32_t tokens = remaining < kPrefixBlockTokens ? remaining : kPrefixBlockTokens;
+    if (!prompt.empty()) prompt.push_back(' ');
+    prompt += BuildPrompt(tokens, id * 104729ULL);
+    remaining -= tokens;
+  }
+  if (remaining > 0) {
+    if (!prompt.empty()) prompt.push_back(' ');
+    prompt += BuildPrompt(remaining, assignment.prompt_seed());
+  }
+  return prompt;
+}
+
 uint32_t EstimateTokens(std::string_view text) {
   return static_cast<uint32_t>((text.size() + kCharsPerToken - 1) / kCharsPerToken);
 }

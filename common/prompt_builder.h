@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "surge/v1/wire.pb.h"
+
 namespace surge {
 
 // Characters per token of the approximation: OpenAI's rule of thumb for
@@ -24,6 +26,14 @@ std::string_view Corpus();
 // kCharsPerToken * input_tokens characters (cut at a word end, so at most one
 // word shorter). input_tokens = 0 gives "".
 std::string BuildPrompt(uint32_t input_tokens, uint64_t prompt_seed);
+
+// The prompt an assignment refers to: its prompt_text when set; else, with
+// prefix_block_ids, those shared blocks followed by corpus words up to
+// input_tokens; else BuildPrompt(input_tokens, prompt_seed). Pure.
+std::string BuildAssignmentPrompt(const surge::v1::Assignment& assignment);
+
+// Tokens per shared-prefix block (the Mooncake trace's block size).
+inline constexpr uint32_t kPrefixBlockTokens = 512;
 
 // ceil(bytes / kCharsPerToken): the token count surge assumes for a text it
 // did not tokenize (sim server usage, estimated counts).

@@ -12,7 +12,9 @@ inline int64_t SecondsToNanos(double seconds) {
   return static_cast<int64_t>(std::llround(seconds * 1e9));
 }
 // Nanoseconds → seconds.
-inline double NanosToSeconds(int64_t ns) { return static_cast<double>(ns) * 1e-9; }
+// Division, not multiplication by 1e-9: the quotient is correctly rounded, so
+// 1939714 ns prints as 0.001939714 s.
+inline double NanosToSeconds(int64_t ns) { return static_cast<double>(ns) / 1e9; }
 
 }  // namespace surge
 

@@ -83,6 +83,8 @@ struct RequestState {
   uint32_t input_tokens = 0;
   uint32_t max_tokens = 0;
   uint64_t prompt_seed = 0;
+  // The payload reference, turned into text by BuildAssignmentPrompt.
+  surge::v1::Assignment assignment;
   SendCallback on_done;
   std::optional<Strand> strand;
   // Fields below are touched on `strand` only, except the atomics.
@@ -141,6 +143,7 @@ class BeastRequestSender::Impl {
     st->input_tokens = assignment.input_tokens();
     st->max_tokens = assignment.max_tokens();
     st->prompt_seed = assignment.prompt_seed();
+    st->assignment = assignment;
     st->on_done = std::move(on_done);
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -341,7 +344,7 @@ class BeastRequestSender::Impl {
   // Sends the request and reads the answer into `record`. Returns whether
   // the connection may go back to the pool.
   net::awaitable<bool> Execute(std::shared_ptr<RequestState> st, RequestRecord& record) {
-    const std::string prompt = BuildPrompt(st->input_tokens, st->prompt_seed);
+    const std::string prompt = BuildAssignmentPrompt(st->assignment);
     const uint32_t estimated_input = EstimateTokens(prompt);
     const std::string request_bytes = BuildHttpRequest(prompt, st->max_tokens);
     record.set_input_tokens(estimated_input);

@@ -1,0 +1,29 @@
+// `surge run` and `surge plan`: composition roots that wire the modules for
+// one command and map failures to exit codes (R-CFG-1: 2 for configuration
+// errors; 130 after Ctrl-C; 1 for other failures).
+#ifndef SURGE_COORDINATOR_CLI_COMMANDS_H_
+#define SURGE_COORDINATOR_CLI_COMMANDS_H_
+
+#include <string>
+
+#include "surge/v1/config.pb.h"
+
+namespace surge::coordinator {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitConfigError = 2;
+inline constexpr int kExitInterrupted = 130;
+
+// R-UI-4: computes the plan, writes `{dataset}_plan.csv` and (unless instant)
+// the expected page into a new run folder; sends nothing.
+int PlanCommand(const surge::v1::RunConfig& config);
+
+// R-UI-1: the whole job on one machine; starts the built-in simulated server
+// when config.target.base_url is empty. `self_exe` is the surge binary the
+// local workers run.
+int RunCommand(const surge::v1::RunConfig& config, const std::string& self_exe);
+
+}  // namespace surge::coordinator
+
+#endif  // SURGE_COORDINATOR_CLI_COMMANDS_H_

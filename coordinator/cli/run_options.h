@@ -1,0 +1,36 @@
+// The flags shared by `surge run` and `surge plan` (R-UI-2: `vllm bench
+// serve` names) and their merge over the YAML file: flags override the file,
+// the file overrides the defaults.
+#ifndef SURGE_COORDINATOR_CLI_RUN_OPTIONS_H_
+#define SURGE_COORDINATOR_CLI_RUN_OPTIONS_H_
+
+#include <map>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "absl/status/statusor.h"
+#include "surge/v1/config.pb.h"
+
+namespace surge::coordinator {
+
+// Raw flag values, kept as text so that a bad value gets the same
+// field-named error as a bad YAML value (R-CFG-1).
+class RunOptions {
+ public:
+  // Declares every option on `command`.
+  void Register(CLI::App& command);
+  // Defaults ← --config file ← flags; then validation. Errors:
+  // INVALID_ARGUMENT with every problem, each naming the field path, the
+  // value and what is allowed.
+  absl::StatusOr<surge::v1::RunConfig> Resolve() const;
+
+ private:
+  std::string config_path_;
+  // flag name without dashes → (option, value)
+  std::map<std::string, std::pair<CLI::Option*, std::string>> values_;
+};
+
+}  // namespace surge::coordinator
+
+#endif  // SURGE_COORDINATOR_CLI_RUN_OPTIONS_H_

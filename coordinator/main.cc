@@ -1,0 +1,112 @@
+// The `surge` executable: parses the command line and hands over to one
+// command (run, plan, worker, sim-server). Nothing else lives here.
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "coordinator/cli/commands.h"
+#include "coordinator/cli/run_options.h"
+#include "simserver/sim_server.h"
+#include "worker/worker_main.h"
+
+namespace {
+
+std::atomic<bool> g_stop_sim{false};
+
+int SimServerCommand(const surge::simserver::SimServerOptions& options) {
+  signal(SIGINT, [](int) { g_stop_sim.store(true); });
+  signal(SIGTERM, [](int) { g_stop_sim.store(true); });
+  signal(SIGPIPE, SIG_IGN);
+  auto server = surge::simserver::SimServer::Create(options);
+  if (!server.ok()) {
+    std::cerr << "surge sim-server: " << server.status().message() << "\n";
+    return 1;
+  }
+  (*server)->Start();
+  std::cout << "surge sim-server listening on http://" << options.address << ":"
+            << (*server)->port() << " (model " << options.model << ")" << std::endl;
+  surge::Clock& clock = surge::RealClock();
+  while (!g_stop_sim.load()) {
+    clock.SleepUntilCoarse(clock.Now() + std::chrono::milliseconds(50));
+  }
+  (*server)->Stop();
+  std::cout << "surge sim-server stopped after " << (*server)->requests_served() << " requests"
+            << std::endl;
+  return 0;
+}
+
+std::string SelfExe(const char* argv0) {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n > 0) return std::string(buf, static_cast<size_t>(n));
+  return argv0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "surge: a load generator for LLM inference services that sends every request on a "
+      "controlled schedule (bursty, ramping) from many workers on one clock, and shows the "
+      "intended and the actual sending rate."};
+  app.require_subcommand(1);
+
+  surge::coordinator::RunOptions run_options;
+  CLI::App* run = app.add_subcommand(
+      "run", "Run the whole job on this machine (built-in simulated server when no --base-url).");
+  run_options.Register(*run);
+
+  surge::coordinator::RunOptions plan_options;
+  CLI::App* plan = app.add_subcommand("plan", "Compute and plot the schedule; send nothing.");
+  plan_options.Register(*plan);
+
+  surge::worker::WorkerArgs worker_args;
+  CLI::App* worker = app.add_subcommand("worker", "Run one worker connected to a coordinator.");
+  worker->add_option("--connect", worker_args.connect, "Coordinator endpoint, tcp://host:port")
+      ->required();
+  worker->add_option("--worker-index", worker_args.worker_index, "Worker index to ask for");
+  worker->add_option("--parent-pid", worker_args.parent_pid,
+                     "Exit when this process (the local coordinator) is gone");
+
+  surge::simserver::SimServerOptions sim_options;
+  sim_options.port = 8000;
+  CLI::App* sim = app.add_subcommand(
+      "sim-server", "Run the simulated OpenAI-compatible server until Ctrl-C.");
+  sim->add_option("--host", sim_options.address, "Bind address (default 127.0.0.1)");
+  sim->add_option("--port", sim_options.port, "Port (default 8000; 0 = any free port)");
+  sim->add_option("--ttft-ms", sim_options.ttft_ms, "Time to first token, ms (default 20)");
+  sim->add_option("--itl-ms", sim_options.itl_ms, "Delay between tokens, ms (default 2)");
+  sim->add_option("--model", sim_options.model, "Model name listed at /v1/models");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    // Unknown or malformed flags are configuration errors (R-CFG-1).
+    app.exit(e);
+    return surge::coordinator::kExitConfigError;
+  }
+
+  if (*run || *plan) {
+    auto config = (*run ? run_options : plan_options).Resolve();
+    if (!config.ok()) {
+      std::cerr << "surge: " << config.status().message() << "\n";
+      return surge::coordinator::kExitConfigError;
+    }
+    if (*plan) return surge::coordinator::PlanCommand(*config);
+    return surge::coordinator::RunCommand(*config, SelfExe(argv[0]));
+  }
+  if (*worker) return surge::worker::WorkerCommand(worker_args);
+  if (*sim) return SimServerCommand(sim_options);
+  return surge::coordinator::kExitConfigError;
+}

@@ -1,0 +1,181 @@
+// End-to-end: the real `surge` binary with its local worker processes and the
+// simulated server, all on 127.0.0.1 (R-UI-1, R-DIST-1..5, R-OUT-1/2,
+// R-CFG-1). Every run is bounded: few requests, and `timeout` around each
+// process.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/integration/run_folder_check.h"
+
+namespace surge::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+const std::string kSurge = std::string(SURGE_BINARY_DIR) + "/surge";
+
+struct Result {
+  int exit_code;
+  std::string output;
+};
+
+// Runs `args` through the shell with a hard time bound; returns exit code
+// and combined output.
+Result RunSurge(const std::string& args, int timeout_s = 120) {
+  const std::string cmd =
+      "timeout -s KILL " + std::to_string(timeout_s) + " " + kSurge + " " + args + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::string output;
+  std::array<char, 4096> buf;
+  while (size_t n = fread(buf.data(), 1, buf.size(), pipe)) output.append(buf.data(), n);
+  const int status = pclose(pipe);
+  return Result{WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+fs::path FreshDir(const std::string& name) {
+  const fs::path dir = fs::path(::testing::TempDir()) / ("surge_e2e_" + name);
+  fs::remove_all(dir);
+  return dir;
+}
+
+// The folder printed on the "results:" line.
+fs::path ResultsFolder(const std::string& output) {
+  std::smatch m;
+  std::string last;
+  std::regex re("results: (\\S+)");
+  for (auto it = std::sregex_iterator(output.begin(), output.end(), re);
+       it != std::sregex_iterator(); ++it) {
+    last = (*it)[1];
+  }
+  return last;
+}
+
+TEST(EndToEndTest, TwoWorkersAgainstBuiltInServer) {
+  const fs::path out = FreshDir("builtin");
+  const Result r = RunSurge("run --num-prompts 200 --request-rate 40 --burstiness 0.5 --workers 2 "
+                       "--random-input-len 64 --random-output-len 8 --sim-ttft-ms 5 "
+                       "--sim-itl-ms 1 --seed 3 --output-dir " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const fs::path folder = ResultsFolder(r.output);
+  // R-PLOT-1 layout: {output}/{YYYYMMDD_HHMMSS}/performances/{model}/
+  EXPECT_EQ(folder.parent_path().filename(), "performances");
+  EXPECT_EQ(folder.filename(), "surge-sim");
+  EXPECT_TRUE(std::regex_match(folder.parent_path().parent_path().filename().string(),
+                               std::regex("\\d{8}_\\d{6}(_\\d+)?")));
+  EXPECT_TRUE(fs::exists(folder / "synthetic_rps_distribution_plot.html"));
+  const RunFolderReport report = CheckRunFolder(folder, "synthetic");
+  EXPECT_TRUE(report.problems.empty()) << report.Describe();
+  EXPECT_EQ(report.planned, 200u);
+  EXPECT_EQ(report.records, 200u);
+  EXPECT_EQ(report.ok, 200u);
+  EXPECT_NEAR(report.intended_rate_rps, 40, 4);
+  EXPECT_NEAR(report.achieved_rate_rps / report.intended_rate_rps, 1.0, 0.02) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("seed: 3"));
+  EXPECT_EQ(report.summary["run"]["seed"], 3);
+  // Both workers sent: records name worker 0 and 1.
+  std::ifstream details(folder / "synthetic_details.jsonl");
+  std::set<int> workers;
+  std::string line;
+  while (std::getline(details, line)) workers.insert(nlohmann::json::parse(line)["worker"].get<int>());
+  EXPECT_EQ(workers, (std::set<int>{0, 1}));
+}
+
+TEST(EndToEndTest, ExternalServerAndBadConfigsSendNothing) {
+  // An external sim server, as a real vLLM/SGLang target would be.
+  const fs::path log = fs::path(::testing::TempDir()) / "sim_server.log";
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    freopen(log.c_str(), "w", stdout);
+    execl(kSurge.c_str(), kSurge.c_str(), "sim-server", "--port", "0", "--ttft-ms", "2",
+          "--itl-ms", "1", nullptr);
+    _exit(127);
+  }
+  std::string port;
+  for (int i = 0; i < 200 && port.empty(); ++i) {
+    usleep(25000);
+    std::ifstream in(log);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    std::smatch m;
+    const std::string text = ss.str();
+    if (std::regex_search(text, m, std::regex("http://127\\.0\\.0\\.1:(\\d+)"))) port = m[1];
+  }
+  ASSERT_FALSE(port.empty()) << "sim server did not start";
+  const std::string url = "http://127.0.0.1:" + port;
+
+  // Every shared error case: exit 2, the field named, no run folder, nothing sent.
+  std::ifstream cases_in(fs::path(SURGE_SOURCE_DIR) / "tests/testdata/traffic_cases.json");
+  const nlohmann::json cases = nlohmann::json::parse(cases_in);
+  for (const auto& c : cases["error_cases"]) {
+    const fs::path out = FreshDir("bad_" + c["id"].get<std::string>());
+    const fs::path cfg = fs::path(::testing::TempDir()) / (c["id"].get<std::string>() + ".yaml");
+    std::ofstream(cfg) << c["config"].dump();
+    const Result bad = RunSurge("run --config " + cfg.string() + " --num-prompts " +
+                           std::to_string(c["num_requests"].get<int>()) + " --base-url " + url +
+                           " --output-dir " + out.string());
+    EXPECT_EQ(bad.exit_code, c["expected"]["exit_code"].get<int>()) << bad.output;
+    EXPECT_THAT(bad.output, HasSubstr(c["expected"]["error_field"].get<std::string>()));
+    EXPECT_FALSE(fs::exists(out)) << c["id"];
+  }
+  // A bad flag value is a configuration error too.
+  const Result bad_flag = RunSurge("run --burstiness -1 --base-url " + url);
+  EXPECT_EQ(bad_flag.exit_code, 2);
+  EXPECT_THAT(bad_flag.output, HasSubstr("traffic_cfg.burstiness = -1"));
+
+  const fs::path out = FreshDir("external");
+  const Result r = RunSurge("run --num-prompts 100 --request-rate 50 --workers 2 --random-input-len 32 "
+                       "--random-output-len 4 --endpoint /v1/completions --base-url " + url +
+                       " --output-dir " + out.string());
+  kill(pid, SIGINT);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const RunFolderReport report = CheckRunFolder(ResultsFolder(r.output), "synthetic");
+  EXPECT_TRUE(report.problems.empty()) << report.Describe();
+  EXPECT_EQ(report.ok, 100u);
+  // The server saw exactly the 100 good requests (+1 /v1/models): the bad
+  // configurations sent nothing.
+  std::ifstream in(log);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  EXPECT_THAT(ss.str(), HasSubstr("stopped after 101 requests"));
+}
+
+TEST(EndToEndTest, PlanSendsNothingAndInstantModeWritesNoExpectedPage) {
+  const fs::path out = FreshDir("plan");
+  const Result plan = RunSurge("plan --num-prompts 1000 --ramp-up-strategy exponential "
+                          "--ramp-up-start-rps 1 --ramp-up-end-rps 64 --burstiness 2 --output-dir " +
+                          out.string());
+  ASSERT_EQ(plan.exit_code, 0) << plan.output;
+  const fs::path folder = ResultsFolder(plan.output);
+  EXPECT_TRUE(fs::exists(folder / "synthetic_plan.csv"));
+  EXPECT_TRUE(fs::exists(folder / "synthetic_rps_distribution_plot.html"));
+  EXPECT_FALSE(fs::exists(folder / "synthetic_details.jsonl"));
+
+  const fs::path out2 = FreshDir("instant");
+  const Result instant = RunSurge("run --num-prompts 20 --workers 2 --random-input-len 16 "
+                             "--random-output-len 2 --output-dir " + out2.string());
+  ASSERT_EQ(instant.exit_code, 0) << instant.output;
+  const fs::path f2 = ResultsFolder(instant.output);
+  EXPECT_FALSE(fs::exists(f2 / "synthetic_rps_distribution_plot.html"));  // R-PLOT-0
+  const RunFolderReport report = CheckRunFolder(f2, "synthetic");
+  EXPECT_TRUE(report.problems.empty()) << report.Describe();
+  EXPECT_EQ(report.ok, 20u);
+}
+
+}  // namespace
+}  // namespace surge::testing

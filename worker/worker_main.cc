@@ -1,0 +1,52 @@
+#include "worker/worker_main.h"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <random>
+
+#include "absl/strings/str_format.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/zmq_transport.h"
+#include "worker/http/beast_request_sender.h"
+#include "worker/worker_session.h"
+
+namespace surge::worker {
+
+int WorkerCommand(const WorkerArgs& args) {
+  if (args.parent_pid > 0) {
+    // R-DIST-7 for local workers: die with the coordinator within
+    // milliseconds, and do not start at all if it is already gone.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != args.parent_pid) return kExitCoordinatorLost;
+  }
+  // Ctrl-C reaches the whole process group; the coordinator alone decides
+  // how a run stops and tells its workers.
+  signal(SIGINT, SIG_IGN);
+  signal(SIGPIPE, SIG_IGN);
+  SetLogTag(absl::StrFormat("worker %d", args.worker_index));
+  std::mt19937_64 rng(std::random_device{}());
+  WorkerSessionOptions options;
+  options.requested_index = args.worker_index;
+  options.incarnation = rng();
+  auto transport = ZmqDealerTransport::Create(
+      args.connect, absl::StrFormat("w%d-%016x", args.worker_index, options.incarnation));
+  if (!transport.ok()) {
+    LogError(transport.status().ToString());
+    return kExitRejected;
+  }
+  WorkerSession session(
+      RealClock(), **transport,
+      [](const surge::v1::Welcome& welcome)
+          -> absl::StatusOr<std::unique_ptr<RequestSender>> {
+        auto sender = BeastRequestSender::Create(RealClock(), welcome.target(), 1);
+        if (!sender.ok()) return sender.status();
+        return std::unique_ptr<RequestSender>(*std::move(sender));
+      },
+      options);
+  return session.Run();
+}
+
+}  // namespace surge::worker

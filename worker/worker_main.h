@@ -1,0 +1,24 @@
+// `surge worker`: the process a local or remote worker runs.
+#ifndef SURGE_WORKER_WORKER_MAIN_H_
+#define SURGE_WORKER_WORKER_MAIN_H_
+
+#include <string>
+
+namespace surge::worker {
+
+struct WorkerArgs {
+  // Coordinator endpoint, e.g. tcp://10.0.0.5:5555. Required.
+  std::string connect;
+  // Index asked for; -1 lets the coordinator choose.
+  int worker_index = -1;
+  // Local workers: the coordinator's pid. The worker dies with it
+  // (PR_SET_PDEATHSIG) and exits at once when it is already gone. 0 = none.
+  int parent_pid = 0;
+};
+
+// Runs one worker to the end; returns the exit code (worker_session.h).
+int WorkerCommand(const WorkerArgs& args);
+
+}  // namespace surge::worker
+
+#endif  // SURGE_WORKER_WORKER_MAIN_H_
