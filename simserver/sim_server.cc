@@ -12,10 +12,13 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <chrono>
 #include <cmath>
+#include <memory>
 #include <mutex>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <unordered_set>
@@ -24,6 +27,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/prompt_builder.h"
@@ -47,6 +51,35 @@ constexpr int64_t kDefaultMaxTokens = 16;
 constexpr int64_t kMaxMaxTokens = 1 << 20;
 // The text of every generated token: 4 characters = 1 token by EstimateTokens.
 constexpr char kTokenText[] = " tok";
+// Fault injection: the payload of a malformed event, the message of an error
+// event, and how a split answer is written.
+constexpr char kMalformedPayload[] = "surge-sim malformed chunk";
+constexpr char kEngineFailure[] = "simulated engine failure";
+constexpr int kSplitMaxPiece = 11;
+constexpr std::chrono::microseconds kSplitPause{100};
+
+// The fault kinds, in the order they take their slices of [0, 1).
+enum class Fault { kNone, k429, k500, k503, kReset, kMalformed, kStall, kSplit, kErrorEvent };
+
+uint64_t SplitMix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// Sizes of the pieces of a split answer: deterministic per request.
+class PieceSizes {
+ public:
+  explicit PieceSizes(uint64_t seed) : state_(seed) {}
+  size_t Next() {
+    state_ += 0x9e3779b97f4a7c15ull;
+    return 1 + static_cast<size_t>(SplitMix64(state_) % kSplitMaxPiece);
+  }
+
+ private:
+  uint64_t state_;
+};
 
 std::chrono::nanoseconds MsToNanos(double ms) {
   return std::chrono::nanoseconds(std::llround(ms * 1e6));
@@ -152,6 +185,20 @@ std::string ErrorBody(const std::string& message, const char* type, unsigned cod
   return body.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
+// The bytes of a whole JSON answer (status line, headers, body).
+std::string JsonAnswerBytes(unsigned version, bool keep_alive, http::status status,
+                            std::string body) {
+  http::response<http::string_body> response(status, version);
+  response.set(http::field::server, "surge-sim");
+  response.set(http::field::content_type, "application/json");
+  response.keep_alive(keep_alive);
+  response.body() = std::move(body);
+  response.prepare_payload();
+  std::ostringstream out;
+  out << response;
+  return out.str();
+}
+
 Json UsageJson(const CompletionRequest& req) {
   return Json{{"prompt_tokens", req.prompt_tokens},
               {"completion_tokens", req.max_tokens},
@@ -227,8 +274,34 @@ class SimServer::Impl {
       : options_(options),
         ttft_(MsToNanos(options.ttft_ms)),
         itl_(MsToNanos(options.itl_ms)),
+        stall_(MsToNanos(options.fault_stall_ms)),
         ioc_(options.threads),
         acceptor_(ioc_) {}
+
+  // Loads the certificate and key when options ask for https.
+  absl::Status SetUpTls() {
+    if (options_.tls_cert_file.empty()) return absl::OkStatus();
+    auto context = std::make_unique<net::ssl::context>(net::ssl::context::tls_server);
+    error_code ec;
+    context->set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 |
+                             net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 |
+                             net::ssl::context::no_tlsv1_1,
+                         ec);
+    context->use_certificate_chain_file(options_.tls_cert_file, ec);
+    if (ec) {
+      return absl::InvalidArgumentError(absl::StrCat("tls_cert_file: cannot load ",
+                                                     options_.tls_cert_file, ": ", ec.message(),
+                                                     " (expected a PEM certificate chain)"));
+    }
+    context->use_private_key_file(options_.tls_key_file, net::ssl::context::pem, ec);
+    if (ec) {
+      return absl::InvalidArgumentError(absl::StrCat("tls_key_file: cannot load ",
+                                                     options_.tls_key_file, ": ", ec.message(),
+                                                     " (expected the certificate's PEM key)"));
+    }
+    tls_context_ = std::move(context);
+    return absl::OkStatus();
+  }
 
   ~Impl() { Stop(); }
 
@@ -341,22 +414,44 @@ class SimServer::Impl {
   }
 
   net::awaitable<void> Session(tcp::socket socket) {
-    ConnectionGuard guard(*this, &socket);
     error_code ec;
     socket.set_option(tcp::no_delay(true), ec);
+    if (tls_context_ == nullptr) {
+      ConnectionGuard guard(*this, &socket);
+      co_await Serve(socket, socket);
+      co_return;
+    }
+    beast::ssl_stream<tcp::socket> stream(std::move(socket), *tls_context_);
+    ConnectionGuard guard(*this, &stream.next_layer());
+    co_await stream.async_handshake(net::ssl::stream_base::server,
+                                    net::redirect_error(net::use_awaitable, ec));
+    if (ec) {
+      // E.g. the client rejected our certificate, or spoke plain HTTP.
+      LogDebug(absl::StrCat("sim server: TLS handshake: ", ec.message()));
+      stream.next_layer().close(ec);
+      co_return;
+    }
+    co_await Serve(stream, stream.next_layer());
+  }
+
+  // Reads and answers requests on `stream` (the socket itself, or the TLS
+  // stream over it) until the client or an answer closes the connection.
+  template <class Stream>
+  net::awaitable<void> Serve(Stream& stream, tcp::socket& socket) {
+    error_code ec;
     beast::flat_buffer buffer;
     for (;;) {
       http::request_parser<http::string_body> parser;
       parser.body_limit(kMaxBodyBytes);
-      co_await http::async_read_header(socket, buffer, parser,
+      co_await http::async_read_header(stream, buffer, parser,
                                        net::redirect_error(net::use_awaitable, ec));
       if (!ec && parser.get()[http::field::expect] == "100-continue") {
         static constexpr char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
-        co_await net::async_write(socket, net::buffer(kContinue, sizeof(kContinue) - 1),
+        co_await net::async_write(stream, net::buffer(kContinue, sizeof(kContinue) - 1),
                                   net::redirect_error(net::use_awaitable, ec));
       }
       if (!ec) {
-        co_await http::async_read(socket, buffer, parser,
+        co_await http::async_read(stream, buffer, parser,
                                   net::redirect_error(net::use_awaitable, ec));
       }
       if (ec) {
@@ -364,7 +459,7 @@ class SimServer::Impl {
             ec != http::error::end_of_stream && ec != http::error::partial_message) {
           // Malformed HTTP: say so, then close (the stream is out of sync).
           const unsigned code = ec == http::error::body_limit ? 413 : 400;
-          co_await WriteJson(socket, 11, /*keep_alive=*/false, static_cast<http::status>(code),
+          co_await WriteJson(stream, 11, /*keep_alive=*/false, static_cast<http::status>(code),
                              ErrorBody(absl::StrCat("bad HTTP request: ", ec.message()),
                                        "invalid_request_error", code));
         }
@@ -373,16 +468,39 @@ class SimServer::Impl {
       // Deadlines of this request count from when it was read completely.
       const Clock::TimePoint start = RealClock().Now();
       http::request<http::string_body> request = parser.release();
-      const bool keep = co_await Handle(socket, request, start);
+      const bool keep = co_await Handle(stream, socket, request, start);
       if (!keep) break;
     }
     socket.shutdown(tcp::socket::shutdown_send, ec);
     socket.close(ec);
   }
 
+  // The fault of the n-th valid completion request.
+  Fault DrawFault(uint64_t n) const {
+    const double u =
+        static_cast<double>(SplitMix64(SplitMix64(options_.fault_seed) + n) >> 11) * 0x1.0p-53;
+    const std::pair<double, Fault> slices[] = {
+        {options_.fault_429, Fault::k429},
+        {options_.fault_500, Fault::k500},
+        {options_.fault_503, Fault::k503},
+        {options_.fault_reset, Fault::kReset},
+        {options_.fault_malformed, Fault::kMalformed},
+        {options_.fault_stall, Fault::kStall},
+        {options_.fault_split, Fault::kSplit},
+        {options_.fault_error_event, Fault::kErrorEvent},
+    };
+    double end = 0;
+    for (const auto& [fraction, fault] : slices) {
+      end += fraction;
+      if (fraction > 0 && u < end) return fault;
+    }
+    return Fault::kNone;
+  }
+
   // Answers one request; returns whether the connection stays open.
-  net::awaitable<bool> Handle(tcp::socket& socket, const http::request<http::string_body>& req,
-                              Clock::TimePoint start) {
+  template <class Stream>
+  net::awaitable<bool> Handle(Stream& stream, tcp::socket& socket,
+                              const http::request<http::string_body>& req, Clock::TimePoint start) {
     const unsigned version = req.version();
     const bool keep_alive = req.keep_alive();
     std::string path(req.target().data(), req.target().size());
@@ -394,13 +512,13 @@ class SimServer::Impl {
     const bool completions = path == "/v1/completions";
     if (!models && !chat && !completions) {
       co_return co_await WriteJson(
-          socket, version, keep_alive, http::status::not_found,
+          stream, version, keep_alive, http::status::not_found,
           ErrorBody(absl::StrCat("no route for ", path), "not_found_error", 404));
     }
     const http::verb expected = models ? http::verb::get : http::verb::post;
     if (req.method() != expected) {
       co_return co_await WriteJson(
-          socket, version, keep_alive, http::status::method_not_allowed,
+          stream, version, keep_alive, http::status::method_not_allowed,
           ErrorBody(absl::StrCat(path, " takes ", std::string(http::to_string(expected))),
                     "invalid_request_error", 405));
     }
@@ -409,30 +527,116 @@ class SimServer::Impl {
           {"object", "list"},
           {"data", Json::array({Json{
                        {"id", options_.model}, {"object", "model"}, {"owned_by", "surge"}}})}};
-      co_return co_await WriteJson(socket, version, keep_alive, http::status::ok, body.dump());
+      co_return co_await WriteJson(stream, version, keep_alive, http::status::ok, body.dump());
     }
     absl::StatusOr<CompletionRequest> parsed =
         ParseCompletionRequest(chat, req.body(), options_.model);
     if (!parsed.ok()) {
       co_return co_await WriteJson(
-          socket, version, keep_alive, http::status::bad_request,
+          stream, version, keep_alive, http::status::bad_request,
           ErrorBody(std::string(parsed.status().message()), "invalid_request_error", 400));
     }
-    const AnswerWriter writer(*parsed, serial_.fetch_add(1));
+    const uint64_t serial = serial_.fetch_add(1);
+    const AnswerWriter writer(*parsed, serial);
+    const Fault fault = DrawFault(serial);
+    switch (fault) {
+      case Fault::k429:
+        co_return co_await WriteJson(
+            stream, version, keep_alive, http::status::too_many_requests,
+            ErrorBody("simulated rate limit (fault injection)", "rate_limit_error", 429));
+      case Fault::k500:
+        co_return co_await WriteJson(
+            stream, version, keep_alive, http::status::internal_server_error,
+            ErrorBody("simulated internal error (fault injection)", "internal_server_error", 500));
+      case Fault::k503:
+        co_return co_await WriteJson(
+            stream, version, keep_alive, http::status::service_unavailable,
+            ErrorBody("simulated overload (fault injection)", "service_unavailable", 503));
+      default:
+        break;
+    }
+    // Pieces of a split answer: sizes from the seed and the request number.
+    PieceSizes pieces(SplitMix64(options_.fault_seed ^ SplitMix64(serial)));
+    PieceSizes* split = fault == Fault::kSplit ? &pieces : nullptr;
     if (!parsed->stream) {
-      net::steady_timer timer(socket.get_executor());
-      timer.expires_at(start + ttft_ + (parsed->max_tokens - 1) * itl_);
+      net::steady_timer timer(stream.get_executor());
+      timer.expires_at(start + ttft_ + (parsed->max_tokens - 1) * itl_ +
+                       (fault == Fault::kStall ? stall_ : std::chrono::nanoseconds(0)));
       error_code ec;
       co_await timer.async_wait(net::redirect_error(net::use_awaitable, ec));
       if (ec) co_return false;
-      co_return co_await WriteJson(socket, version, keep_alive, http::status::ok, writer.Whole());
+      std::string body;
+      if (fault == Fault::kMalformed) {
+        body = kMalformedPayload;
+      } else if (fault == Fault::kErrorEvent) {
+        body = ErrorBody(kEngineFailure, "internal_server_error", 500);
+      } else {
+        body = writer.Whole();
+      }
+      if (fault != Fault::kReset && fault != Fault::kSplit) {
+        co_return co_await WriteJson(stream, version, keep_alive, http::status::ok,
+                                     std::move(body));
+      }
+      const size_t body_size = body.size();
+      std::string bytes = JsonAnswerBytes(version, keep_alive, http::status::ok, std::move(body));
+      if (fault == Fault::kReset) {
+        // The header and half of the body, then the connection goes.
+        bytes.resize(bytes.size() - body_size + body_size / 2);
+        co_await net::async_write(stream, net::buffer(bytes),
+                                  net::redirect_error(net::use_awaitable, ec));
+        socket.shutdown(tcp::socket::shutdown_both, ec);
+        socket.close(ec);
+        co_return false;
+      }
+      const bool written = co_await WritePieces(stream, bytes, *split);
+      if (!written) co_return false;
+      requests_served_.fetch_add(1);
+      co_return keep_alive;
     }
-    co_return co_await Stream(socket, version, keep_alive, *parsed, writer, start);
+    co_return co_await StreamAnswer(stream, socket, version, keep_alive, *parsed, writer, start,
+                                    fault, split);
   }
 
-  net::awaitable<bool> Stream(tcp::socket& socket, unsigned version, bool keep_alive,
-                              const CompletionRequest& req, const AnswerWriter& writer,
-                              Clock::TimePoint start) {
+  // What a stream does after a mid-stream fault.
+  enum class AfterFault { kGoOn, kFinish, kClosed };
+
+  // Injects the mid-stream `fault`; a stall adds to `shift`.
+  template <class Stream>
+  net::awaitable<AfterFault> InjectMidStream(Stream& stream, tcp::socket& socket, Fault fault,
+                                             std::chrono::nanoseconds& shift) {
+    error_code ec;
+    switch (fault) {
+      case Fault::kReset:
+        socket.shutdown(tcp::socket::shutdown_both, ec);
+        socket.close(ec);
+        co_return AfterFault::kClosed;
+      case Fault::kMalformed: {
+        std::string payload(kMalformedPayload);
+        const bool written = co_await WriteEvent(stream, std::move(payload), nullptr);
+        co_return written ? AfterFault::kGoOn : AfterFault::kClosed;
+      }
+      case Fault::kStall: {
+        net::steady_timer timer(stream.get_executor());
+        timer.expires_after(stall_);
+        co_await timer.async_wait(net::redirect_error(net::use_awaitable, ec));
+        shift += stall_;
+        co_return ec ? AfterFault::kClosed : AfterFault::kGoOn;
+      }
+      case Fault::kErrorEvent: {
+        std::string payload = ErrorBody(kEngineFailure, "internal_server_error", 500);
+        const bool written = co_await WriteEvent(stream, std::move(payload), nullptr);
+        co_return written ? AfterFault::kFinish : AfterFault::kClosed;
+      }
+      default:
+        co_return AfterFault::kGoOn;
+    }
+  }
+
+  template <class Stream>
+  net::awaitable<bool> StreamAnswer(Stream& stream, tcp::socket& socket, unsigned version,
+                                    bool keep_alive, const CompletionRequest& req,
+                                    const AnswerWriter& writer, Clock::TimePoint start, Fault fault,
+                                    PieceSizes* split) {
     error_code ec;
     http::response<http::empty_body> response(http::status::ok, version);
     response.set(http::field::server, "surge-sim");
@@ -441,7 +645,7 @@ class SimServer::Impl {
     response.keep_alive(keep_alive);
     response.chunked(true);
     http::response_serializer<http::empty_body> serializer(response);
-    co_await http::async_write_header(socket, serializer,
+    co_await http::async_write_header(stream, serializer,
                                       net::redirect_error(net::use_awaitable, ec));
     if (ec) co_return false;
     if (req.chat) {
@@ -450,49 +654,100 @@ class SimServer::Impl {
       Json role_delta = Json::object();
       role_delta["role"] = std::string("assistant");
       std::string role_event = writer.Chunk(role_delta, false);
-      const bool written = co_await WriteEvent(socket, std::move(role_event));
+      const bool written = co_await WriteEvent(stream, std::move(role_event), split);
       if (!written) co_return false;
     }
+    // A mid-stream fault comes after this many tokens; -1: none.
+    const bool mid_stream = fault == Fault::kReset || fault == Fault::kMalformed ||
+                            fault == Fault::kStall || fault == Fault::kErrorEvent;
+    const int64_t fault_at =
+        mid_stream ? std::min<int64_t>(options_.fault_after_tokens, req.max_tokens) : -1;
+    std::chrono::nanoseconds shift(0);
+    bool finish_early = false;
     Json token_delta = Json::object();
     token_delta["content"] = std::string(kTokenText);
     // Every token event but the last is the same text: build it once.
     const std::string token_event = writer.Chunk(token_delta, false);
     const std::string last_token_event = writer.Chunk(token_delta, true);
-    net::steady_timer timer(socket.get_executor());
-    for (int64_t k = 0; k < req.max_tokens; ++k) {
+    net::steady_timer timer(stream.get_executor());
+    for (int64_t k = 0; k <= req.max_tokens; ++k) {
+      if (k == fault_at) {
+        const AfterFault after = co_await InjectMidStream(stream, socket, fault, shift);
+        if (after == AfterFault::kClosed) co_return false;
+        if (after == AfterFault::kFinish) {
+          finish_early = true;
+          break;
+        }
+      }
+      if (k == req.max_tokens) break;
       // Absolute deadline start + ttft + k·itl: write delays do not add up.
-      timer.expires_at(start + ttft_ + k * itl_);
+      timer.expires_at(start + ttft_ + k * itl_ + shift);
       co_await timer.async_wait(net::redirect_error(net::use_awaitable, ec));
       if (ec) co_return false;
       std::string event = k + 1 == req.max_tokens ? last_token_event : token_event;
-      const bool written = co_await WriteEvent(socket, std::move(event));
+      const bool written = co_await WriteEvent(stream, std::move(event), split);
       if (!written) co_return false;
     }
-    if (req.include_usage) {
+    if (req.include_usage && !finish_early) {
       std::string usage = writer.UsageChunk();
-      const bool written = co_await WriteEvent(socket, std::move(usage));
+      const bool written = co_await WriteEvent(stream, std::move(usage), split);
       if (!written) co_return false;
     }
     std::string done("[DONE]");
-    const bool done_written = co_await WriteEvent(socket, std::move(done));
+    const bool done_written = co_await WriteEvent(stream, std::move(done), split);
     if (!done_written) co_return false;
-    auto last = http::make_chunk_last();
-    co_await net::async_write(socket, last, net::redirect_error(net::use_awaitable, ec));
-    if (ec) co_return false;
+    if (split != nullptr) {
+      const std::string last("0\r\n\r\n");
+      const bool written = co_await WritePieces(stream, last, *split);
+      if (!written) co_return false;
+    } else {
+      auto last = http::make_chunk_last();
+      co_await net::async_write(stream, last, net::redirect_error(net::use_awaitable, ec));
+      if (ec) co_return false;
+    }
     requests_served_.fetch_add(1);
     co_return keep_alive;
   }
 
-  // Writes "data: <payload>\n\n" as one HTTP chunk.
-  net::awaitable<bool> WriteEvent(tcp::socket& socket, std::string payload) {
+  // Writes "data: <payload>\n\n" as one HTTP chunk; with `split`, in pieces.
+  template <class Stream>
+  net::awaitable<bool> WriteEvent(Stream& stream, std::string payload, PieceSizes* split) {
     const std::string event = absl::StrCat("data: ", payload, "\n\n");
-    auto chunk = http::make_chunk(net::buffer(event));
     error_code ec;
-    co_await net::async_write(socket, chunk, net::redirect_error(net::use_awaitable, ec));
+    if (split != nullptr) {
+      const std::string chunk = absl::StrCat(absl::Hex(event.size()), "\r\n", event, "\r\n");
+      const bool written = co_await WritePieces(stream, chunk, *split);
+      co_return written;
+    }
+    auto chunk = http::make_chunk(net::buffer(event));
+    co_await net::async_write(stream, chunk, net::redirect_error(net::use_awaitable, ec));
     co_return !ec;
   }
 
-  net::awaitable<bool> WriteJson(tcp::socket& socket, unsigned version, bool keep_alive,
+  // Writes `bytes` in pieces of PieceSizes with a short pause after each:
+  // the client's reads end at odd places (fault "split").
+  template <class Stream>
+  net::awaitable<bool> WritePieces(Stream& stream, const std::string& bytes, PieceSizes& sizes) {
+    net::steady_timer pause(stream.get_executor());
+    error_code ec;
+    size_t offset = 0;
+    while (offset < bytes.size()) {
+      const size_t n = std::min(sizes.Next(), bytes.size() - offset);
+      co_await net::async_write(stream, net::buffer(bytes.data() + offset, n),
+                                net::redirect_error(net::use_awaitable, ec));
+      if (ec) co_return false;
+      offset += n;
+      if (offset < bytes.size()) {
+        pause.expires_after(kSplitPause);
+        co_await pause.async_wait(net::redirect_error(net::use_awaitable, ec));
+        if (ec) co_return false;
+      }
+    }
+    co_return true;
+  }
+
+  template <class Stream>
+  net::awaitable<bool> WriteJson(Stream& stream, unsigned version, bool keep_alive,
                                  http::status status, std::string body) {
     http::response<http::string_body> response(status, version);
     response.set(http::field::server, "surge-sim");
@@ -501,7 +756,7 @@ class SimServer::Impl {
     response.body() = std::move(body);
     response.prepare_payload();
     error_code ec;
-    co_await http::async_write(socket, response, net::redirect_error(net::use_awaitable, ec));
+    co_await http::async_write(stream, response, net::redirect_error(net::use_awaitable, ec));
     if (ec) co_return false;
     requests_served_.fetch_add(1);
     co_return keep_alive;
@@ -510,6 +765,8 @@ class SimServer::Impl {
   const SimServerOptions options_;
   const std::chrono::nanoseconds ttft_;
   const std::chrono::nanoseconds itl_;
+  const std::chrono::nanoseconds stall_;
+  std::unique_ptr<net::ssl::context> tls_context_;  // null: plain http
   uint16_t port_ = 0;
   std::atomic<uint64_t> requests_served_{0};
   std::atomic<uint64_t> serial_{0};
@@ -539,10 +796,61 @@ absl::StatusOr<std::unique_ptr<SimServer>> SimServer::Create(const SimServerOpti
     return absl::InvalidArgumentError(absl::StrCat("threads: ", options.threads, " must be >= 1"));
   }
   if (options.model.empty()) return absl::InvalidArgumentError("model: must not be empty");
+  if (options.tls_cert_file.empty() != options.tls_key_file.empty()) {
+    return absl::InvalidArgumentError(
+        "tls_cert_file and tls_key_file: give both (https) or neither (http)");
+  }
+  const std::pair<const char*, double> fractions[] = {
+      {"fault_429", options.fault_429},
+      {"fault_500", options.fault_500},
+      {"fault_503", options.fault_503},
+      {"fault_reset", options.fault_reset},
+      {"fault_malformed", options.fault_malformed},
+      {"fault_stall", options.fault_stall},
+      {"fault_split", options.fault_split},
+      {"fault_error_event", options.fault_error_event},
+  };
+  double sum = 0;
+  std::vector<std::string> names;
+  for (const auto& [name, fraction] : fractions) {
+    if (!(fraction >= 0 && fraction <= 1)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, ": ", fraction, " must be a fraction in [0, 1]"));
+    }
+    sum += fraction;
+    names.push_back(name);
+  }
+  if (sum > 1 + 1e-9) {
+    return absl::InvalidArgumentError(absl::StrCat(absl::StrJoin(names, " + "), " = ", sum,
+                                                   " must be <= 1 (one fault per request)"));
+  }
+  if (!(options.fault_stall_ms >= 0) || !std::isfinite(options.fault_stall_ms)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("fault_stall_ms: ", options.fault_stall_ms, " must be a finite number >= 0"));
+  }
   auto impl = std::make_unique<Impl>(options);
+  if (absl::Status tls = impl->SetUpTls(); !tls.ok()) return tls;
   absl::Status bound = impl->Bind();
   if (!bound.ok()) return bound;
   return std::unique_ptr<SimServer>(new SimServer(std::move(impl)));
+}
+
+SimServerOptions SimServerOptionsFromConfig(const surge::v1::SimServerConfig& config) {
+  SimServerOptions options;
+  options.ttft_ms = config.ttft_ms();
+  options.itl_ms = config.itl_ms();
+  options.fault_429 = config.fault_429();
+  options.fault_500 = config.fault_500();
+  options.fault_503 = config.fault_503();
+  options.fault_reset = config.fault_reset();
+  options.fault_malformed = config.fault_malformed();
+  options.fault_stall = config.fault_stall();
+  options.fault_split = config.fault_split();
+  options.fault_error_event = config.fault_error_event();
+  options.fault_after_tokens = config.fault_after_tokens();
+  options.fault_stall_ms = config.fault_stall_ms();
+  options.fault_seed = config.fault_seed();
+  return options;
 }
 
 SimServer::SimServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

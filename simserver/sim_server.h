@@ -9,6 +9,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "surge/v1/config.pb.h"
 
 namespace surge::simserver {
 
@@ -20,7 +21,30 @@ struct SimServerOptions {
   double itl_ms = 2;                  // delay between tokens, >= 0
   std::string model = "surge-sim";    // the one model listed at /v1/models
   int threads = 1;                    // I/O threads, >= 1
+
+  // https when both are set: PEM files of the certificate (chain) and of
+  // its private key. Default empty = plain http.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+
+  // Fault injection (issue 4): the fraction of completion requests that get
+  // each fault kind, each in [0, 1], their sum <= 1. Default 0 = none.
+  double fault_429 = 0;          // answered HTTP 429 (rate limited)
+  double fault_500 = 0;          // answered HTTP 500
+  double fault_503 = 0;          // answered HTTP 503 (overloaded)
+  double fault_reset = 0;        // connection closed after fault_after_tokens tokens
+  double fault_malformed = 0;    // a non-JSON "data:" line after fault_after_tokens tokens
+  double fault_stall = 0;        // nothing sent for fault_stall_ms after fault_after_tokens tokens
+  double fault_split = 0;        // every event written in small pieces (tiny pauses between)
+  double fault_error_event = 0;  // an {"error": ...} event after fault_after_tokens tokens
+  uint32_t fault_after_tokens = 1;  // tokens sent before a mid-stream fault
+  double fault_stall_ms = 1000;     // length of a stall, >= 0
+  uint64_t fault_seed = 0;          // seed of the fault draws
 };
+
+// The options of `surge run`'s built-in server from its configuration:
+// ttft_ms, itl_ms and every fault_* field (the rest keep their defaults).
+SimServerOptions SimServerOptionsFromConfig(const surge::v1::SimServerConfig& config);
 
 // An HTTP/1.1 server (keep-alive, any number of concurrent connections)
 // that answers like an OpenAI-compatible inference server:
@@ -39,6 +63,29 @@ struct SimServerOptions {
 //  - bad JSON or fields → 400, unknown path → 404, wrong method → 405, all
 //    with an OpenAI-style {"error":{"message":...}} body.
 // Deadlines are absolute (start + offset), so delays do not accumulate.
+// With tls_cert_file and tls_key_file it speaks https (TLS 1.2+) only.
+//
+// Fault injection: the n-th valid completion request the server reads
+// (n = 0, 1, ...) gets the fault kind chosen by u_n, a uniform [0, 1) number
+// that depends only on (fault_seed, n): the kinds take consecutive slices of
+// [0, 1) of their fractions' sizes in the order 429, 500, 503, reset,
+// malformed, stall, split, error_event, and u_n beyond them means no fault.
+// Requests that arrive one after another thus meet the same faults on every
+// run with the same seed. What each kind does (k = min(fault_after_tokens,
+// max_tokens); a mid-stream fault comes after the role event and k tokens,
+// so with k = max_tokens just before usage and [DONE]):
+//  - 429/500/503: at once, an OpenAI-style error answer with that status
+//    (keep-alive kept);
+//  - reset: the connection is closed (streams: after k tokens; non-streamed:
+//    after the header and half of the body);
+//  - malformed: "data: surge-sim malformed chunk" (not JSON) after k tokens,
+//    then the rest of the stream; non-streamed: a 200 body that is not JSON;
+//  - stall: no byte for fault_stall_ms after k tokens (later tokens shift by
+//    as much); non-streamed: the answer comes fault_stall_ms later;
+//  - split: every HTTP chunk (or the whole non-streamed answer) is written
+//    in pieces of 1..11 bytes with a 100 µs pause between them;
+//  - error_event: data: {"error":{"message":"simulated engine failure",...}}
+//    after k tokens, then [DONE]; non-streamed: that object as a 200 body.
 // Thread-safety: all methods are thread-safe.
 class SimServer {
  public:

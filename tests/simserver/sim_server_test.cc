@@ -8,8 +8,10 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -20,6 +22,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/worker/http/self_signed_cert.h"
 
 namespace surge::simserver {
 namespace {
@@ -59,6 +62,18 @@ class RawConnection {
     for (;;) {
       const ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
       if (n <= 0) return out;
+      out.append(buf, static_cast<size_t>(n));
+    }
+  }
+  // Like ReadAll; `reads` counts the recv calls that returned bytes.
+  std::string ReadAllCounting(int* reads) {
+    std::string out;
+    char buf[4096];
+    *reads = 0;
+    for (;;) {
+      const ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
+      if (n <= 0) return out;
+      ++*reads;
       out.append(buf, static_cast<size_t>(n));
     }
   }
@@ -392,6 +407,279 @@ TEST(SimServerCreateTest, DestroyWithoutStart) {
   auto server = SimServer::Create(SimServerOptions());
   ASSERT_TRUE(server.ok());
   server->reset();
+}
+
+// --- Fault injection (issue 4 item 6) and https ---
+
+std::unique_ptr<SimServer> StartWith(const SimServerOptions& options) {
+  auto server = SimServer::Create(options);
+  EXPECT_TRUE(server.ok()) << server.status();
+  if (!server.ok()) return nullptr;
+  (*server)->Start();
+  return *std::move(server);
+}
+
+SimServerOptions Fast() {
+  SimServerOptions options;
+  options.ttft_ms = 1;
+  options.itl_ms = 1;
+  return options;
+}
+
+const char kStreamCompletion[] = R"({"prompt":"p","max_tokens":4,"stream":true})";
+
+TEST(SimServerFaultTest, ErrorStatusesAreOpenAiStyleAndKeepTheConnection) {
+  struct Case {
+    double SimServerOptions::*fraction;
+    int status;
+    std::string message_part;
+  };
+  for (const Case& c : {Case{&SimServerOptions::fault_429, 429, "rate limit"},
+                        Case{&SimServerOptions::fault_500, 500, "internal error"},
+                        Case{&SimServerOptions::fault_503, 503, "overload"}}) {
+    SCOPED_TRACE(c.status);
+    SimServerOptions options = Fast();
+    options.*(c.fraction) = 1;
+    auto server = StartWith(options);
+    ASSERT_NE(server, nullptr);
+    RawConnection conn(server->port());
+    ASSERT_TRUE(conn.connected());
+    for (int i = 0; i < 2; ++i) {  // keep-alive: both on one connection
+      conn.Write(Post("/v1/completions", kStreamCompletion, /*close=*/false));
+      const Response r = ParseResponse(conn.ReadOneSized());
+      EXPECT_EQ(r.status, c.status);
+      EXPECT_EQ(r.headers.at("content-type"), "application/json");
+      EXPECT_THAT(Json::parse(r.body)["error"]["message"].get<std::string>(),
+                  HasSubstr(c.message_part));
+    }
+    // /v1/models is never faulted.
+    const Response models =
+        Exchange(server->port(), "GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    EXPECT_EQ(models.status, 200);
+  }
+}
+
+TEST(SimServerFaultTest, MalformedEventComesAfterKTokens) {
+  SimServerOptions options = Fast();
+  options.fault_malformed = 1;
+  options.fault_after_tokens = 2;
+  auto server = StartWith(options);
+  ASSERT_NE(server, nullptr);
+  const Response r = Exchange(server->port(), Post("/v1/completions", kStreamCompletion));
+  ASSERT_EQ(r.status, 200);
+  const std::vector<std::string> events = SseData(r.body);
+  ASSERT_EQ(events.size(), 6u);  // 2 tokens, the bad line, 2 tokens, [DONE]
+  EXPECT_EQ(Json::parse(events[1])["choices"][0]["text"], " tok");
+  EXPECT_EQ(events[2], "surge-sim malformed chunk");
+  EXPECT_TRUE(Json::parse(events[2], nullptr, false).is_discarded());
+  EXPECT_EQ(events[5], "[DONE]");
+}
+
+TEST(SimServerFaultTest, ErrorEventEndsTheStreamCleanly) {
+  SimServerOptions options = Fast();
+  options.fault_error_event = 1;
+  options.fault_after_tokens = 1;
+  auto server = StartWith(options);
+  ASSERT_NE(server, nullptr);
+  RawConnection conn(server->port());
+  conn.Write(Post("/v1/chat/completions",
+                  R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":3,"stream":true,
+                      "stream_options":{"include_usage":true}})"));
+  const std::string raw = conn.ReadAll();
+  EXPECT_THAT(raw, ::testing::EndsWith("0\r\n\r\n"));  // the chunked terminator
+  const std::vector<std::string> events = SseData(ParseResponse(raw).body);
+  ASSERT_EQ(events.size(), 4u);  // role, 1 token, the error, [DONE]
+  EXPECT_EQ(Json::parse(events[2])["error"]["message"], "simulated engine failure");
+  EXPECT_EQ(events[3], "[DONE]");
+}
+
+TEST(SimServerFaultTest, ResetClosesAfterKTokens) {
+  SimServerOptions options = Fast();
+  options.fault_reset = 1;
+  options.fault_after_tokens = 2;
+  auto server = StartWith(options);
+  ASSERT_NE(server, nullptr);
+  RawConnection conn(server->port());
+  conn.Write(Post("/v1/completions", kStreamCompletion, /*close=*/false));
+  const std::string raw = conn.ReadAll();  // returns because the server closed
+  EXPECT_THAT(raw, StartsWith("HTTP/1.1 200 OK"));
+  EXPECT_THAT(raw, ::testing::Not(HasSubstr("[DONE]")));
+  EXPECT_THAT(raw, ::testing::Not(::testing::EndsWith("0\r\n\r\n")));
+  EXPECT_EQ(SseData(ParseResponse(raw).body).size(), 2u);
+  EXPECT_EQ(server->requests_served(), 0u);
+}
+
+TEST(SimServerFaultTest, StallPausesThenTheRestFollows) {
+  SimServerOptions options = Fast();
+  options.fault_stall = 1;
+  options.fault_after_tokens = 1;
+  options.fault_stall_ms = 150;
+  auto server = StartWith(options);
+  ASSERT_NE(server, nullptr);
+  const auto t0 = RealClock().Now();
+  const Response r = Exchange(server->port(), Post("/v1/completions", kStreamCompletion));
+  EXPECT_GE(RealClock().Now() - t0, std::chrono::milliseconds(150));
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(SseData(r.body).size(), 5u);  // 4 tokens, [DONE]
+}
+
+TEST(SimServerFaultTest, SplitWritesTheSameBytesInManyPieces) {
+  auto plain = StartWith(Fast());
+  SimServerOptions options = Fast();
+  options.fault_split = 1;
+  auto split = StartWith(options);
+  ASSERT_NE(plain, nullptr);
+  ASSERT_NE(split, nullptr);
+  RawConnection a(plain->port());
+  RawConnection b(split->port());
+  a.Write(Post("/v1/completions", kStreamCompletion));
+  b.Write(Post("/v1/completions", kStreamCompletion));
+  int reads_a = 0;
+  int reads_b = 0;
+  const Response ra = ParseResponse(a.ReadAllCounting(&reads_a));
+  const Response rb = ParseResponse(b.ReadAllCounting(&reads_b));
+  ASSERT_EQ(ra.status, 200);
+  ASSERT_EQ(rb.status, 200);
+  const std::vector<std::string> ea = SseData(ra.body);
+  const std::vector<std::string> eb = SseData(rb.body);
+  ASSERT_EQ(ea.size(), eb.size());
+  for (size_t i = 0; i + 1 < ea.size(); ++i) {
+    Json ja = Json::parse(ea[i]);
+    Json jb = Json::parse(eb[i]);
+    ja.erase("created");
+    jb.erase("created");
+    EXPECT_EQ(ja, jb);
+  }
+  EXPECT_EQ(eb.back(), "[DONE]");
+  // Pieces of at most 11 bytes with pauses between them: many more reads.
+  EXPECT_GT(reads_b, 3 * reads_a);
+  EXPECT_GT(reads_b, 20);
+}
+
+TEST(SimServerFaultTest, NonStreamedFaults) {
+  SimServerOptions options = Fast();
+  options.fault_malformed = 1;
+  auto malformed = StartWith(options);
+  ASSERT_NE(malformed, nullptr);
+  const Response m = Exchange(malformed->port(), Post("/v1/completions", R"({"prompt":"p"})"));
+  EXPECT_EQ(m.status, 200);
+  EXPECT_EQ(m.body, "surge-sim malformed chunk");
+
+  options = Fast();
+  options.fault_reset = 1;
+  auto reset = StartWith(options);
+  ASSERT_NE(reset, nullptr);
+  const Response r = Exchange(reset->port(), Post("/v1/completions", R"({"prompt":"p"})"));
+  EXPECT_EQ(r.status, 200);
+  const size_t promised = std::stoul(r.headers.at("content-length"));
+  EXPECT_LT(r.body.size(), promised);  // half of it, then the close
+  EXPECT_GT(r.body.size(), 0u);
+}
+
+// Statuses of `n` requests, one after another on one connection.
+std::vector<int> Statuses(uint64_t seed, int n) {
+  SimServerOptions options = Fast();
+  options.fault_503 = 0.5;
+  options.fault_seed = seed;
+  auto server = StartWith(options);
+  std::vector<int> out;
+  if (server == nullptr) return out;
+  RawConnection conn(server->port());
+  for (int i = 0; i < n; ++i) {
+    conn.Write(Post("/v1/completions", R"({"prompt":"p","max_tokens":1})", /*close=*/false));
+    out.push_back(ParseResponse(conn.ReadOneSized()).status);
+  }
+  return out;
+}
+
+TEST(SimServerFaultTest, DrawsDependOnlyOnTheSeedAndTheRequestNumber) {
+  const std::vector<int> first = Statuses(3, 30);
+  EXPECT_EQ(first, Statuses(3, 30));
+  EXPECT_NE(first, Statuses(4, 30));
+  const long faulted = std::count(first.begin(), first.end(), 503);
+  EXPECT_EQ(std::count(first.begin(), first.end(), 200) + faulted, 30);
+  EXPECT_GT(faulted, 5);  // about half
+  EXPECT_LT(faulted, 25);
+}
+
+TEST(SimServerFaultTest, CreateRejectsBadFaultAndTlsOptions) {
+  SimServerOptions options;
+  options.fault_503 = 1.5;
+  auto over = SimServer::Create(options);
+  EXPECT_EQ(over.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(over.status().message()), StartsWith("fault_503: "));
+
+  options = SimServerOptions();
+  options.fault_429 = 0.6;
+  options.fault_reset = 0.6;
+  auto sum = SimServer::Create(options);
+  EXPECT_EQ(sum.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(sum.status().message()), HasSubstr("must be <= 1"));
+
+  options = SimServerOptions();
+  options.fault_stall_ms = -1;
+  EXPECT_EQ(SimServer::Create(options).status().code(), absl::StatusCode::kInvalidArgument);
+
+  options = SimServerOptions();
+  options.tls_cert_file = "/no/such.crt";
+  auto half = SimServer::Create(options);
+  EXPECT_EQ(half.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(half.status().message()), HasSubstr("give both"));
+
+  options.tls_key_file = "/no/such.key";
+  auto missing = SimServer::Create(options);
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(missing.status().message()), StartsWith("tls_cert_file: cannot load"));
+}
+
+TEST(SimServerTlsTest, PlainHttpGetsNoHttpAnswer) {
+  const auto cert = surge::testing::MakeSelfSignedCert(::testing::TempDir(), "sim-tls-test");
+  ASSERT_FALSE(cert.cert_path.empty());
+  SimServerOptions options = Fast();
+  options.tls_cert_file = cert.cert_path;
+  options.tls_key_file = cert.key_path;
+  auto server = StartWith(options);
+  ASSERT_NE(server, nullptr);
+  const auto t0 = RealClock().Now();
+  RawConnection conn(server->port());
+  conn.Write("GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  const std::string raw = conn.ReadAll();
+  EXPECT_THAT(raw, ::testing::Not(StartsWith("HTTP/1.1")));
+  EXPECT_LT(RealClock().Now() - t0, std::chrono::seconds(5));
+  EXPECT_EQ(server->requests_served(), 0u);
+}
+
+TEST(SimServerConfigTest, OptionsFromConfig) {
+  surge::v1::SimServerConfig config;
+  config.set_ttft_ms(7);
+  config.set_itl_ms(3);
+  config.set_fault_429(0.1);
+  config.set_fault_500(0.01);
+  config.set_fault_503(0.2);
+  config.set_fault_reset(0.03);
+  config.set_fault_malformed(0.04);
+  config.set_fault_stall(0.05);
+  config.set_fault_split(0.06);
+  config.set_fault_error_event(0.07);
+  config.set_fault_after_tokens(4);
+  config.set_fault_stall_ms(250);
+  config.set_fault_seed(99);
+  const SimServerOptions o = SimServerOptionsFromConfig(config);
+  EXPECT_EQ(o.ttft_ms, 7);
+  EXPECT_EQ(o.itl_ms, 3);
+  EXPECT_EQ(o.fault_429, 0.1);
+  EXPECT_EQ(o.fault_500, 0.01);
+  EXPECT_EQ(o.fault_503, 0.2);
+  EXPECT_EQ(o.fault_reset, 0.03);
+  EXPECT_EQ(o.fault_malformed, 0.04);
+  EXPECT_EQ(o.fault_stall, 0.05);
+  EXPECT_EQ(o.fault_split, 0.06);
+  EXPECT_EQ(o.fault_error_event, 0.07);
+  EXPECT_EQ(o.fault_after_tokens, 4u);
+  EXPECT_EQ(o.fault_stall_ms, 250);
+  EXPECT_EQ(o.fault_seed, 99u);
+  EXPECT_TRUE(o.tls_cert_file.empty());
+  EXPECT_TRUE(SimServer::Create(o).ok());
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "worker/http/beast_request_sender.h"
 
+#include <openssl/ssl.h>
 #include <sys/socket.h>
 
 #include <atomic>
@@ -16,6 +17,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <cerrno>
 #include <condition_variable>
 #include <cstdlib>
@@ -28,13 +30,17 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "common/prompt_builder.h"
+#include "nlohmann/json.hpp"
+#include "worker/http/api_key.h"
 #include "worker/http/openai_request.h"
 #include "worker/http/response_metrics.h"
 #include "worker/http/sse_parser.h"
+#include "worker/http/target_checks.h"
+#include "worker/http/tls_client.h"
 #include "worker/http/url.h"
 
 namespace surge::worker {
@@ -64,15 +70,26 @@ constexpr uint64_t kBodyLimitBytes = 1ull << 40;
 constexpr std::chrono::seconds kAbortGrace{5};
 constexpr char kDefaultEndpoint[] = "/v1/chat/completions";
 
-// One TCP connection of the pool. Only the coroutine of the request that
-// holds it touches it, on `strand` (the socket's executor).
+// One connection of the pool: TCP, or TLS over TCP when `tls_context` is
+// given. Only the coroutine of the request that holds it touches it, on
+// `strand` (the socket's executor).
 struct Connection {
-  explicit Connection(Strand s) : strand(s), socket(s) {}
+  Connection(Strand s, net::ssl::context* tls_context) : strand(s) {
+    if (tls_context != nullptr) {
+      tls.emplace(s, *tls_context);
+    } else {
+      plain.emplace(s);
+    }
+  }
+  // The TCP socket (under the TLS layer for https).
+  tcp::socket& socket() { return tls.has_value() ? tls->next_layer() : *plain; }
+
   Strand strand;
-  tcp::socket socket;
+  std::optional<tcp::socket> plain;                   // http
+  std::optional<beast::ssl_stream<tcp::socket>> tls;  // https
   beast::flat_buffer buffer;
-  bool connected = false;
-  bool reused = false;  // has answered a request before
+  bool connected = false;  // TCP connected and, for https, handshake done
+  bool reused = false;     // has answered a request before
 };
 
 // One request from Send() to its callback.
@@ -98,9 +115,12 @@ struct RequestState {
 // True when the server has closed an idle connection (or sent bytes nobody
 // asked for): such a connection must not be reused.
 bool IdleConnectionIsStale(Connection& conn) {
-  if (!conn.connected || !conn.socket.is_open() || conn.buffer.size() != 0) return true;
+  if (!conn.connected || !conn.socket().is_open() || conn.buffer.size() != 0) return true;
+  // Decrypted bytes nobody asked for.
+  if (conn.tls.has_value() && SSL_pending(conn.tls->native_handle()) > 0) return true;
   char byte;
-  const ssize_t n = ::recv(conn.socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  // For TLS any raw byte here is a record after the answer: close_notify.
+  const ssize_t n = ::recv(conn.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
   if (n == 0 || n > 0) return true;  // 0: orderly close; > 0: unexpected bytes
   return !(errno == EAGAIN || errno == EWOULDBLOCK);
 }
@@ -108,7 +128,29 @@ bool IdleConnectionIsStale(Connection& conn) {
 bool IsClosedByPeer(const error_code& ec) {
   return ec == http::error::end_of_stream || ec == http::error::partial_message ||
          ec == net::error::eof || ec == net::error::connection_reset ||
-         ec == net::error::broken_pipe;
+         ec == net::error::broken_pipe || ec == net::ssl::error::stream_truncated;
+}
+
+// The headers of every request but Content-Length, each ending in CRLF:
+// Host, User-Agent, Content-Type and Accept (unless `extra` sets them),
+// Authorization when there is a key, then `extra`.
+std::string HeaderBlock(const ParsedUrl& url, bool stream, const std::string& api_key,
+                        const std::vector<HeaderLine>& extra) {
+  auto overridden = [&extra](const char* name) {
+    for (const HeaderLine& h : extra) {
+      if (absl::EqualsIgnoreCase(h.name, name)) return true;
+    }
+    return false;
+  };
+  std::string block = absl::StrCat("Host: ", url.HostHeader(), "\r\n");
+  if (!overridden("User-Agent")) absl::StrAppend(&block, "User-Agent: surge\r\n");
+  if (!overridden("Content-Type")) absl::StrAppend(&block, "Content-Type: application/json\r\n");
+  if (!overridden("Accept")) {
+    absl::StrAppend(&block, "Accept: ", stream ? "text/event-stream" : "application/json", "\r\n");
+  }
+  if (!api_key.empty()) absl::StrAppend(&block, "Authorization: Bearer ", api_key, "\r\n");
+  for (const HeaderLine& h : extra) absl::StrAppend(&block, h.name, ": ", h.value, "\r\n");
+  return block;
 }
 
 }  // namespace
@@ -116,8 +158,9 @@ bool IsClosedByPeer(const error_code& ec) {
 class BeastRequestSender::Impl {
  public:
   Impl(Clock& clock, ParsedUrl url, std::string target_path, ApiKind kind, std::string model,
-       bool stream, double timeout_s, std::string auth_header, tcp::resolver::results_type eps,
-       int io_threads)
+       bool stream, double timeout_s, std::string header_block, nlohmann::json extra_body,
+       std::shared_ptr<net::ssl::context> tls_context, bool verify_peer,
+       tcp::resolver::results_type eps, int io_threads)
       : clock_(clock),
         url_(std::move(url)),
         target_path_(std::move(target_path)),
@@ -125,7 +168,10 @@ class BeastRequestSender::Impl {
         model_(std::move(model)),
         stream_(stream),
         timeout_s_(timeout_s),
-        auth_header_(std::move(auth_header)),
+        header_block_(std::move(header_block)),
+        extra_body_(std::move(extra_body)),
+        tls_context_(std::move(tls_context)),
+        verify_peer_(verify_peer),
         endpoints_(std::move(eps)),
         ioc_(io_threads),
         work_(net::make_work_guard(ioc_)) {
@@ -149,7 +195,9 @@ class BeastRequestSender::Impl {
       std::lock_guard<std::mutex> lock(mu_);
       if (!shutting_down_) {
         std::shared_ptr<Connection> conn = TakeIdleLocked();
-        if (conn == nullptr) conn = std::make_shared<Connection>(net::make_strand(ioc_));
+        if (conn == nullptr) {
+          conn = std::make_shared<Connection>(net::make_strand(ioc_), tls_context_.get());
+        }
         st->strand = conn->strand;
         st->conn = std::move(conn);
         st->id = next_id_++;
@@ -192,7 +240,7 @@ class BeastRequestSender::Impl {
         net::post(*st->strand, [st = st] {
           if (st->finished.load()) return;
           error_code ignored;
-          if (st->conn != nullptr) st->conn->socket.close(ignored);
+          if (st->conn != nullptr) st->conn->socket().close(ignored);
           if (st->watchdog.has_value()) st->watchdog->cancel();
         });
       }
@@ -285,16 +333,16 @@ class BeastRequestSender::Impl {
   }
 
   std::string BuildHttpRequest(const std::string& prompt, uint32_t max_tokens) const {
-    const std::string body = BuildRequestBody(kind_, model_, prompt, max_tokens, stream_);
-    return absl::StrCat("POST ", target_path_, " HTTP/1.1\r\nHost: ", url_.HostHeader(),
-                        "\r\nUser-Agent: surge\r\nContent-Type: application/json\r\nAccept: ",
-                        stream_ ? "text/event-stream" : "application/json", "\r\n", auth_header_,
+    const std::string body = BuildRequestBody(kind_, model_, prompt, max_tokens, stream_,
+                                              extra_body_.is_null() ? nullptr : &extra_body_);
+    return absl::StrCat("POST ", target_path_, " HTTP/1.1\r\n", header_block_,
                         "Content-Length: ", body.size(), "\r\n\r\n", body);
   }
 
-  // Sets status and error for an I/O error `ec` met in `phase`.
+  // Sets status and error for an I/O error `ec` met in `phase`; `message`
+  // replaces ec.message() when not empty.
   static void FailIo(const RequestState& st, const char* phase, const error_code& ec,
-                     RequestRecord& record) {
+                     RequestRecord& record, const std::string& message = "") {
     if (st.aborted.load()) {
       record.set_status(surge::v1::LOST);
       record.set_error("drain_timeout");
@@ -303,7 +351,7 @@ class BeastRequestSender::Impl {
       record.set_error("timeout");
     } else {
       record.set_status(surge::v1::FAILED);
-      record.set_error(absl::StrCat(phase, ": ", ec.message()));
+      record.set_error(absl::StrCat(phase, ": ", message.empty() ? ec.message() : message));
     }
   }
 
@@ -324,7 +372,7 @@ class BeastRequestSender::Impl {
       ReturnToPool(std::move(conn));
     } else if (conn != nullptr) {
       error_code ignored;
-      conn->socket.close(ignored);
+      conn->socket().close(ignored);
     }
     Finish(st, std::move(record));
   }
@@ -337,9 +385,16 @@ class BeastRequestSender::Impl {
       if (ec || st->finished.load()) return;
       st->timed_out = true;
       error_code ignored;
-      if (st->conn != nullptr) st->conn->socket.close(ignored);
+      if (st->conn != nullptr) st->conn->socket().close(ignored);
     });
   }
+
+  // How one attempt of a request on one connection ended.
+  enum class Outcome {
+    kDone,      // record filled; close the connection
+    kReusable,  // record filled; the connection may go back to the pool
+    kRetry,     // keep-alive race: send again on a fresh connection
+  };
 
   // Sends the request and reads the answer into `record`. Returns whether
   // the connection may go back to the pool.
@@ -356,65 +411,107 @@ class BeastRequestSender::Impl {
         co_return false;
       }
       std::shared_ptr<Connection> conn = st->conn;
-      error_code ec;
       if (!conn->connected) {
-        co_await net::async_connect(conn->socket, endpoints_,
-                                    net::redirect_error(net::use_awaitable, ec));
-        if (!ec && (st->aborted.load() || st->timed_out)) ec = net::error::operation_aborted;
-        if (ec) {
-          FailIo(*st, "connect", ec, record);
-          co_return false;
-        }
-        conn->connected = true;
-        connections_opened_.fetch_add(1);
-        // Tokens are small writes and reads: never delay them (Nagle).
-        conn->socket.set_option(tcp::no_delay(true), ec);
-        ec = {};
+        const bool opened = co_await Open(st, *conn, record);
+        if (!opened) co_return false;
       }
-
-      // R-ACT-2: the first byte is handed to the socket right after this.
-      ResponseMetrics metrics(ToNanos(clock_.Now()));
-      co_await net::async_write(conn->socket, net::buffer(request_bytes),
-                                net::redirect_error(net::use_awaitable, ec));
       const bool can_retry = conn->reused && !retried;
-      if (ec) {
-        if (can_retry && IsClosedByPeer(ec) && !st->aborted.load() && !st->timed_out) {
-          retried = true;
-          st->conn = std::make_shared<Connection>(conn->strand);
-          continue;
-        }
-        record.set_sent_ns(metrics.sent_ns());
-        FailIo(*st, "send", ec, record);
-        co_return false;
+      Outcome outcome = Outcome::kDone;
+      if (conn->tls.has_value()) {
+        outcome = co_await Attempt(st, *conn, *conn->tls, request_bytes, estimated_input, can_retry,
+                                   record);
+      } else {
+        outcome = co_await Attempt(st, *conn, *conn->plain, request_bytes, estimated_input,
+                                   can_retry, record);
       }
-      record.set_sent_ns(metrics.sent_ns());
-
-      http::response_parser<http::buffer_body> parser;
-      // Not boost::none: Beast 1.74 then rejects every Content-Length body.
-      parser.body_limit(kBodyLimitBytes);
-      co_await http::async_read_header(conn->socket, conn->buffer, parser,
-                                       net::redirect_error(net::use_awaitable, ec));
-      if (ec) {
-        // The keep-alive race: the server closed the idle connection just
-        // as the request went out, so it never saw the request.
-        if (can_retry && conn->buffer.size() == 0 && IsClosedByPeer(ec) && !st->aborted.load() &&
-            !st->timed_out) {
-          retried = true;
-          st->conn = std::make_shared<Connection>(conn->strand);
-          continue;
-        }
-        // Malformed HTTP is the server's fault, a closed socket the network's.
-        const bool malformed =
-            &ec.category() == &http::make_error_code(http::error::end_of_stream).category() &&
-            !IsClosedByPeer(ec);
-        FailIo(*st, malformed ? "stream_error" : "connection_closed", ec, record);
-        co_return false;
-      }
-      co_return co_await ReadBody(st, *conn, parser, metrics, estimated_input, record);
+      if (outcome != Outcome::kRetry) co_return outcome == Outcome::kReusable;
+      retried = true;
+      st->conn = std::make_shared<Connection>(conn->strand, tls_context_.get());
     }
   }
 
-  net::awaitable<bool> ReadBody(std::shared_ptr<RequestState> st, Connection& conn,
+  // Connects `conn` and, for https, runs the TLS handshake: connect time and
+  // handshake come before sent_ns (R-ACT-2). On failure fills `record`.
+  net::awaitable<bool> Open(std::shared_ptr<RequestState> st, Connection& conn,
+                            RequestRecord& record) {
+    error_code ec;
+    co_await net::async_connect(conn.socket(), endpoints_,
+                                net::redirect_error(net::use_awaitable, ec));
+    if (!ec && (st->aborted.load() || st->timed_out)) ec = net::error::operation_aborted;
+    if (ec) {
+      FailIo(*st, "connect", ec, record);
+      co_return false;
+    }
+    connections_opened_.fetch_add(1);
+    // Tokens are small writes and reads: never delay them (Nagle).
+    conn.socket().set_option(tcp::no_delay(true), ec);
+    if (conn.tls.has_value()) {
+      SSL* ssl = conn.tls->native_handle();
+      if (absl::Status prepared = PrepareTlsClient(ssl, url_.host, verify_peer_); !prepared.ok()) {
+        record.set_status(surge::v1::FAILED);
+        record.set_error(std::string(prepared.message()));
+        co_return false;
+      }
+      ec = {};
+      co_await conn.tls->async_handshake(net::ssl::stream_base::client,
+                                         net::redirect_error(net::use_awaitable, ec));
+      if (!ec && (st->aborted.load() || st->timed_out)) ec = net::error::operation_aborted;
+      if (ec) {
+        FailIo(*st, "tls", ec, record, TlsErrorMessage(ec, ssl));
+        co_return false;
+      }
+    }
+    conn.connected = true;
+    co_return true;
+  }
+
+  // One attempt: writes the request on `stream` (conn's plain socket or its
+  // TLS stream) and reads the answer.
+  template <class Stream>
+  net::awaitable<Outcome> Attempt(std::shared_ptr<RequestState> st, Connection& conn,
+                                  Stream& stream, const std::string& request_bytes,
+                                  uint32_t estimated_input, bool can_retry, RequestRecord& record) {
+    error_code ec;
+    // R-ACT-2: the first byte is handed to the socket right after this.
+    ResponseMetrics metrics(ToNanos(clock_.Now()));
+    co_await net::async_write(stream, net::buffer(request_bytes),
+                              net::redirect_error(net::use_awaitable, ec));
+    if (ec) {
+      if (can_retry && IsClosedByPeer(ec) && !st->aborted.load() && !st->timed_out) {
+        co_return Outcome::kRetry;
+      }
+      record.set_sent_ns(metrics.sent_ns());
+      FailIo(*st, "send", ec, record);
+      co_return Outcome::kDone;
+    }
+    record.set_sent_ns(metrics.sent_ns());
+
+    http::response_parser<http::buffer_body> parser;
+    // Not boost::none: Beast 1.74 then rejects every Content-Length body.
+    parser.body_limit(kBodyLimitBytes);
+    co_await http::async_read_header(stream, conn.buffer, parser,
+                                     net::redirect_error(net::use_awaitable, ec));
+    if (ec) {
+      // The keep-alive race: the server closed the idle connection just
+      // as the request went out, so it never saw the request.
+      if (can_retry && conn.buffer.size() == 0 && IsClosedByPeer(ec) && !st->aborted.load() &&
+          !st->timed_out) {
+        co_return Outcome::kRetry;
+      }
+      // Malformed HTTP is the server's fault, a closed socket the network's.
+      const bool malformed =
+          &ec.category() == &http::make_error_code(http::error::end_of_stream).category() &&
+          !IsClosedByPeer(ec);
+      FailIo(*st, malformed ? "stream_error" : "connection_closed", ec, record);
+      co_return Outcome::kDone;
+    }
+    const bool reusable =
+        co_await ReadBody(st, conn, stream, parser, metrics, estimated_input, record);
+    co_return reusable ? Outcome::kReusable : Outcome::kDone;
+  }
+
+  template <class Stream>
+  net::awaitable<bool> ReadBody(std::shared_ptr<RequestState> st, Connection& conn, Stream& stream,
                                 http::response_parser<http::buffer_body>& parser,
                                 ResponseMetrics& metrics, uint32_t estimated_input,
                                 RequestRecord& record) {
@@ -431,7 +528,7 @@ class BeastRequestSender::Impl {
     while (!parser.is_done()) {
       parser.get().body().data = buf.data();
       parser.get().body().size = buf.size();
-      co_await http::async_read_some(conn.socket, conn.buffer, parser,
+      co_await http::async_read_some(stream, conn.buffer, parser,
                                      net::redirect_error(net::use_awaitable, ec));
       if (ec == http::error::need_buffer) ec = {};
       const int64_t now_ns = ToNanos(clock_.Now());
@@ -446,7 +543,11 @@ class BeastRequestSender::Impl {
             }
             absl::StatusOr<ParsedAnswer> parsed = ParseStreamEvent(kind_, event);
             if (!parsed.ok()) {
-              stream_error = std::string(parsed.status().message());
+              // Not JSON: a bad chunk; an {"error": ...} event: the server's.
+              stream_error = absl::StrCat(
+                  parsed.status().code() == absl::StatusCode::kInvalidArgument ? "bad_chunk: "
+                                                                               : "stream_error: ",
+                  std::string(parsed.status().message()));
               break;
             }
             if (!parsed->content.empty()) metrics.OnContentEvent(now_ns);
@@ -465,7 +566,7 @@ class BeastRequestSender::Impl {
       metrics.FillRecord(estimated_input, metrics.content_events(), record);
       record.set_e2el_ns(0);
       record.set_status(surge::v1::FAILED);
-      record.set_error(absl::StrCat("stream_error: ", stream_error));
+      record.set_error(stream_error);
       co_return false;
     }
     if (ec) {
@@ -529,7 +630,11 @@ class BeastRequestSender::Impl {
   const std::string model_;
   const bool stream_;
   const double timeout_s_;
-  const std::string auth_header_;  // "" or "Authorization: Bearer ...\r\n"
+  // Every header line but Content-Length; holds the API key: never log it.
+  const std::string header_block_;
+  const nlohmann::json extra_body_;                       // null: none
+  const std::shared_ptr<net::ssl::context> tls_context_;  // null for http
+  const bool verify_peer_;
   const tcp::resolver::results_type endpoints_;
 
   // Declared before everything that holds sockets, so it is destroyed last.
@@ -558,8 +663,11 @@ absl::StatusOr<std::unique_ptr<BeastRequestSender>> BeastRequestSender::Create(
   }
   absl::StatusOr<ParsedUrl> url = ParseBaseUrl(target.base_url());
   if (!url.ok()) return url.status();
+  std::shared_ptr<net::ssl::context> tls_context;
   if (url->scheme == "https") {
-    return absl::InvalidArgumentError("base_url: https is not supported yet");
+    absl::StatusOr<std::shared_ptr<net::ssl::context>> context = MakeClientTlsContext(target);
+    if (!context.ok()) return context.status();
+    tls_context = *std::move(context);
   }
   std::string endpoint = target.endpoint().empty() ? kDefaultEndpoint : target.endpoint();
   if (endpoint[0] != '/' || endpoint.find_first_of(" \r\n\t") != std::string::npos) {
@@ -571,17 +679,23 @@ absl::StatusOr<std::unique_ptr<BeastRequestSender>> BeastRequestSender::Create(
     return absl::InvalidArgumentError(absl::StrCat(
         "request_timeout_s: ", target.request_timeout_s(), " must be >= 0 (0 = no timeout)"));
   }
-  std::string auth_header;
-  if (const char* key = std::getenv("OPENAI_API_KEY"); key != nullptr) {
-    std::string trimmed(absl::StripAsciiWhitespace(key));
-    for (char c : trimmed) {
-      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
-        // Never quote the key itself.
-        return absl::InvalidArgumentError("OPENAI_API_KEY contains control characters");
-      }
+  std::vector<HeaderLine> headers;
+  for (int i = 0; i < target.headers_size(); ++i) {
+    absl::StatusOr<HeaderLine> header = ParseHeaderLine(target.headers(i));
+    if (!header.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("headers[", i, "]: ", std::string(header.status().message())));
     }
-    if (!trimmed.empty()) auth_header = absl::StrCat("Authorization: Bearer ", trimmed, "\r\n");
+    headers.push_back(*std::move(header));
   }
+  absl::StatusOr<nlohmann::json> extra_body = ParseExtraBody(target.extra_body_json());
+  if (!extra_body.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("extra_body_json: ", std::string(extra_body.status().message())));
+  }
+  absl::StatusOr<std::string> api_key = LoadApiKey(target);
+  if (!api_key.ok()) return api_key.status();
+  std::string header_block = HeaderBlock(*url, target.stream(), *api_key, headers);
 
   // Resolve once: DNS stays out of every request's timing.
   net::io_context resolve_ioc;
@@ -595,9 +709,11 @@ absl::StatusOr<std::unique_ptr<BeastRequestSender>> BeastRequestSender::Create(
   }
   const ApiKind kind = ApiKindForEndpoint(endpoint);
   const std::string target_path = url->path_prefix + endpoint;
-  auto impl = std::make_unique<Impl>(clock, *std::move(url), target_path, kind, target.model(),
-                                     target.stream(), target.request_timeout_s(),
-                                     std::move(auth_header), std::move(endpoints), io_threads);
+  const bool verify_peer = !target.insecure_skip_verify();
+  auto impl = std::make_unique<Impl>(
+      clock, *std::move(url), target_path, kind, target.model(), target.stream(),
+      target.request_timeout_s(), std::move(header_block), *std::move(extra_body),
+      std::move(tls_context), verify_peer, std::move(endpoints), io_threads);
   return std::unique_ptr<BeastRequestSender>(new BeastRequestSender(std::move(impl)));
 }
 

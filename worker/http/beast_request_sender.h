@@ -18,6 +18,18 @@ namespace surge::worker {
 // Sends each Assignment as one POST to target.base_url + target.endpoint and
 // turns the answer into a RequestRecord.
 //
+// https: TLS 1.2+ over each connection (OpenSSL), SNI set for host names;
+// the server's certificate is verified against target.ca_cert_path, or the
+// system store when that is empty, and must name the URL's host (or IP);
+// target.insecure_skip_verify turns verification off. TLS connections are
+// pooled like plain ones (one handshake per connection, before sent_ns).
+//
+// Request headers: Host, User-Agent: surge, Content-Type, Accept,
+// Authorization: Bearer <key> when LoadApiKey(target) gives a key (from
+// target.api_key_file or $OPENAI_API_KEY; the key is never logged), then
+// target.headers (a header named there replaces User-Agent, Content-Type or
+// Accept). target.extra_body_json is merged into every body.
+//
 // Connections: a keep-alive pool. A request takes an idle connection (after
 // checking that the server has not closed it) or opens a new one; there is
 // no cap (the caller caps concurrency, R-REQ-2). A connection that errors,
@@ -42,9 +54,13 @@ namespace surge::worker {
 // Outcomes: OK on HTTP 200 with a complete response (a stream must carry at
 // least one content event). Otherwise FAILED with `error` one of
 // "http_<code>: <first 200 chars of body>", "connect: <msg>",
-// "send: <msg>", "connection_closed: <msg>" (closed before any answer byte),
-// "closed_mid_stream", "stream_error: <msg>" (bad SSE/JSON, server error
-// event, malformed HTTP), "bad_response: <msg>" (bad non-streamed JSON),
+// "tls: <msg>" (handshake failed, e.g. "tls: certificate verify failed
+// (SSL routines): self-signed certificate"), "send: <msg>",
+// "connection_closed: <msg>" (closed before any answer byte),
+// "closed_mid_stream", "bad_chunk: <msg>" (an SSE event whose data is not a
+// JSON object), "stream_error: <msg>" (an {"error": ...} event:
+// "stream_error: server error: <message>"; malformed HTTP or chunking),
+// "bad_response: <msg>" (bad non-streamed JSON),
 // "no_content", "timeout" (target.request_timeout_s elapsed, counted from
 // the start of the request, connect included). Requests
 // aborted by Shutdown are LOST with "drain_timeout". http_status is set
@@ -54,14 +70,16 @@ namespace surge::worker {
 // I/O threads; they must not call Shutdown() or destroy the sender.
 class BeastRequestSender final : public RequestSender {
  public:
-  // Validates `target`, resolves its host once (blocking DNS), and starts
-  // `io_threads` I/O threads. `clock` must outlive the sender.
-  // Errors: INVALID_ARGUMENT for a bad base_url ("base_url: ..."), an https
-  // URL ("base_url: https is not supported yet"), an endpoint that does not
-  // start with "/" ("endpoint: ..."), io_threads < 1; UNAVAILABLE when the
-  // host cannot be resolved. An empty endpoint means "/v1/chat/completions".
-  // The Authorization header "Bearer $OPENAI_API_KEY" is sent when that
-  // environment variable is set at Create time (the key is never logged).
+  // Validates `target`, reads the API key (LoadApiKey: target.api_key_file,
+  // else $OPENAI_API_KEY at Create time), loads the TLS trust for https,
+  // resolves the host once (blocking DNS), and starts `io_threads` I/O
+  // threads. `clock` must outlive the sender.
+  // Errors: INVALID_ARGUMENT for a bad base_url ("base_url: ..."), an
+  // endpoint that does not start with "/" ("endpoint: ..."), a bad header
+  // ("headers[i]: ..."), bad extra_body_json ("extra_body_json: ..."), an
+  // unreadable CA file ("ca_cert_path: ...") or key file ("api_key_file:
+  // ..."), io_threads < 1; UNAVAILABLE when the host cannot be resolved.
+  // An empty endpoint means "/v1/chat/completions".
   static absl::StatusOr<std::unique_ptr<BeastRequestSender>> Create(
       Clock& clock, const surge::v1::TargetConfig& target, int io_threads = 1);
 

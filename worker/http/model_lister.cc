@@ -8,14 +8,19 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
-#include <cstdlib>
+#include <boost/beast/ssl.hpp>
+#include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 #include "absl/status/status.h"
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
+#include "worker/http/api_key.h"
+#include "worker/http/target_checks.h"
+#include "worker/http/tls_client.h"
 #include "worker/http/url.h"
 
 namespace surge::worker {
@@ -26,6 +31,7 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = net::ip::tcp;
 using boost::system::error_code;
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 
 struct Exchange {
   std::string error;  // empty on success
@@ -33,13 +39,24 @@ struct Exchange {
   std::string body;
 };
 
-net::awaitable<void> Get(const ParsedUrl& url, std::string target, std::string auth,
-                         std::chrono::milliseconds timeout, Exchange& out) {
+// What the GET needs besides the stream.
+struct GetSpec {
+  ParsedUrl url;
+  std::string target;               // request target, e.g. "/v1/models"
+  std::string api_key;              // "" = none
+  std::vector<HeaderLine> headers;  // target.headers
+  bool verify = true;               // TLS: check the certificate's name
+  std::chrono::milliseconds timeout{0};
+};
+
+// Connects `stream` (a beast::tcp_stream or a TLS stream over one), runs the
+// TLS handshake for https, and does the GET.
+template <class Stream>
+net::awaitable<void> Talk(Stream& stream, const GetSpec& spec, Exchange& out) {
   auto executor = co_await net::this_coro::executor;
   tcp::resolver resolver(executor);
-  beast::tcp_stream stream(executor);
   error_code ec;
-  auto endpoints = co_await resolver.async_resolve(url.host, std::to_string(url.port),
+  auto endpoints = co_await resolver.async_resolve(spec.url.host, std::to_string(spec.url.port),
                                                    net::redirect_error(net::use_awaitable, ec));
   if (ec) {
     out.error = absl::StrCat("resolve: ", ec.message());
@@ -47,18 +64,36 @@ net::awaitable<void> Get(const ParsedUrl& url, std::string target, std::string a
   }
   // tcp_stream's timeout covers each of the following operations; the
   // caller's run_for() bounds the total.
-  stream.expires_after(timeout);
-  co_await stream.async_connect(endpoints, net::redirect_error(net::use_awaitable, ec));
+  beast::tcp_stream& tcp_layer = beast::get_lowest_layer(stream);
+  tcp_layer.expires_after(spec.timeout);
+  co_await tcp_layer.async_connect(endpoints, net::redirect_error(net::use_awaitable, ec));
   if (ec) {
     out.error = absl::StrCat("connect: ", ec.message());
     co_return;
   }
-  http::request<http::empty_body> request(http::verb::get, target, 11);
-  request.set(http::field::host, url.HostHeader());
+  if constexpr (std::is_same_v<Stream, TlsStream>) {
+    if (absl::Status s = PrepareTlsClient(stream.native_handle(), spec.url.host, spec.verify);
+        !s.ok()) {
+      out.error = std::string(s.message());
+      co_return;
+    }
+    tcp_layer.expires_after(spec.timeout);
+    co_await stream.async_handshake(net::ssl::stream_base::client,
+                                    net::redirect_error(net::use_awaitable, ec));
+    if (ec) {
+      out.error = absl::StrCat("tls: ", TlsErrorMessage(ec, stream.native_handle()));
+      co_return;
+    }
+  }
+  http::request<http::empty_body> request(http::verb::get, spec.target, 11);
+  request.set(http::field::host, spec.url.HostHeader());
   request.set(http::field::user_agent, "surge");
   request.set(http::field::accept, "application/json");
-  if (!auth.empty()) request.set(http::field::authorization, auth);
-  stream.expires_after(timeout);
+  if (!spec.api_key.empty()) {
+    request.set(http::field::authorization, absl::StrCat("Bearer ", spec.api_key));
+  }
+  for (const HeaderLine& h : spec.headers) request.set(h.name, h.value);
+  tcp_layer.expires_after(spec.timeout);
   co_await http::async_write(stream, request, net::redirect_error(net::use_awaitable, ec));
   if (ec) {
     out.error = absl::StrCat("send: ", ec.message());
@@ -75,25 +110,50 @@ net::awaitable<void> Get(const ParsedUrl& url, std::string target, std::string a
   out.status = parser.get().result_int();
   out.body = std::move(parser.get().body());
   error_code ignored;
-  stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+  tcp_layer.socket().shutdown(tcp::socket::shutdown_both, ignored);
+}
+
+net::awaitable<void> Get(const GetSpec& spec, net::ssl::context* tls_context, Exchange& out) {
+  auto executor = co_await net::this_coro::executor;
+  if (tls_context != nullptr) {
+    TlsStream stream(executor, *tls_context);
+    co_await Talk(stream, spec, out);
+  } else {
+    beast::tcp_stream stream(executor);
+    co_await Talk(stream, spec, out);
+  }
 }
 
 }  // namespace
 
-absl::StatusOr<std::string> FetchFirstModel(const std::string& base_url,
+absl::StatusOr<std::string> FetchFirstModel(const surge::v1::TargetConfig& target,
                                             std::chrono::milliseconds timeout) {
+  const std::string& base_url = target.base_url();
   absl::StatusOr<ParsedUrl> url = ParseBaseUrl(base_url);
   if (!url.ok()) return url.status();
+  GetSpec spec;
+  spec.target = url->path_prefix + "/v1/models";
+  spec.verify = !target.insecure_skip_verify();
+  spec.timeout = timeout;
+  std::shared_ptr<net::ssl::context> tls_context;
   if (url->scheme == "https") {
-    return absl::InvalidArgumentError("base_url: https is not supported yet");
+    absl::StatusOr<std::shared_ptr<net::ssl::context>> context = MakeClientTlsContext(target);
+    if (!context.ok()) return context.status();
+    tls_context = *std::move(context);
   }
-  std::string auth;
-  if (const char* key = std::getenv("OPENAI_API_KEY"); key != nullptr) {
-    std::string trimmed(absl::StripAsciiWhitespace(key));
-    bool clean = true;
-    for (char c : trimmed) clean = clean && static_cast<unsigned char>(c) >= 0x20 && c != 0x7f;
-    if (!trimmed.empty() && clean) auth = absl::StrCat("Bearer ", trimmed);
+  spec.url = *std::move(url);
+  for (int i = 0; i < target.headers_size(); ++i) {
+    absl::StatusOr<HeaderLine> header = ParseHeaderLine(target.headers(i));
+    if (!header.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("headers[", i, "]: ", std::string(header.status().message())));
+    }
+    spec.headers.push_back(*std::move(header));
   }
+  absl::StatusOr<std::string> api_key = LoadApiKey(target);
+  if (!api_key.ok()) return api_key.status();
+  spec.api_key = *std::move(api_key);
+
   // Quote the URL the user gave (without a trailing slash), not our parse.
   std::string shown = base_url;
   while (!shown.empty() && shown.back() == '/') shown.pop_back();
@@ -103,7 +163,7 @@ absl::StatusOr<std::string> FetchFirstModel(const std::string& base_url,
   bool finished = false;
   try {
     net::io_context ioc;
-    net::co_spawn(ioc, Get(*url, url->path_prefix + "/v1/models", auth, timeout, exchange),
+    net::co_spawn(ioc, Get(spec, tls_context.get(), exchange),
                   [&finished](std::exception_ptr) { finished = true; });
     ioc.run_for(timeout);
   } catch (const std::exception& e) {
@@ -132,6 +192,13 @@ absl::StatusOr<std::string> FetchFirstModel(const std::string& base_url,
     }
   }
   return absl::FailedPreconditionError(absl::StrCat("no model listed at ", models_url));
+}
+
+absl::StatusOr<std::string> FetchFirstModel(const std::string& base_url,
+                                            std::chrono::milliseconds timeout) {
+  surge::v1::TargetConfig target;
+  target.set_base_url(base_url);
+  return FetchFirstModel(target, timeout);
 }
 
 }  // namespace surge::worker

@@ -7,21 +7,32 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "surge/v1/config.pb.h"
 
 namespace surge::worker {
 
-// Synchronous GET {base_url}/v1/models (base_url may carry a path prefix);
-// returns data[0].id. Sends "Authorization: Bearer $OPENAI_API_KEY" when
-// that environment variable is set. `timeout` bounds the whole exchange
-// (resolve, connect, request, answer) in real time.
+// Synchronous GET {target.base_url}/v1/models (base_url may carry a path
+// prefix, and may be https: verified as BeastRequestSender does, with
+// target.ca_cert_path / target.insecure_skip_verify); returns data[0].id.
+// Sends "Authorization: Bearer <key>" when LoadApiKey(target) gives a key
+// (target.api_key_file, else $OPENAI_API_KEY; never logged) and
+// target.headers. `timeout` bounds the whole exchange (resolve, connect,
+// TLS handshake, request, answer) in real time.
 // Errors:
-//  - INVALID_ARGUMENT: bad base_url ("base_url: ..."), or https
-//    ("base_url: https is not supported yet");
-//  - UNAVAILABLE "cannot reach <url>/v1/models: <why>": resolve, connect or
-//    I/O failure, timeout, or an HTTP status other than 200;
+//  - INVALID_ARGUMENT: bad base_url ("base_url: ..."), bad headers
+//    ("headers[i]: ..."), unreadable CA or key file ("ca_cert_path: ...",
+//    "api_key_file: ...");
+//  - UNAVAILABLE "cannot reach <url>/v1/models: <why>": resolve, connect,
+//    TLS ("tls: ...") or I/O failure, timeout, or an HTTP status other than
+//    200;
 //  - FAILED_PRECONDITION "no model listed at <url>/v1/models": the answer
 //    has no data[0].id (or is not JSON).
 // Thread-safe (each call has its own I/O context); blocks the caller.
+absl::StatusOr<std::string> FetchFirstModel(const surge::v1::TargetConfig& target,
+                                            std::chrono::milliseconds timeout);
+
+// The same for a target given by its base URL alone (system CA store,
+// $OPENAI_API_KEY, no extra headers).
 absl::StatusOr<std::string> FetchFirstModel(const std::string& base_url,
                                             std::chrono::milliseconds timeout);
 

@@ -99,7 +99,7 @@ ApiKind ApiKindForEndpoint(std::string_view endpoint) {
 }
 
 std::string BuildRequestBody(ApiKind kind, const std::string& model, const std::string& prompt,
-                             uint32_t max_tokens, bool stream) {
+                             uint32_t max_tokens, bool stream, const nlohmann::json* extra) {
   Json body = Json::object();
   if (!model.empty()) body["model"] = model;
   if (kind == ApiKind::kChat) {
@@ -110,6 +110,7 @@ std::string BuildRequestBody(ApiKind kind, const std::string& model, const std::
   body["max_tokens"] = max_tokens;
   body["stream"] = stream;
   if (stream) body["stream_options"] = Json{{"include_usage", true}};
+  if (extra != nullptr && extra->is_object()) body.merge_patch(*extra);
   // Replace invalid UTF-8 rather than throw: prompts come from datasets.
   return body.dump(-1, ' ', false, Json::error_handler_t::replace);
 }

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "nlohmann/json_fwd.hpp"
 
 namespace surge::worker {
 
@@ -25,9 +26,13 @@ ApiKind ApiKindForEndpoint(std::string_view endpoint);
 // The JSON body of one request: {"model", "messages":[{"role":"user",
 // "content":prompt}] or "prompt", "max_tokens", "stream"} and, when
 // streaming, "stream_options":{"include_usage":true} so the server reports
-// exact token counts. "model" is left out when `model` is empty.
+// exact token counts. "model" is left out when `model` is empty. A non-null
+// `extra` object (TargetConfig.extra_body_json, see ParseExtraBody) is then
+// applied as an RFC 7386 merge patch: its members are added or replace the
+// built ones, nested objects merge, and a null member removes one.
 std::string BuildRequestBody(ApiKind kind, const std::string& model, const std::string& prompt,
-                             uint32_t max_tokens, bool stream);
+                             uint32_t max_tokens, bool stream,
+                             const nlohmann::json* extra = nullptr);
 
 // Token counts a server reported in "usage".
 struct Usage {

@@ -328,9 +328,11 @@ TEST(BeastRequestSenderTest, ServerRestartDoesNotBreakThePool) {
 TEST(BeastRequestSenderTest, CreateRejectsBadTargets) {
   surge::v1::TargetConfig target = Target(80, "/v1/completions", true);
   target.set_base_url("https://127.0.0.1:8443");
+  target.set_ca_cert_path("/no/such/ca.pem");
   auto https = BeastRequestSender::Create(RealClock(), target);
   EXPECT_EQ(https.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(https.status().message(), "base_url: https is not supported yet");
+  EXPECT_THAT(std::string(https.status().message()), StartsWith("ca_cert_path: cannot load "));
+  target.clear_ca_cert_path();
 
   target.set_base_url("127.0.0.1:8000");
   auto no_scheme = BeastRequestSender::Create(RealClock(), target);
@@ -441,7 +443,7 @@ INSTANTIATE_TEST_SUITE_P(
                     surge::v1::FAILED, "http_503: " + std::string(200, 'z'), 503},
         FailureCase{"BadJsonEvent",
                     SseHeader() + Chunk(kRole) + Chunk("data: {oops\n\n") + LastChunk(),
-                    surge::v1::FAILED, "stream_error: bad JSON in event", 200},
+                    surge::v1::FAILED, "bad_chunk: bad JSON in event", 200},
         FailureCase{"ServerErrorEvent",
                     SseHeader() + Chunk(kToken) +
                         Chunk("data: {\"error\":{\"message\":\"engine died\"}}\n\n") + LastChunk(),
@@ -552,10 +554,11 @@ TEST(FetchFirstModelTest, SilentServerTimesOut) {
   EXPECT_EQ(model.status().code(), absl::StatusCode::kUnavailable);
 }
 
-TEST(FetchFirstModelTest, HttpsIsNotSupportedYet) {
+TEST(FetchFirstModelTest, HttpsClosedPortIsUnavailable) {
   auto model = FetchFirstModel("https://127.0.0.1:1", std::chrono::seconds(1));
-  EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(model.status().message(), "base_url: https is not supported yet");
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(model.status().message()),
+              StartsWith("cannot reach https://127.0.0.1:1/v1/models: connect: "));
 }
 
 }  // namespace

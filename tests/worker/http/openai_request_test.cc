@@ -152,5 +152,22 @@ TEST(ResponseMetricsTest, NoContentMeansNoTtft) {
   EXPECT_TRUE(record.itl_ns().empty());
 }
 
+TEST(BuildRequestBodyTest, ExtraBodyIsAMergePatch) {
+  const nlohmann::json extra = nlohmann::json::parse(
+      R"({"temperature":0,"max_tokens":5,"stream_options":{"continuous_usage_stats":true},
+          "model":null})");
+  const nlohmann::json body = nlohmann::json::parse(
+      BuildRequestBody(ApiKind::kCompletions, "m", "hello", 9, /*stream=*/true, &extra));
+  EXPECT_EQ(body["temperature"], 0);
+  EXPECT_EQ(body["max_tokens"], 5);  // replaced
+  EXPECT_EQ(body["prompt"], "hello");
+  EXPECT_FALSE(body.contains("model"));  // null removes
+  EXPECT_EQ(body["stream_options"],
+            nlohmann::json::parse(R"({"include_usage":true,"continuous_usage_stats":true})"));
+  // No extra: the plain body.
+  EXPECT_EQ(BuildRequestBody(ApiKind::kChat, "m", "x", 1, false, nullptr),
+            BuildRequestBody(ApiKind::kChat, "m", "x", 1, false));
+}
+
 }  // namespace
 }  // namespace surge::worker

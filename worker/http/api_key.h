@@ -1,0 +1,25 @@
+// Where the API key of a target comes from (SPEC R-REQ-1): a file or an
+// environment variable, never the command line, never written out.
+#ifndef SURGE_WORKER_HTTP_API_KEY_H_
+#define SURGE_WORKER_HTTP_API_KEY_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "surge/v1/config.pb.h"
+
+namespace surge::worker {
+
+// The API key for `target`: the contents of target.api_key_file when that is
+// set (surrounding whitespace, e.g. the trailing newline, stripped), else
+// $OPENAI_API_KEY (whitespace stripped) when set, else "" (no key). The
+// caller sends it as "Authorization: Bearer <key>" and must never log it.
+// Errors: INVALID_ARGUMENT "api_key_file: cannot read <path>: <why>",
+// "api_key_file: <path> is empty", "api_key_file: <path> holds control
+// characters inside the key", "OPENAI_API_KEY holds control characters";
+// no message ever quotes the key.
+absl::StatusOr<std::string> LoadApiKey(const surge::v1::TargetConfig& target);
+
+}  // namespace surge::worker
+
+#endif  // SURGE_WORKER_HTTP_API_KEY_H_
