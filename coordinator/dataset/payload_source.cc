@@ -1,25 +1,41 @@
 #include "coordinator/dataset/payload_source.h"
 
+#include <algorithm>
+#include <boost/random/mersenne_twister.hpp>
 #include <filesystem>
-#include <fstream>
-
-#include <nlohmann/json.hpp>
+#include <numeric>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "coordinator/dataset/file_datasets.h"
+#include "coordinator/dataset/length_distribution.h"
 
 namespace surge::coordinator {
 namespace {
 
-// Spreads prompt start words over the corpus: a prime stride per index, and
-// the run seed so two seeds do not send identical texts.
-uint64_t PromptSeed(uint64_t seed, uint64_t index) { return seed * 1000003ULL + index * 7919ULL; }
-
 class SyntheticSource final : public PayloadSource {
  public:
-  SyntheticSource(uint32_t input_len, uint32_t output_len, uint64_t seed)
-      : input_len_(input_len), output_len_(output_len), seed_(seed) {}
+  // Fixed lengths need no table; drawn lengths are drawn once, in request
+  // order (input then output of request 0, then of request 1, ...), 8 bytes
+  // per request.
+  SyntheticSource(const surge::v1::DatasetConfig& d, const LengthDistParams& params,
+                  uint64_t num_requests, uint64_t seed)
+      : input_len_(d.random_input_len()), output_len_(d.random_output_len()), seed_(seed) {
+    if (params.dist == LengthDist::kFixed) return;
+    const LengthSampler input(input_len_, params);
+    const LengthSampler output(output_len_, params);
+    boost::random::mt19937_64 engine(LengthEngineSeed(seed));
+    lengths_.resize(2 * num_requests);
+    for (uint64_t i = 0; i < num_requests; ++i) {
+      lengths_[2 * i] = input.Draw(engine);
+      lengths_[2 * i + 1] = output.Draw(engine);
+    }
+  }
   Payload At(uint64_t index) const override {
-    return Payload{input_len_, output_len_, PromptSeed(seed_, index)};
+    if (2 * index + 1 < lengths_.size()) {
+      return Payload(lengths_[2 * index], lengths_[2 * index + 1], PromptSeed(seed_, index));
+    }
+    return Payload(input_len_, output_len_, PromptSeed(seed_, index));
   }
   const std::string& name() const override { return name_; }
   const std::vector<std::string>& warnings() const override { return warnings_; }
@@ -27,91 +43,150 @@ class SyntheticSource final : public PayloadSource {
  private:
   uint32_t input_len_, output_len_;
   uint64_t seed_;
+  std::vector<uint32_t> lengths_;
   std::string name_ = "synthetic";
   std::vector<std::string> warnings_;
 };
 
 class TableSource final : public PayloadSource {
  public:
-  TableSource(std::string name, std::vector<Payload> rows, std::vector<std::string> warnings)
-      : name_(std::move(name)), rows_(std::move(rows)), warnings_(std::move(warnings)) {}
+  TableSource(std::string name, std::vector<Payload> rows, std::vector<std::string> warnings,
+              std::vector<double> replay_offsets_s, bool replay)
+      : name_(std::move(name)),
+        rows_(std::move(rows)),
+        warnings_(std::move(warnings)),
+        replay_offsets_s_(std::move(replay_offsets_s)),
+        replay_(replay) {}
   Payload At(uint64_t index) const override { return rows_[index % rows_.size()]; }
   const std::string& name() const override { return name_; }
   const std::vector<std::string>& warnings() const override { return warnings_; }
+  const std::vector<double>* replay_offsets_s() const override {
+    return replay_ ? &replay_offsets_s_ : nullptr;
+  }
 
  private:
   std::string name_;
   std::vector<Payload> rows_;
   std::vector<std::string> warnings_;
+  std::vector<double> replay_offsets_s_;
+  bool replay_;
 };
 
-absl::StatusOr<uint32_t> ReadLength(const nlohmann::json& row, const char* key,
-                                    const std::string& where) {
-  auto it = row.find(key);
-  if (it == row.end() || !it->is_number_integer() || it->get<int64_t>() < 0 ||
-      it->get<int64_t>() > (1 << 24)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(where, ": \"", key, "\" must be a whole number of tokens, 0..16777216"));
+// Sorts the rows stably by timestamp when they are not in order; returns the
+// warning that says so (empty when they were in order).
+std::string SortByTimestamp(const std::string& path, DatasetRows& d) {
+  const size_t n = d.rows.size();
+  size_t first_bad = 0;
+  for (size_t i = 1; i < n; ++i) {
+    if (d.timestamps_ms[i] < d.timestamps_ms[i - 1]) {
+      first_bad = i;
+      break;
+    }
   }
-  return static_cast<uint32_t>(it->get<int64_t>());
+  if (first_bad == 0) return "";
+  const std::string warning = absl::StrCat(
+      "trace ", path, " is not in timestamp order (line ", d.lines[first_bad], " has timestamp ",
+      d.timestamps_ms[first_bad], " ms, line ", d.lines[first_bad - 1], " ",
+      d.timestamps_ms[first_bad - 1], " ms); for replay its first ", n,
+      " requests were sorted stably by timestamp, so request i is the i-th earliest of them");
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return d.timestamps_ms[a] < d.timestamps_ms[b]; });
+  DatasetRows sorted;
+  sorted.warnings = std::move(d.warnings);
+  for (size_t i : order) {
+    sorted.rows.push_back(std::move(d.rows[i]));
+    sorted.lines.push_back(d.lines[i]);
+    sorted.timestamps_ms.push_back(d.timestamps_ms[i]);
+  }
+  d = std::move(sorted);
+  return warning;
 }
 
-absl::StatusOr<std::unique_ptr<PayloadSource>> LoadMooncake(const std::string& path,
-                                                            uint64_t num_requests,
-                                                            uint64_t seed) {
-  std::ifstream in(path);
-  if (!in) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "invalid configuration:\n  dataset_path = \"", path, "\": cannot open the file"));
+// Offsets of requests 0..N-1 from the sorted timestamps of L rows:
+// (t − t_0) · scale / 1000 s; request i ≥ L uses row i mod L shifted by
+// ⌊i / L⌋ periods of span · L / (L − 1) (the span plus one mean interval).
+std::vector<double> ReplayOffsets(const std::vector<double>& timestamps_ms, double scale,
+                                  uint64_t num_requests) {
+  const size_t rows = timestamps_ms.size();
+  const double first = timestamps_ms.front();
+  std::vector<double> base(rows);
+  for (size_t i = 0; i < rows; ++i) base[i] = (timestamps_ms[i] - first) * scale / 1000.0;
+  const double period =
+      rows >= 2 ? base.back() * static_cast<double>(rows) / static_cast<double>(rows - 1) : 0.0;
+  std::vector<double> offsets(num_requests);
+  for (uint64_t i = 0; i < num_requests; ++i) {
+    offsets[i] = base[i % rows] + static_cast<double>(i / rows) * period;
   }
-  std::vector<Payload> rows;
-  std::string line;
-  uint64_t line_no = 0;
-  // Only the first N lines are needed: a run of 2,000 requests does not parse
-  // a trace of millions.
-  while (rows.size() < num_requests && std::getline(in, line)) {
-    ++line_no;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const std::string where = absl::StrCat("dataset_path ", path, " line ", line_no);
-    nlohmann::json row = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (row.is_discarded() || !row.is_object()) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ": not a JSON object"));
-    }
-    auto input = ReadLength(row, "input_length", where);
-    if (!input.ok()) return input.status();
-    auto output = ReadLength(row, "output_length", where);
-    if (!output.ok()) return output.status();
-    // max_tokens 0 is rejected by OpenAI-compatible servers; such trace rows
-    // ask for one token.
-    rows.push_back(Payload{*input, std::max<uint32_t>(*output, 1),
-                           PromptSeed(seed, rows.size())});
-  }
-  if (rows.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("dataset_path ", path, ": no requests in the file"));
-  }
-  std::vector<std::string> warnings;
-  if (rows.size() < num_requests) {
-    warnings.push_back(absl::StrCat("dataset ", path, " has ", rows.size(), " requests; ",
-                                    num_requests, " were asked for, so its rows are reused "
-                                                  "from the top (request i uses row i mod ",
-                                    rows.size(), ")"));
-  }
-  return std::unique_ptr<PayloadSource>(new TableSource(
-      std::filesystem::path(path).stem().string(), std::move(rows), std::move(warnings)));
+  return offsets;
 }
 
 }  // namespace
 
+void FillAssignmentPayload(Payload payload, surge::v1::Assignment* assignment) {
+  assignment->set_input_tokens(payload.input_tokens);
+  assignment->set_max_tokens(payload.max_tokens);
+  assignment->set_prompt_seed(payload.prompt_seed);
+  if (!payload.prompt_text.empty()) assignment->set_prompt_text(std::move(payload.prompt_text));
+  assignment->mutable_prefix_block_ids()->Assign(payload.prefix_block_ids.begin(),
+                                                 payload.prefix_block_ids.end());
+}
+
 absl::StatusOr<std::unique_ptr<PayloadSource>> MakePayloadSource(
     const surge::v1::DatasetConfig& dataset, uint64_t num_requests, uint64_t seed) {
   const std::string& name = dataset.dataset_name();
+  const std::string& path = dataset.dataset_path();
   if (name == "synthetic" || name == "random") {
-    return std::unique_ptr<PayloadSource>(
-        new SyntheticSource(dataset.random_input_len(), dataset.random_output_len(), seed));
+    auto dist = ParseLengthDist(dataset.random_len_dist());
+    if (!dist.ok()) return dist.status();
+    LengthDistParams params;
+    params.dist = *dist;
+    params.range_ratio = dataset.random_range_ratio();
+    params.stddev = dataset.random_len_stddev();
+    params.zipf_s = dataset.has_random_zipf_s() ? dataset.random_zipf_s() : 1.0;
+    return std::unique_ptr<PayloadSource>(new SyntheticSource(dataset, params, num_requests, seed));
   }
-  if (name == "mooncake") return LoadMooncake(dataset.dataset_path(), num_requests, seed);
-  return absl::InvalidArgumentError(absl::StrCat("dataset_name \"", name, "\" is not supported"));
+  const bool replay = dataset.trace_replay();
+  if (replay && name != "mooncake") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "trace_replay = true: only the \"mooncake\" dataset has timestamps, not \"", name, "\""));
+  }
+  absl::StatusOr<DatasetRows> rows;
+  if (name == "jsonl") {
+    rows = ReadJsonlRows(path, num_requests, dataset.random_output_len(), seed);
+  } else if (name == "sharegpt") {
+    rows = ReadShareGptRows(path, num_requests, dataset.random_output_len(), seed);
+  } else if (name == "mooncake") {
+    rows = ReadMooncakeRows(path, num_requests, seed, replay);
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("dataset_name \"", name, "\" is not supported"));
+  }
+  if (!rows.ok()) return rows.status();
+  std::vector<std::string> warnings = std::move(rows->warnings);
+  std::vector<double> offsets;
+  if (replay) {
+    if (std::string w = SortByTimestamp(path, *rows); !w.empty()) warnings.push_back(w);
+    const double scale = dataset.has_trace_time_scale() ? dataset.trace_time_scale() : 1.0;
+    offsets = ReplayOffsets(rows->timestamps_ms, scale, num_requests);
+  }
+  const size_t n_rows = rows->rows.size();
+  if (n_rows < num_requests) {
+    warnings.push_back(absl::StrCat(
+        "dataset ", path, " has ", n_rows, " requests; ", num_requests,
+        " were asked for, so its rows are reused from the top (request i uses row i mod ", n_rows,
+        ")",
+        replay ? absl::StrCat("; in replay each reuse starts one trace span plus one mean "
+                              "interval (",
+                              n_rows >= 2 ? offsets[n_rows - 1] * static_cast<double>(n_rows) /
+                                                static_cast<double>(n_rows - 1)
+                                          : 0.0,
+                              " s) after the one before")
+               : std::string()));
+  }
+  return std::unique_ptr<PayloadSource>(new TableSource(std::filesystem::path(path).stem().string(),
+                                                        std::move(rows->rows), std::move(warnings),
+                                                        std::move(offsets), replay));
 }
 
 }  // namespace surge::coordinator

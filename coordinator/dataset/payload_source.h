@@ -1,6 +1,8 @@
-// Where each request's payload comes from (R-MET-3). The coordinator sends
-// payload references (lengths and a prompt seed), never prompt text: workers
-// build the text from the built-in corpus (common/prompt_builder.h).
+// Where each request's payload comes from (R-MET-3; docs/DATASETS.md).
+// Synthetic and Mooncake payloads are references (lengths, a prompt seed,
+// shared-prefix block ids) that workers turn into text from the built-in
+// corpus (common/prompt_builder.h); jsonl and sharegpt payloads carry their
+// real prompt text inline.
 #ifndef SURGE_COORDINATOR_DATASET_PAYLOAD_SOURCE_H_
 #define SURGE_COORDINATOR_DATASET_PAYLOAD_SOURCE_H_
 
@@ -11,18 +13,33 @@
 
 #include "absl/status/statusor.h"
 #include "surge/v1/config.pb.h"
+#include "surge/v1/wire.pb.h"
 
 namespace surge::coordinator {
 
 // The payload of one request.
 struct Payload {
-  // Prompt length, approximate tokens (common/prompt_builder.h).
+  Payload() = default;
+  Payload(uint32_t input_tokens_in, uint32_t max_tokens_in, uint64_t prompt_seed_in)
+      : input_tokens(input_tokens_in), max_tokens(max_tokens_in), prompt_seed(prompt_seed_in) {}
+
+  // Prompt length, approximate tokens (common/prompt_builder.h); for a real
+  // prompt EstimateTokens(prompt_text).
   uint32_t input_tokens = 0;
   // max_tokens of the request.
   uint32_t max_tokens = 0;
-  // Where in the corpus the prompt starts.
+  // Where in the corpus the prompt (after its prefix blocks) starts.
   uint64_t prompt_seed = 0;
+  // The real prompt (jsonl, sharegpt); empty = built from the corpus.
+  std::string prompt_text;
+  // Shared-prefix block ids (Mooncake hash_ids), one per 512-token block.
+  std::vector<uint64_t> prefix_block_ids;
 };
+
+// Copies a payload into the payload fields of an assignment (input_tokens,
+// max_tokens, prompt_seed, prompt_text, prefix_block_ids): the dispatcher's
+// one way of doing it, so BuildAssignmentPrompt sees what the source meant.
+void FillAssignmentPayload(Payload payload, surge::v1::Assignment* assignment);
 
 // Payloads for request indices 0..N-1. Immutable after creation; thread-safe.
 class PayloadSource {
@@ -33,20 +50,41 @@ class PayloadSource {
   // Name used in output file names (R-PLOT-1): the dataset file's stem, or
   // "synthetic" when there is no file.
   virtual const std::string& name() const = 0;
-  // Human-readable notes for the log (e.g. the trace was cycled).
+  // Human-readable notes for the log (e.g. the file was cycled).
   virtual const std::vector<std::string>& warnings() const = 0;
+  // Trace replay: the planned offsets of requests 0..N-1, seconds,
+  // non-decreasing, the first 0 (coordinator/plan/replay_schedule.h); null
+  // unless the source was made with trace_replay.
+  virtual const std::vector<double>* replay_offsets_s() const { return nullptr; }
 };
 
 // Builds the source named by `dataset.dataset_name` for `num_requests`
-// requests; `seed` varies the prompt texts between runs.
-// - "synthetic"/"random": every request has random_input_len tokens and
-//   max_tokens random_output_len.
-// - "mooncake": one request per line of the Mooncake trace JSONL at
-//   dataset_path, in order: input_length → prompt tokens, output_length →
-//   max_tokens (timestamps and hash_ids are not used yet). When N exceeds the
-//   lines, the lines are reused from the top and a warning says so.
-// Errors: INVALID_ARGUMENT naming dataset_path and the line for a missing
-// file, a malformed line or a missing/negative length.
+// requests; `seed` is the run seed (length draws and prompt start words).
+// - "synthetic"/"random": input length random_input_len and max_tokens
+//   random_output_len, each drawn per request from random_len_dist
+//   (length_distribution.h) with an engine of its own seeded from `seed`
+//   (LengthEngineSeed), input then output for request 0, 1, ...
+// - "jsonl": one request per line of dataset_path, in order: "prompt" (a
+//   string) or "messages" (an OpenAI chat list; the contents are joined by a
+//   blank line into one prompt text), optional "max_tokens" (else
+//   random_output_len).
+// - "sharegpt": a JSON array of {"conversations": [{"from", "value"}, ...]};
+//   the first human turn is the prompt, max_tokens the estimated tokens of
+//   the answer right after it (else random_output_len). Conversations without
+//   a non-empty human turn are skipped, with one warning that counts them.
+//   Read as a stream: only the first N usable conversations are kept.
+// - "mooncake": one request per line of the Mooncake trace JSONL:
+//   input_length → prompt tokens, output_length → max_tokens (0 → 1),
+//   hash_ids → prefix_block_ids. With trace_replay the lines are sorted
+//   stably by timestamp (a warning says when they were not in order) and
+//   replay_offsets_s() gives (timestamp − earliest) · trace_time_scale / 1000.
+// Files are read up to the N-th request; when N exceeds the file's requests
+// they are reused from the top (request i uses row i mod rows) with a
+// warning; in replay each reuse is shifted by the trace's span plus its mean
+// interval, so the mean rate holds.
+// Errors: INVALID_ARGUMENT naming dataset_path and the line (the
+// conversation for sharegpt) for a missing file, a malformed line or a
+// missing/invalid field.
 absl::StatusOr<std::unique_ptr<PayloadSource>> MakePayloadSource(
     const surge::v1::DatasetConfig& dataset, uint64_t num_requests, uint64_t seed);
 

@@ -34,6 +34,9 @@ struct ResolvedTraffic {
   bool instant = false;
   // One line per R-RAMP condition that failed for a configured strategy.
   std::vector<std::string> warnings;
+  // True for a trace replay plan (replay_schedule.h): the rates are the
+  // trace's mean rate and `burstiness` is the trace's moment estimate.
+  bool trace_replay = false;
 };
 
 // "Linear", "Exponential", "" (page titles).
