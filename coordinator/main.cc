@@ -30,7 +30,8 @@ int SimServerCommand(const surge::simserver::SimServerOptions& options) {
     return 1;
   }
   (*server)->Start();
-  std::cout << "surge sim-server listening on http://" << options.address << ":"
+  std::cout << "surge sim-server listening on "
+            << (options.tls_cert_file.empty() ? "http://" : "https://") << options.address << ":"
             << (*server)->port() << " (model " << options.model << ")" << std::endl;
   surge::Clock& clock = surge::RealClock();
   while (!g_stop_sim.load()) {
@@ -67,6 +68,12 @@ int main(int argc, char** argv) {
   CLI::App* plan = app.add_subcommand("plan", "Compute and plot the schedule; send nothing.");
   plan_options.Register(*plan);
 
+  std::string report_folder;
+  CLI::App* report = app.add_subcommand(
+      "report", "Rebuild the summary and both pages of a run folder from its files.");
+  report->add_option("folder", report_folder, "The run folder (.../performances/{model})")
+      ->required();
+
   surge::worker::WorkerArgs worker_args;
   CLI::App* worker = app.add_subcommand("worker", "Run one worker connected to a coordinator.");
   worker->add_option("--connect", worker_args.connect, "Coordinator endpoint, tcp://host:port")
@@ -84,6 +91,30 @@ int main(int argc, char** argv) {
   sim->add_option("--ttft-ms", sim_options.ttft_ms, "Time to first token, ms (default 20)");
   sim->add_option("--itl-ms", sim_options.itl_ms, "Delay between tokens, ms (default 2)");
   sim->add_option("--model", sim_options.model, "Model name listed at /v1/models");
+  sim->add_option("--tls-cert", sim_options.tls_cert_file,
+                  "PEM certificate (chain) file: serve https (with --tls-key)");
+  sim->add_option("--tls-key", sim_options.tls_key_file, "PEM private key file of --tls-cert");
+  // Fault injection: fractions of completion requests in [0, 1], sum <= 1.
+  sim->add_option("--fault-429", sim_options.fault_429, "Fraction answered HTTP 429 (default 0)");
+  sim->add_option("--fault-500", sim_options.fault_500, "Fraction answered HTTP 500 (default 0)");
+  sim->add_option("--fault-503", sim_options.fault_503, "Fraction answered HTTP 503 (default 0)");
+  sim->add_option("--fault-reset", sim_options.fault_reset,
+                  "Fraction whose connection closes after --fault-after-tokens tokens");
+  sim->add_option("--fault-malformed", sim_options.fault_malformed,
+                  "Fraction with a non-JSON data line after --fault-after-tokens tokens");
+  sim->add_option("--fault-stall", sim_options.fault_stall,
+                  "Fraction that send nothing for --fault-stall-ms after --fault-after-tokens "
+                  "tokens");
+  sim->add_option("--fault-split", sim_options.fault_split,
+                  "Fraction whose events are written in small pieces at odd byte boundaries");
+  sim->add_option("--fault-error-event", sim_options.fault_error_event,
+                  "Fraction with an {\"error\": ...} event after --fault-after-tokens tokens");
+  sim->add_option("--fault-after-tokens", sim_options.fault_after_tokens,
+                  "Tokens sent before a mid-stream fault (default 1)");
+  sim->add_option("--fault-stall-ms", sim_options.fault_stall_ms,
+                  "Length of a stall, ms (default 1000)");
+  sim->add_option("--fault-seed", sim_options.fault_seed,
+                  "Seed of the fault draws: same seed, same faults (default 0)");
 
   try {
     app.parse(argc, argv);
@@ -106,6 +137,7 @@ int main(int argc, char** argv) {
     if (*plan) return surge::coordinator::PlanCommand(*config);
     return surge::coordinator::RunCommand(*config, SelfExe(argv[0]));
   }
+  if (*report) return surge::coordinator::ReportCommand(report_folder);
   if (*worker) return surge::worker::WorkerCommand(worker_args);
   if (*sim) return SimServerCommand(sim_options);
   return surge::coordinator::kExitConfigError;

@@ -6,6 +6,8 @@
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <iostream>
 #include <memory>
 #include <random>
@@ -15,16 +17,20 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/time_units.h"
 #include "common/zmq_transport.h"
+#include "coordinator/config/run_config.h"
 #include "coordinator/dataset/payload_source.h"
 #include "coordinator/dispatch/dispatcher.h"
 #include "coordinator/dispatch/worker_launcher.h"
 #include "coordinator/plan/arrival_schedule.h"
+#include "coordinator/plan/replay_schedule.h"
 #include "coordinator/plan/traffic.h"
 #include "coordinator/report/plot_pages.h"
+#include "coordinator/results/progress.h"
 #include "coordinator/results/run_files.h"
 #include "coordinator/results/summary.h"
 #include "simserver/sim_server.h"
@@ -67,8 +73,28 @@ std::string ConfigJson(const RunConfig& config) {
 absl::StatusOr<Prepared> Prepare(const RunConfig& config, const std::string& model,
                                  int* exit_code) {
   Prepared p;
-  const ResolvedTraffic traffic = ResolveTraffic(config);
-  for (const auto& w : traffic.warnings) LogWarning(w);  // R-RAMP: one warning
+  // Trace replay (docs/DATASETS.md): the trace's timestamps replace the
+  // generated schedule, so the traffic keys are ignored, with one warning.
+  const bool replay = config.dataset().trace_replay();
+  ResolvedTraffic traffic = ResolveTraffic(config);
+  if (replay) {
+    const auto& t = config.traffic_cfg();
+    std::vector<std::string> ignored;
+    if (config.request_rate() != 0) ignored.push_back("request_rate");
+    if (t.burstiness() != 0) ignored.push_back("traffic_cfg.burstiness");
+    if (!t.ramp_up_strategy().empty() && t.ramp_up_strategy() != "none") {
+      ignored.push_back("traffic_cfg.ramp_up_strategy");
+    }
+    if (t.has_ramp_up_start_rps()) ignored.push_back("traffic_cfg.ramp_up_start_rps");
+    if (t.has_ramp_up_end_rps()) ignored.push_back("traffic_cfg.ramp_up_end_rps");
+    if (!ignored.empty()) {
+      LogWarning(absl::StrCat("trace replay: the trace's timestamps set the schedule, so ",
+                              absl::StrJoin(ignored, ", "), " (flags --request-rate, "
+                              "--burstiness, --ramp-up-*) are ignored"));
+    }
+  } else {
+    for (const auto& w : traffic.warnings) LogWarning(w);  // R-RAMP: one warning
+  }
   auto payloads = MakePayloadSource(config.dataset(), config.num_prompts(), config.seed());
   if (!payloads.ok()) {
     *exit_code = kExitConfigError;
@@ -77,12 +103,23 @@ absl::StatusOr<Prepared> Prepare(const RunConfig& config, const std::string& mod
   p.payloads = *std::move(payloads);
   for (const auto& w : p.payloads->warnings()) LogWarning(w);
   p.dataset = p.payloads->name();
-  auto plan = BuildArrivalSchedule(traffic, config.num_prompts(), config.seed());
+  auto plan = replay && p.payloads->replay_offsets_s() != nullptr
+                  ? BuildReplaySchedule(*p.payloads->replay_offsets_s(), config.seed())
+                  : BuildArrivalSchedule(traffic, config.num_prompts(), config.seed());
   if (!plan.ok()) {
     *exit_code = kExitConfigError;
     return plan.status();
   }
   p.plan = *std::move(plan);
+  if (replay) {
+    traffic = p.plan.traffic;
+    LogInfo(absl::StrFormat(
+        "trace replay: %d requests over %g s (time scale %g), mean rate %g RPS, first request "
+        "at offset 0",
+        p.plan.size(), p.plan.offset_s.back(),
+        config.dataset().has_trace_time_scale() ? config.dataset().trace_time_scale() : 1.0,
+        traffic.target_rate_rps));
+  }
   LogInfo(absl::StrFormat(
       "plan: %d requests, seed %d, target rate %g RPS%s, burstiness %g%s", p.plan.size(),
       config.seed(), traffic.target_rate_rps,
@@ -109,13 +146,40 @@ absl::StatusOr<Prepared> Prepare(const RunConfig& config, const std::string& mod
   }
   // R-PLOT-0: no expected page in instant mode.
   if (!traffic.instant) {
-    if (absl::Status s = WriteExpectedPlotPage(
-            p.plan, p.folder / (p.dataset + "_rps_distribution_plot.html"));
+    if (absl::Status s = WriteExpectedPlotPage(p.plan, p.folder / ExpectedPlotFileName(p.dataset));
         !s.ok()) {
       return s;
     }
   }
   return p;
+}
+
+// The summary JSON, the printed table and the actual page: the end of
+// `surge run` and all of `surge report`. Failures are logged, not fatal: the
+// details file stays the source of truth.
+void WriteRunResults(const fs::path& folder, const std::string& dataset,
+                     const ArrivalSchedule& plan,
+                     const std::vector<surge::v1::RequestRecord>& records,
+                     const RunConfig& config, const nlohmann::json& context) {
+  const RunSummary summary = Summarize(records, &config.goodput());
+  if (absl::Status s = WriteJsonFile(SummaryToJson(summary, context), folder / (dataset + ".json"));
+      !s.ok()) {
+    LogError(s.ToString());
+  }
+  if (absl::Status s = WriteTextFile(SummaryToCsv(summary), folder / (dataset + ".csv")); !s.ok()) {
+    LogError(s.ToString());
+  }
+  std::vector<ActualSend> sends;
+  for (const auto& r : records) {
+    if (r.sent() && r.index() < plan.size()) {
+      sends.push_back(ActualSend{r.index(), NanosToSeconds(r.sent_ns())});
+    }
+  }
+  if (absl::Status s = WriteActualPlotPage(plan, sends, folder / ActualPlotFileName(dataset));
+      !s.ok()) {
+    LogError(s.ToString());
+  }
+  std::cout << FormatSummaryTable(summary);
 }
 
 int Fail(const absl::Status& status, int code) {
@@ -151,9 +215,8 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe) {
   // R-UI-1: no target → the built-in simulated server, started and stopped here.
   std::unique_ptr<surge::simserver::SimServer> sim;
   if (config.target().base_url().empty()) {
-    surge::simserver::SimServerOptions options;
-    options.ttft_ms = config.sim_server().ttft_ms();
-    options.itl_ms = config.sim_server().itl_ms();
+    const surge::simserver::SimServerOptions options =
+        surge::simserver::SimServerOptionsFromConfig(config.sim_server());
     auto server = surge::simserver::SimServer::Create(options);
     if (!server.ok()) return Fail(server.status(), kExitFailure);
     sim = *std::move(server);
@@ -163,7 +226,7 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe) {
                          " (TTFT ", options.ttft_ms, " ms, ", options.itl_ms, " ms per token)"));
   }
   if (config.target().model().empty()) {
-    auto model = surge::worker::FetchFirstModel(config.target().base_url(),
+    auto model = surge::worker::FetchFirstModel(config.target(),
                                                 std::chrono::milliseconds(10000));
     if (!model.ok()) return Fail(model.status(), kExitFailure);
     config.mutable_target()->set_model(*model);
@@ -202,6 +265,8 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe) {
     return Fail(s, kExitFailure);
   }
 
+  ProgressReporter progress(stderr, isatty(fileno(stderr)) != 0);
+  options.on_progress = [&progress](const DispatchProgress& p) { progress.Update(p); };
   auto details = DetailsWriter::Create(p.folder / (p.dataset + "_details.jsonl"));
   if (!details.ok()) return Fail(details.status(), kExitFailure);
   std::vector<surge::v1::RequestRecord> records;
@@ -220,13 +285,13 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe) {
   g_dispatcher.store(&dispatcher);
   if (g_interrupted.load()) dispatcher.RequestStop();
   auto outcome = dispatcher.Run();
+  progress.Finish();
   g_dispatcher.store(nullptr);
   launcher.Stop(std::chrono::milliseconds(3000));
   if (sim) sim->Stop();
   if (!outcome.ok() && records.empty()) return Fail(outcome.status(), kExitFailure);
 
   // Summary and the actual page, also after an interrupt or worker loss (R-ACT-1).
-  const RunSummary summary = Summarize(records);
   nlohmann::json context = {
       {"seed", config.seed()},
       {"dataset", p.dataset},
@@ -236,6 +301,7 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe) {
       {"ramp_up_active", p.plan.traffic.ramp_active},
       {"ramp_up_strategy", std::string(RampStrategyTitle(p.plan.traffic.strategy))},
       {"instant_mode", p.plan.traffic.instant},
+      {"trace_replay", p.plan.traffic.trace_replay},
       {"base_url", config.target().base_url()},
       {"endpoint", config.target().endpoint()},
       {"model", config.target().model()},
@@ -248,22 +314,104 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe) {
       {"clock_offsets_ns", std::vector<int64_t>(workers, 0)},
       {"clock_note", "local workers share the coordinator's CLOCK_MONOTONIC: offset 0 exactly"},
   };
-  if (absl::Status s = WriteJsonFile(SummaryToJson(summary, context), p.folder / (p.dataset + ".json"));
-      !s.ok()) {
-    LogError(s.ToString());
-  }
-  std::vector<ActualSend> sends;
-  for (const auto& r : records) {
-    if (r.sent()) sends.push_back(ActualSend{r.index(), NanosToSeconds(r.sent_ns())});
-  }
-  if (absl::Status s = WriteActualPlotPage(
-          p.plan, sends, p.folder / (p.dataset + "_rps_distribution_plot_with_actual_rps.html"));
-      !s.ok()) {
-    LogError(s.ToString());
-  }
-  std::cout << FormatSummaryTable(summary) << "results: " << p.folder.string() << std::endl;
+  WriteRunResults(p.folder, p.dataset, p.plan, records, config, context);
+  std::cout << "results: " << p.folder.string() << std::endl;
   if (!outcome.ok()) return Fail(outcome.status(), kExitFailure);
   return outcome->interrupted ? kExitInterrupted : kExitOk;
+}
+
+}  // namespace surge::coordinator
+
+namespace surge::coordinator {
+
+int ReportCommand(const std::string& folder_arg) {
+  const fs::path folder(folder_arg);
+  // The dataset stem comes from the one `{dataset}_plan.csv` in the folder.
+  std::string dataset;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(folder, ec)) {
+    const std::string name = entry.path().filename().string();
+    const std::string suffix = "_plan.csv";
+    if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(),
+                                                    suffix) == 0) {
+      dataset = name.substr(0, name.size() - suffix.size());
+    }
+  }
+  if (ec || dataset.empty()) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat(
+                    "run folder = \"", folder_arg,
+                    "\": no {dataset}_plan.csv in it; give the folder that `surge run` printed "
+                    "(.../performances/{model})")),
+                kExitConfigError);
+  }
+  // The configuration used, for the traffic facts the CSV does not hold.
+  RunConfig config = DefaultRunConfig();
+  {
+    std::ifstream in(folder / "run_config.json");
+    std::stringstream text;
+    text << in.rdbuf();
+    google::protobuf::util::JsonParseOptions options;
+    options.ignore_unknown_fields = true;
+    if (!in || !google::protobuf::util::JsonStringToMessage(text.str(), &config, options).ok()) {
+      return Fail(absl::DataLossError(absl::StrCat("cannot read ", (folder / "run_config.json").string())),
+                  kExitFailure);
+    }
+  }
+  auto plan = ReadPlanCsv(folder / (dataset + "_plan.csv"), ResolveTraffic(config), config.seed());
+  if (!plan.ok()) return Fail(plan.status(), kExitFailure);
+  // A replayed trace's traffic facts come from its offsets, not the keys.
+  if (config.dataset().trace_replay()) plan->traffic = ResolveReplayTraffic(plan->offset_s);
+
+  // Records as written; a line cut by a crash is skipped. Requests without a
+  // record (the run ended before it arrived) are counted as lost.
+  std::vector<surge::v1::RequestRecord> records;
+  std::vector<bool> seen(plan->size(), false);
+  uint64_t skipped = 0;
+  {
+    std::ifstream in(folder / (dataset + "_details.jsonl"));
+    std::string line;
+    while (std::getline(in, line)) {
+      auto r = ParseDetailsLine(line);
+      if (!r.ok() || r->index() >= plan->size() || seen[r->index()]) {
+        ++skipped;
+        continue;
+      }
+      seen[r->index()] = true;
+      records.push_back(*std::move(r));
+    }
+  }
+  uint64_t missing = 0;
+  for (uint64_t i = 0; i < plan->size(); ++i) {
+    if (seen[i]) continue;
+    ++missing;
+    surge::v1::RequestRecord r;
+    r.set_index(i);
+    r.set_worker(-1);
+    r.set_planned_ns(SecondsToNanos(plan->offset_s[i]));
+    r.set_status(surge::v1::LOST);
+    r.set_error("no_record: the run ended before this request's record was written");
+    records.push_back(std::move(r));
+  }
+  if (skipped > 0) LogWarning(absl::StrCat(skipped, " unreadable or duplicate details lines skipped"));
+  if (missing > 0) LogWarning(absl::StrCat(missing, " planned requests have no record; counted as lost"));
+
+  nlohmann::json context = nlohmann::json::object();
+  {
+    std::ifstream in(folder / (dataset + ".json"));
+    nlohmann::json old = nlohmann::json::parse(in, nullptr, false);
+    if (old.is_object() && old.contains("run")) context = old["run"];
+  }
+  context["seed"] = config.seed();
+  context["dataset"] = dataset;
+  context["rebuilt_by_report"] = true;
+  if (!plan->traffic.instant) {
+    if (absl::Status s = WriteExpectedPlotPage(*plan, folder / ExpectedPlotFileName(dataset)); !s.ok()) {
+      LogError(s.ToString());
+    }
+  }
+  WriteRunResults(folder, dataset, *plan, records, config, context);
+  std::cout << "results: " << folder.string() << std::endl;
+  return kExitOk;
 }
 
 }  // namespace surge::coordinator

@@ -24,6 +24,11 @@ int PlanCommand(const surge::v1::RunConfig& config);
 // local workers run.
 int RunCommand(const surge::v1::RunConfig& config, const std::string& self_exe);
 
+// `surge report <run folder>`: rebuilds the summary and both pages from the
+// run's files (plan CSV, details JSONL, run_config.json), also after a crash;
+// planned requests without a record count as lost (R-OUT-1).
+int ReportCommand(const std::string& folder);
+
 }  // namespace surge::coordinator
 
 #endif  // SURGE_COORDINATOR_CLI_COMMANDS_H_

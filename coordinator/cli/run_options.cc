@@ -13,7 +13,9 @@ namespace {
 
 using surge::v1::RunConfig;
 
-enum class Kind { kNumber, kCount, kText };
+// kSwitch: a flag without value ("true"); kList: repeatable, `set` runs once
+// per occurrence.
+enum class Kind { kNumber, kCount, kText, kSwitch, kList };
 
 struct Flag {
   const char* name;   // without "--"
@@ -83,17 +85,46 @@ const std::vector<Flag>& Flags() {
        "Request path: /v1/chat/completions (default) or /v1/completions.",
        [](RunConfig* c, const std::string& v) { c->mutable_target()->set_endpoint(v); }},
       {"dataset-name", "dataset_name", Kind::kText,
-       "synthetic (alias random; default) or mooncake.",
+       "synthetic (alias random; default), jsonl, sharegpt or mooncake.",
        [](RunConfig* c, const std::string& v) { c->mutable_dataset()->set_dataset_name(v); }},
-      {"dataset-path", "dataset_path", Kind::kText, "Dataset file (mooncake: the trace JSONL).",
+      {"dataset-path", "dataset_path", Kind::kText,
+       "Dataset file (jsonl, sharegpt JSON, mooncake trace JSONL).",
        [](RunConfig* c, const std::string& v) { c->mutable_dataset()->set_dataset_path(v); }},
       {"random-input-len", "random_input_len", Kind::kCount,
        "Synthetic prompt length, tokens (default 1024).",
        [](RunConfig* c, const std::string& v) { c->mutable_dataset()->set_random_input_len(U32(v)); }},
       {"random-output-len", "random_output_len", Kind::kCount,
-       "Synthetic max_tokens (default 128).",
+       "Synthetic max_tokens; also for jsonl/sharegpt requests without one (default 128).",
        [](RunConfig* c, const std::string& v) {
          c->mutable_dataset()->set_random_output_len(U32(v));
+       }},
+      // Datasets (R-MET-3, docs/DATASETS.md).
+      {"random-len-dist", "random_len_dist", Kind::kText,
+       "Synthetic lengths per request: fixed (default), uniform, gaussian or zipf.",
+       [](RunConfig* c, const std::string& v) { c->mutable_dataset()->set_random_len_dist(v); }},
+      {"random-range-ratio", "random_range_ratio", Kind::kNumber,
+       "uniform: lengths in [len*(1-r), len*(1+r)], 0 <= r < 1 (default 0).",
+       [](RunConfig* c, const std::string& v) {
+         c->mutable_dataset()->set_random_range_ratio(D(v));
+       }},
+      {"random-len-stddev", "random_len_stddev", Kind::kNumber,
+       "gaussian: standard deviation of both lengths, tokens (default 0).",
+       [](RunConfig* c, const std::string& v) {
+         c->mutable_dataset()->set_random_len_stddev(D(v));
+       }},
+      {"random-zipf-s", "random_zipf_s", Kind::kNumber,
+       "zipf: exponent s > 0 of P(k) ~ k^-s over k = 1..2*len (default 1).",
+       [](RunConfig* c, const std::string& v) { c->mutable_dataset()->set_random_zipf_s(D(v)); }},
+      {"trace-replay", "trace_replay", Kind::kSwitch,
+       "mooncake: send each request at the trace's timestamp instead of the generated "
+       "schedule (request rate, burstiness and ramp-up are then ignored).",
+       [](RunConfig* c, const std::string& v) {
+         c->mutable_dataset()->set_trace_replay(v == "true");
+       }},
+      {"trace-time-scale", "trace_time_scale", Kind::kNumber,
+       "Trace replay: multiply the trace's times by this, > 0 (0.5 = twice as fast; default 1).",
+       [](RunConfig* c, const std::string& v) {
+         c->mutable_dataset()->set_trace_time_scale(D(v));
        }},
       {"sim-ttft-ms", "sim_ttft_ms", Kind::kNumber,
        "Built-in server: time to first token, ms (default 20).",
@@ -101,6 +132,72 @@ const std::vector<Flag>& Flags() {
       {"sim-itl-ms", "sim_itl_ms", Kind::kNumber,
        "Built-in server: delay between tokens, ms (default 2).",
        [](RunConfig* c, const std::string& v) { c->mutable_sim_server()->set_itl_ms(D(v)); }},
+      // Target options of R-REQ-1 (the API key only from a file or the environment).
+      {"request-timeout-s", "request_timeout_s", Kind::kNumber,
+       "Per-request timeout, seconds; 0 = none (default 600).",
+       [](RunConfig* c, const std::string& v) {
+         c->mutable_target()->set_request_timeout_s(D(v));
+       }},
+      {"ca-cert", "ca_cert_path", Kind::kText,
+       "https: PEM file of the CA certificate(s) to trust instead of the system store.",
+       [](RunConfig* c, const std::string& v) { c->mutable_target()->set_ca_cert_path(v); }},
+      {"insecure", "insecure_skip_verify", Kind::kSwitch,
+       "https: do not verify the server's certificate (testing only).",
+       [](RunConfig* c, const std::string& v) {
+         c->mutable_target()->set_insecure_skip_verify(v == "true");
+       }},
+      {"api-key-file", "api_key_file", Kind::kText,
+       "File holding the API key (sent as a Bearer token; default: $OPENAI_API_KEY).",
+       [](RunConfig* c, const std::string& v) { c->mutable_target()->set_api_key_file(v); }},
+      {"header", "headers", Kind::kList,
+       "Extra request header \"Name: value\"; repeatable; adds to the --config file's headers.",
+       [](RunConfig* c, const std::string& v) { c->mutable_target()->add_headers(v); }},
+      {"extra-body", "extra_body_json", Kind::kText,
+       "JSON object merged into every request body, e.g. "
+       "'{\"temperature\":0,\"ignore_eos\":true}'.",
+       [](RunConfig* c, const std::string& v) { c->mutable_target()->set_extra_body_json(v); }},
+      // Built-in server fault injection: fractions of requests in [0, 1], sum <= 1.
+      {"sim-fault-429", "sim_fault_429", Kind::kNumber,
+       "Built-in server: fraction of requests answered HTTP 429 (default 0).",
+       [](RunConfig* c, const std::string& v) { c->mutable_sim_server()->set_fault_429(D(v)); }},
+      {"sim-fault-500", "sim_fault_500", Kind::kNumber,
+       "Built-in server: fraction answered HTTP 500 (default 0).",
+       [](RunConfig* c, const std::string& v) { c->mutable_sim_server()->set_fault_500(D(v)); }},
+      {"sim-fault-503", "sim_fault_503", Kind::kNumber,
+       "Built-in server: fraction answered HTTP 503 (default 0).",
+       [](RunConfig* c, const std::string& v) { c->mutable_sim_server()->set_fault_503(D(v)); }},
+      {"sim-fault-reset", "sim_fault_reset", Kind::kNumber,
+       "Built-in server: fraction whose connection closes mid-stream (default 0).",
+       [](RunConfig* c, const std::string& v) { c->mutable_sim_server()->set_fault_reset(D(v)); }},
+      {"sim-fault-malformed", "sim_fault_malformed", Kind::kNumber,
+       "Built-in server: fraction with a non-JSON data line mid-stream (default 0).",
+       [](RunConfig* c, const std::string& v) {
+         c->mutable_sim_server()->set_fault_malformed(D(v));
+       }},
+      {"sim-fault-stall", "sim_fault_stall", Kind::kNumber,
+       "Built-in server: fraction that stall mid-stream for --sim-fault-stall-ms (default 0).",
+       [](RunConfig* c, const std::string& v) { c->mutable_sim_server()->set_fault_stall(D(v)); }},
+      {"sim-fault-split", "sim_fault_split", Kind::kNumber,
+       "Built-in server: fraction written in pieces at odd byte boundaries (default 0).",
+       [](RunConfig* c, const std::string& v) { c->mutable_sim_server()->set_fault_split(D(v)); }},
+      {"sim-fault-error-event", "sim_fault_error_event", Kind::kNumber,
+       "Built-in server: fraction with an {\"error\": ...} event mid-stream (default 0).",
+       [](RunConfig* c, const std::string& v) {
+         c->mutable_sim_server()->set_fault_error_event(D(v));
+       }},
+      {"sim-fault-after-tokens", "sim_fault_after_tokens", Kind::kCount,
+       "Built-in server: tokens sent before a mid-stream fault (default 1).",
+       [](RunConfig* c, const std::string& v) {
+         c->mutable_sim_server()->set_fault_after_tokens(U32(v));
+       }},
+      {"sim-fault-stall-ms", "sim_fault_stall_ms", Kind::kNumber,
+       "Built-in server: length of a stall, ms (default 1000).",
+       [](RunConfig* c, const std::string& v) {
+         c->mutable_sim_server()->set_fault_stall_ms(D(v));
+       }},
+      {"sim-fault-seed", "sim_fault_seed", Kind::kCount,
+       "Built-in server: seed of the fault draws (default 0).",
+       [](RunConfig* c, const std::string& v) { c->mutable_sim_server()->set_fault_seed(U(v)); }},
   };
   return *flags;
 }
@@ -111,9 +208,19 @@ void RunOptions::Register(CLI::App& command) {
   command.add_option("--config", config_path_,
                      "YAML file with the AISBench keys (request_rate, traffic_cfg, ...); flags "
                      "override it.");
+  command
+      .add_option("--goodput", goodput_,
+                  "Service-level objectives for goodput, vLLM's syntax: ttft:MS tpot:MS e2el:MS "
+                  "(any of them).")
+      ->expected(1, 3);
   for (const Flag& f : Flags()) {
     auto& slot = values_[f.name];
-    slot.first = command.add_option(absl::StrCat("--", f.name), slot.second, f.help);
+    if (f.kind == Kind::kSwitch) {
+      slot.first = command.add_flag(absl::StrCat("--", f.name), slot.second, f.help);
+    } else {
+      slot.first = command.add_option(absl::StrCat("--", f.name), slot.second, f.help);
+      if (f.kind == Kind::kList) slot.first->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+    }
   }
 }
 
@@ -126,6 +233,10 @@ absl::StatusOr<RunConfig> RunOptions::Resolve() const {
   for (const Flag& f : Flags()) {
     const auto& [option, value] = values_.at(f.name);
     if (option == nullptr || option->count() == 0) continue;
+    if (f.kind == Kind::kList) {
+      for (const std::string& item : option->results()) f.set(&config, item);
+      continue;
+    }
     bool ok = true;
     if (f.kind == Kind::kNumber) {
       double v;
@@ -137,6 +248,21 @@ absl::StatusOr<RunConfig> RunOptions::Resolve() const {
       if (!ok) errors.push_back(absl::StrCat("  ", f.field, " = \"", value, "\": must be a whole number >= 0 (flag --", f.name, ")"));
     }
     if (ok) f.set(&config, value);
+  }
+  for (const std::string& objective : goodput_) {
+    const size_t colon = objective.find(':');
+    const std::string key = objective.substr(0, colon);
+    double ms = 0;
+    if (colon == std::string::npos || !absl::SimpleAtod(objective.substr(colon + 1), &ms) ||
+        (key != "ttft" && key != "tpot" && key != "e2el")) {
+      errors.push_back(absl::StrCat("  goodput = \"", objective,
+                                    "\": must be ttft:MS, tpot:MS or e2el:MS (flag --goodput)"));
+      continue;
+    }
+    auto* g = config.mutable_goodput();
+    if (key == "ttft") g->set_ttft_ms(ms);
+    if (key == "tpot") g->set_tpot_ms(ms);
+    if (key == "e2el") g->set_e2el_ms(ms);
   }
   if (!errors.empty()) {
     return absl::InvalidArgumentError(

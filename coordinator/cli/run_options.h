@@ -6,6 +6,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -27,6 +28,8 @@ class RunOptions {
 
  private:
   std::string config_path_;
+  // --goodput ttft:MS tpot:MS e2el:MS (vLLM's syntax).
+  std::vector<std::string> goodput_;
   // flag name without dashes → (option, value)
   std::map<std::string, std::pair<CLI::Option*, std::string>> values_;
 };

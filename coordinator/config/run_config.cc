@@ -11,6 +11,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "nlohmann/json.hpp"
+#include "worker/http/target_checks.h"
 
 namespace surge::coordinator {
 namespace {
@@ -87,6 +89,36 @@ bool ReadBool(const YAML::Node& node, const std::string& field, Errors& errors, 
   return false;
 }
 
+// A YAML value as JSON (for extra_body_json given as a mapping): plain
+// scalars by the YAML core schema (null, true/false, integers, floats),
+// quoted scalars as strings.
+nlohmann::json YamlToJson(const YAML::Node& node) {
+  if (node.IsMap()) {
+    nlohmann::json object = nlohmann::json::object();
+    for (const auto& item : node) object[item.first.as<std::string>()] = YamlToJson(item.second);
+    return object;
+  }
+  if (node.IsSequence()) {
+    nlohmann::json array = nlohmann::json::array();
+    for (const auto& item : node) array.push_back(YamlToJson(item));
+    return array;
+  }
+  if (!node.IsScalar()) return nullptr;
+  const std::string& s = node.Scalar();
+  if (node.Tag() == "!") return s;  // quoted
+  const std::string lower = absl::AsciiStrToLower(s);
+  if (lower == "null" || s == "~" || s.empty()) return nullptr;
+  if (lower == "true") return true;
+  if (lower == "false") return false;
+  int64_t i;
+  if (absl::SimpleAtoi(s, &i)) return i;
+  double d;
+  if (s.find_first_not_of("0123456789+-.eE") == std::string::npos && absl::SimpleAtod(s, &d)) {
+    return d;
+  }
+  return s;
+}
+
 using Setter = std::function<void(const YAML::Node&, const std::string&, Errors&, RunConfig*)>;
 
 Setter Double(std::function<void(RunConfig*, double)> set) {
@@ -157,8 +189,86 @@ const std::map<std::string, Setter>& TopKeys() {
       {"random_output_len", Uint([](RunConfig* c, uint64_t v) {
          c->mutable_dataset()->set_random_output_len(static_cast<uint32_t>(std::min<uint64_t>(v, 1u << 30)));
        })},
+      // Datasets (R-MET-3, docs/DATASETS.md): synthetic length draws, replay.
+      {"random_len_dist", String([](RunConfig* c, const std::string& v) {
+         c->mutable_dataset()->set_random_len_dist(v);
+       })},
+      {"random_range_ratio",
+       Double([](RunConfig* c, double v) { c->mutable_dataset()->set_random_range_ratio(v); })},
+      {"random_len_stddev",
+       Double([](RunConfig* c, double v) { c->mutable_dataset()->set_random_len_stddev(v); })},
+      {"random_zipf_s",
+       Double([](RunConfig* c, double v) { c->mutable_dataset()->set_random_zipf_s(v); })},
+      {"trace_replay",
+       [](const YAML::Node& n, const std::string& f, Errors& e, RunConfig* c) {
+         bool v;
+         if (ReadBool(n, f, e, &v)) c->mutable_dataset()->set_trace_replay(v);
+       }},
+      {"trace_time_scale",
+       Double([](RunConfig* c, double v) { c->mutable_dataset()->set_trace_time_scale(v); })},
       {"sim_ttft_ms", Double([](RunConfig* c, double v) { c->mutable_sim_server()->set_ttft_ms(v); })},
       {"sim_itl_ms", Double([](RunConfig* c, double v) { c->mutable_sim_server()->set_itl_ms(v); })},
+      // Target options of R-REQ-1 (the API key itself never: only its file).
+      {"ca_cert_path", String([](RunConfig* c, const std::string& v) {
+         c->mutable_target()->set_ca_cert_path(v);
+       })},
+      {"insecure_skip_verify",
+       [](const YAML::Node& n, const std::string& f, Errors& e, RunConfig* c) {
+         bool v;
+         if (ReadBool(n, f, e, &v)) c->mutable_target()->set_insecure_skip_verify(v);
+       }},
+      {"api_key_file", String([](RunConfig* c, const std::string& v) {
+         c->mutable_target()->set_api_key_file(v);
+       })},
+      {"headers",  // a list of "Name: value" strings
+       [](const YAML::Node& n, const std::string& f, Errors& e, RunConfig* c) {
+         if (n.IsNull()) return;
+         if (!n.IsSequence()) {
+           e.Add(f, Show(n), "must be a list of \"Name: value\" strings");
+           return;
+         }
+         c->mutable_target()->clear_headers();
+         for (size_t i = 0; i < n.size(); ++i) {
+           std::string v;
+           if (ReadString(n[i], absl::StrCat(f, "[", i, "]"), e, &v)) {
+             c->mutable_target()->add_headers(v);
+           }
+         }
+       }},
+      {"extra_body_json",  // JSON text, or a mapping written as YAML
+       [](const YAML::Node& n, const std::string& f, Errors& e, RunConfig* c) {
+         if (n.IsMap()) {
+           c->mutable_target()->set_extra_body_json(YamlToJson(n).dump());
+           return;
+         }
+         std::string v;
+         if (ReadString(n, f, e, &v)) c->mutable_target()->set_extra_body_json(v);
+       }},
+      // Built-in server fault injection (fractions of requests).
+      {"sim_fault_429",
+       Double([](RunConfig* c, double v) { c->mutable_sim_server()->set_fault_429(v); })},
+      {"sim_fault_500",
+       Double([](RunConfig* c, double v) { c->mutable_sim_server()->set_fault_500(v); })},
+      {"sim_fault_503",
+       Double([](RunConfig* c, double v) { c->mutable_sim_server()->set_fault_503(v); })},
+      {"sim_fault_reset",
+       Double([](RunConfig* c, double v) { c->mutable_sim_server()->set_fault_reset(v); })},
+      {"sim_fault_malformed",
+       Double([](RunConfig* c, double v) { c->mutable_sim_server()->set_fault_malformed(v); })},
+      {"sim_fault_stall",
+       Double([](RunConfig* c, double v) { c->mutable_sim_server()->set_fault_stall(v); })},
+      {"sim_fault_split",
+       Double([](RunConfig* c, double v) { c->mutable_sim_server()->set_fault_split(v); })},
+      {"sim_fault_error_event",
+       Double([](RunConfig* c, double v) { c->mutable_sim_server()->set_fault_error_event(v); })},
+      {"sim_fault_after_tokens", Uint([](RunConfig* c, uint64_t v) {
+         c->mutable_sim_server()->set_fault_after_tokens(
+             static_cast<uint32_t>(std::min<uint64_t>(v, 1u << 30)));
+       })},
+      {"sim_fault_stall_ms",
+       Double([](RunConfig* c, double v) { c->mutable_sim_server()->set_fault_stall_ms(v); })},
+      {"sim_fault_seed",
+       Uint([](RunConfig* c, uint64_t v) { c->mutable_sim_server()->set_fault_seed(v); })},
   };
   return *keys;
 }
@@ -185,8 +295,13 @@ RunConfig DefaultRunConfig() {
   c.mutable_dataset()->set_dataset_name("synthetic");
   c.mutable_dataset()->set_random_input_len(1024);
   c.mutable_dataset()->set_random_output_len(128);
+  c.mutable_dataset()->set_random_len_dist("fixed");
+  c.mutable_dataset()->set_random_zipf_s(1.0);
+  c.mutable_dataset()->set_trace_time_scale(1.0);
   c.mutable_sim_server()->set_ttft_ms(20);
   c.mutable_sim_server()->set_itl_ms(2);
+  c.mutable_sim_server()->set_fault_after_tokens(1);
+  c.mutable_sim_server()->set_fault_stall_ms(1000);
   return c;
 }
 
@@ -209,6 +324,27 @@ absl::Status LoadYamlConfig(const std::string& path, RunConfig* config) {
   }
   for (const auto& item : root) {
     const std::string key = item.first.as<std::string>();
+    if (key == "goodput") {
+      if (item.second.IsNull()) continue;
+      if (!item.second.IsMap()) {
+        errors.Add("goodput", Show(item.second), "must be a mapping of ttft_ms, tpot_ms, e2el_ms");
+        continue;
+      }
+      for (const auto& sub : item.second) {
+        const std::string sub_key = sub.first.as<std::string>();
+        const std::string field = absl::StrCat("goodput.", sub_key);
+        double v;
+        if (sub_key != "ttft_ms" && sub_key != "tpot_ms" && sub_key != "e2el_ms") {
+          errors.Add(field, Show(sub.second), "unknown key; allowed in goodput: ttft_ms, tpot_ms, e2el_ms");
+        } else if (ReadDouble(sub.second, field, errors, &v)) {
+          auto* g = config->mutable_goodput();
+          if (sub_key == "ttft_ms") g->set_ttft_ms(v);
+          if (sub_key == "tpot_ms") g->set_tpot_ms(v);
+          if (sub_key == "e2el_ms") g->set_e2el_ms(v);
+        }
+      }
+      continue;
+    }
     if (key == "traffic_cfg") {
       if (item.second.IsNull()) continue;
       if (!item.second.IsMap()) {
@@ -231,7 +367,7 @@ absl::Status LoadYamlConfig(const std::string& path, RunConfig* config) {
     auto it = TopKeys().find(key);
     if (it == TopKeys().end()) {
       errors.Add(key, Show(item.second),
-                 absl::StrCat("unknown key; allowed: traffic_cfg, ", KeyList(TopKeys())));
+                 absl::StrCat("unknown key; allowed: traffic_cfg, goodput, ", KeyList(TopKeys())));
       continue;
     }
     it->second(item.second, key, errors, config);
@@ -291,14 +427,19 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
   }
   const auto& d = c.dataset();
   const std::string& name = d.dataset_name();
-  if (name != "synthetic" && name != "random" && name != "mooncake") {
+  if (name != "synthetic" && name != "random" && name != "jsonl" && name != "sharegpt" &&
+      name != "mooncake") {
     errors.Add("dataset_name", absl::StrCat("\"", name, "\""),
-               "must be \"synthetic\" (alias \"random\") or \"mooncake\" (flag --dataset-name)");
+               "must be \"synthetic\" (alias \"random\"), \"jsonl\", \"sharegpt\" or "
+               "\"mooncake\" (flag --dataset-name)");
   }
-  if (name == "mooncake" && d.dataset_path().empty()) {
+  if ((name == "jsonl" || name == "sharegpt" || name == "mooncake") && d.dataset_path().empty()) {
+    const char* file = name == "jsonl"      ? "a JSONL file of prompts"
+                       : name == "sharegpt" ? "a ShareGPT JSON file"
+                                            : "a Mooncake trace JSONL file";
     errors.Add("dataset_path", "\"\"",
-               "must name a Mooncake trace JSONL file when dataset_name is \"mooncake\" "
-               "(flag --dataset-path)");
+               absl::StrCat("must name ", file, " when dataset_name is \"", name,
+                            "\" (flag --dataset-path)"));
   }
   if (d.random_input_len() < 1) {
     errors.Add("random_input_len", "0", "must be >= 1 tokens (flag --random-input-len)");
@@ -306,8 +447,82 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
   if (d.random_output_len() < 1) {
     errors.Add("random_output_len", "0", "must be >= 1 tokens (flag --random-output-len)");
   }
+  const std::string& dist = d.random_len_dist();
+  if (!(dist.empty() || dist == "fixed" || dist == "uniform" || dist == "gaussian" ||
+        dist == "zipf")) {
+    errors.Add("random_len_dist", absl::StrCat("\"", dist, "\""),
+               "must be \"fixed\", \"uniform\", \"gaussian\" or \"zipf\" (flag --random-len-dist)");
+  }
+  if (!(d.random_range_ratio() >= 0 && d.random_range_ratio() < 1)) {
+    errors.Add("random_range_ratio", Num(d.random_range_ratio()),
+               "must be a number in [0, 1) (flag --random-range-ratio)");
+  }
+  non_negative("random_len_stddev", "--random-len-stddev", d.random_len_stddev());
+  if (d.has_random_zipf_s() && !(std::isfinite(d.random_zipf_s()) && d.random_zipf_s() > 0)) {
+    errors.Add("random_zipf_s", Num(d.random_zipf_s()),
+               "must be a finite number > 0 (flag --random-zipf-s)");
+  }
+  if (d.trace_replay() && name != "mooncake") {
+    errors.Add("trace_replay", "true",
+               absl::StrCat("only the \"mooncake\" dataset has timestamps to replay, not \"",
+                            name, "\" (flag --trace-replay)"));
+  }
+  if (d.has_trace_time_scale() &&
+      !(std::isfinite(d.trace_time_scale()) && d.trace_time_scale() > 0)) {
+    errors.Add("trace_time_scale", Num(d.trace_time_scale()),
+               "must be a finite number > 0 (flag --trace-time-scale)");
+  }
+  if (c.goodput().has_ttft_ms()) non_negative("goodput.ttft_ms", "--goodput ttft:MS", c.goodput().ttft_ms());
+  if (c.goodput().has_tpot_ms()) non_negative("goodput.tpot_ms", "--goodput tpot:MS", c.goodput().tpot_ms());
+  if (c.goodput().has_e2el_ms()) non_negative("goodput.e2el_ms", "--goodput e2el:MS", c.goodput().e2el_ms());
   non_negative("sim_ttft_ms", "--sim-ttft-ms", c.sim_server().ttft_ms());
   non_negative("sim_itl_ms", "--sim-itl-ms", c.sim_server().itl_ms());
+  // R-REQ-1 target options: the same checks as the HTTP client's.
+  for (int i = 0; i < target.headers_size(); ++i) {
+    absl::StatusOr<surge::worker::HeaderLine> header =
+        surge::worker::ParseHeaderLine(target.headers(i));
+    if (!header.ok()) {
+      // Only the name is shown: a value may be a secret.
+      const std::string& line = target.headers(i);
+      errors.Add(absl::StrCat("headers[", i, "]"),
+                 absl::StrCat("\"", line.substr(0, line.find(':')),
+                              line.find(':') == std::string::npos ? "" : ": ...", "\""),
+                 absl::StrCat(header.status().message(), " (flag --header)"));
+    }
+  }
+  absl::StatusOr<nlohmann::json> extra = surge::worker::ParseExtraBody(target.extra_body_json());
+  if (!extra.ok()) {
+    const std::string& text = target.extra_body_json();
+    errors.Add("extra_body_json",
+               absl::StrCat("\"", text.substr(0, 80), text.size() > 80 ? "..." : "", "\""),
+               absl::StrCat(extra.status().message(), " (flag --extra-body)"));
+  }
+  const auto& sim = c.sim_server();
+  const std::pair<const char*, double> fractions[] = {
+      {"sim_fault_429", sim.fault_429()},
+      {"sim_fault_500", sim.fault_500()},
+      {"sim_fault_503", sim.fault_503()},
+      {"sim_fault_reset", sim.fault_reset()},
+      {"sim_fault_malformed", sim.fault_malformed()},
+      {"sim_fault_stall", sim.fault_stall()},
+      {"sim_fault_split", sim.fault_split()},
+      {"sim_fault_error_event", sim.fault_error_event()},
+  };
+  double fault_sum = 0;
+  for (const auto& [field, fraction] : fractions) {
+    fault_sum += fraction;
+    if (!(fraction >= 0 && fraction <= 1)) {
+      std::string flag(field);
+      for (char& ch : flag) ch = ch == '_' ? '-' : ch;
+      errors.Add(field, Num(fraction),
+                 absl::StrCat("must be a fraction in [0, 1] (flag --", flag, ")"));
+    }
+  }
+  if (fault_sum > 1 + 1e-9) {
+    errors.Add("sim_fault_*", Num(fault_sum),
+               "the fault fractions must add up to at most 1 (one fault per request)");
+  }
+  non_negative("sim_fault_stall_ms", "--sim-fault-stall-ms", sim.fault_stall_ms());
   return errors.ToStatus();
 }
 

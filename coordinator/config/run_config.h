@@ -20,7 +20,9 @@ surge::v1::RunConfig DefaultRunConfig();
 // file sets. Keys are flat AISBench names (request_rate, traffic_cfg.{...},
 // num_prompts, max_concurrency, seed, workers, output_dir, model, base_url,
 // endpoint, stream, request_timeout_s, dataset_name, dataset_path,
-// random_input_len, random_output_len, sim_ttft_ms, sim_itl_ms).
+// random_input_len, random_output_len, sim_ttft_ms, sim_itl_ms; datasets:
+// random_len_dist, random_range_ratio, random_len_stddev, random_zipf_s,
+// trace_replay, trace_time_scale).
 // Errors: INVALID_ARGUMENT listing every problem, one per line, each naming
 // the field path, the value and what is allowed (unknown key, wrong type,
 // unreadable file, YAML syntax with its line).

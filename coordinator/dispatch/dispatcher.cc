@@ -148,6 +148,7 @@ void Dispatcher::Handle(const std::string& peer, Envelope& e) {
   }
   w->last_heard = clock_.Now();
   if (e.has_heartbeat()) {
+    w->inflight = e.heartbeat().inflight();
     Envelope ack;
     auto* a = ack.mutable_heartbeat_ack();
     a->set_hb_seq(e.heartbeat().hb_seq());
@@ -181,6 +182,8 @@ void Dispatcher::Finalize(surge::v1::RequestRecord record) {
   state_[i] = State::kFinal;
   record.set_planned_ns(offset_ns_[i]);
   ++outcome_.records;
+  sent_records_ += record.sent();
+  ok_records_ += record.status() == surge::v1::OK;
   sink_(record);
 }
 
@@ -224,14 +227,11 @@ void Dispatcher::Refill(Clock::TimePoint now) {
       }
     }
     if (target == nullptr) break;
-    const Payload p = payloads_.At(i);
     surge::v1::Assignment a;
     a.set_index(i);
     a.set_offset_ns(offset_ns_[i]);
     a.set_attempt(attempt_[i]);
-    a.set_input_tokens(p.input_tokens);
-    a.set_max_tokens(p.max_tokens);
-    a.set_prompt_seed(p.prompt_seed);
+    FillAssignmentPayload(payloads_.At(i), &a);
     state_[i] = State::kAssigned;
     owner_[i] = static_cast<int16_t>(target->index);
     ++target->outstanding;
@@ -329,8 +329,21 @@ absl::StatusOr<DispatchOutcome> Dispatcher::Run() {
   bool aborted = false;
   Clock::TimePoint stop_deadline{};
   Clock::TimePoint last_sweep = now;
+  Clock::TimePoint next_progress = now;
   while (outcome_.records < n) {
     now = clock_.Now();
+    if (options_.on_progress && now >= next_progress) {
+      next_progress = now + options_.progress_period;
+      DispatchProgress p;
+      p.elapsed_s = NanosToSeconds(NowRelNs(now));
+      p.planned = n;
+      p.records = outcome_.records;
+      p.sent = sent_records_;
+      p.ok = ok_records_;
+      for (const auto& w : workers_) p.inflight += w.alive ? w.inflight : 0;
+      p.last_planned_s = n > 0 ? NanosToSeconds(offset_ns_[n - 1]) : 0;
+      options_.on_progress(p);
+    }
     if (stop_requested_.load() && !stopping) {
       stopping = true;
       outcome_.interrupted = true;

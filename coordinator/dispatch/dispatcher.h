@@ -22,6 +22,21 @@
 
 namespace surge::coordinator {
 
+// A snapshot for the progress display (R-UI-3).
+struct DispatchProgress {
+  // Seconds since t0 (negative before the start).
+  double elapsed_s = 0;
+  uint64_t planned = 0;
+  // Final records so far, and how many of them were sent / OK.
+  uint64_t records = 0;
+  uint64_t sent = 0;
+  uint64_t ok = 0;
+  // In flight on the workers, from their last heartbeats.
+  uint64_t inflight = 0;
+  // Planned offset of the last request, seconds.
+  double last_planned_s = 0;
+};
+
 struct DispatcherOptions {
   // Workers expected before the run starts.
   int num_workers = 1;
@@ -47,6 +62,9 @@ struct DispatcherOptions {
   std::chrono::milliseconds hello_timeout{20000};
   // In-flight requests get this long after Stop (end of run or interrupt).
   std::chrono::milliseconds drain{10000};
+  // Called on the dispatcher thread every progress_period while running.
+  std::function<void(const DispatchProgress&)> on_progress;
+  std::chrono::milliseconds progress_period{250};
 };
 
 struct DispatchOutcome {
@@ -94,6 +112,7 @@ class Dispatcher {
     Clock::TimePoint last_heard;
     size_t outstanding = 0;
     uint64_t assign_seq = 0;
+    uint32_t inflight = 0;  // from the last heartbeat
     std::vector<surge::v1::Assignment> pending;
   };
 
@@ -133,6 +152,8 @@ class Dispatcher {
   std::vector<uint64_t> reassign_;
   size_t next_worker_ = 0;
   DispatchOutcome outcome_;
+  uint64_t sent_records_ = 0;
+  uint64_t ok_records_ = 0;
 };
 
 }  // namespace surge::coordinator

@@ -95,6 +95,42 @@ absl::Status WritePlanCsv(const ArrivalSchedule& plan, const fs::path& path) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<ArrivalSchedule> ReadPlanCsv(const fs::path& path, const ResolvedTraffic& traffic,
+                                            uint64_t seed) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return absl::NotFoundError(absl::StrCat("cannot read ", path.string()));
+  ArrivalSchedule plan;
+  plan.traffic = traffic;
+  plan.seed = seed;
+  char line[512];
+  uint64_t line_no = 0;
+  absl::Status status;
+  while (std::fgets(line, sizeof(line), f) != nullptr) {
+    ++line_no;
+    if (line_no == 1) continue;  // header
+    char name[32] = {0};
+    unsigned long long index = 0;
+    double rate = 0, interval = 0, offset = 0;
+    if (std::sscanf(line, "%llu,%lf,%lf,%lf,%31s", &index, &rate, &interval, &offset, name) != 5 ||
+        index != plan.size()) {
+      status = absl::DataLossError(absl::StrCat(path.string(), " line ", line_no, " is malformed"));
+      break;
+    }
+    const std::string_view n(name);
+    plan.rate_rps.push_back(rate);
+    plan.interval_s.push_back(interval);
+    plan.offset_s.push_back(offset);
+    plan.anomaly.push_back(n == "timing"       ? Anomaly::kTiming
+                           : n == "burstiness" ? Anomaly::kBurstiness
+                           : n == "instant"    ? Anomaly::kInstant
+                                               : Anomaly::kNormal);
+  }
+  std::fclose(f);
+  if (!status.ok()) return status;
+  if (plan.size() == 0) return absl::DataLossError(absl::StrCat(path.string(), " has no rows"));
+  return plan;
+}
+
 std::string StatusName(RequestStatus status) {
   switch (status) {
     case surge::v1::OK:

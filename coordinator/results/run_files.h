@@ -54,6 +54,12 @@ class DetailsWriter {
   std::FILE* file_;
 };
 
+// Reads a plan written by WritePlanCsv; `traffic` and `seed` describe how it
+// was made (they are not in the CSV). Errors: NOT_FOUND when missing,
+// DATA_LOSS naming the line for a malformed row.
+absl::StatusOr<ArrivalSchedule> ReadPlanCsv(const std::filesystem::path& path,
+                                            const ResolvedTraffic& traffic, uint64_t seed);
+
 // Converts one details line back into a record (for `surge report` and tests).
 absl::StatusOr<surge::v1::RequestRecord> ParseDetailsLine(const std::string& line);
 

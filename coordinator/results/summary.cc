@@ -4,6 +4,7 @@
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -24,20 +25,62 @@ double RateOverSpan(const std::vector<double>& times_s) {
   return static_cast<double>(times_s.size() - 1) / span;
 }
 
+double PerSecond(double amount, double seconds) { return seconds > 0 ? amount / seconds : kNaN; }
+
 nlohmann::json Number(double v) {
   if (!std::isfinite(v)) return nullptr;
   return v;
 }
 
-nlohmann::json StatsJson(const MetricStats& s) {
-  return {{"count", s.count},    {"mean", Number(s.mean)}, {"min", Number(s.min)},
-          {"max", Number(s.max)}, {"p50", Number(s.p50)},   {"p75", Number(s.p75)},
-          {"p90", Number(s.p90)}, {"p99", Number(s.p99)}};
+// One per-request metric as the JSON and CSV show it: name, unit, the
+// factor from the stored unit (seconds → ms for latencies).
+struct MetricRow {
+  const char* name;
+  const char* unit;
+  double scale;
+  const MetricStats* stats;
+};
+
+std::vector<MetricRow> MetricRows(const RunSummary& s) {
+  return {
+      {"E2EL", "ms", 1e3, &s.e2el_s},
+      {"TTFT", "ms", 1e3, &s.ttft_s},
+      {"TPOT", "ms", 1e3, &s.tpot_s},
+      {"ITL", "ms", 1e3, &s.itl_s},
+      {"InputTokens", "tokens", 1, &s.input_tokens_stats},
+      {"OutputTokens", "tokens", 1, &s.output_tokens_stats},
+      {"OutputTokenThroughput", "token/s", 1, &s.output_token_throughput_stats},
+      {"SendLateness", "ms", 1e3, &s.lateness_s},
+  };
 }
 
-std::string Ms(double seconds) {
-  if (!std::isfinite(seconds)) return "-";
-  return absl::StrFormat("%.3f", seconds * 1e3);
+// Run-wide values, AISBench's names.
+std::vector<std::pair<std::string, nlohmann::json>> CommonRows(const RunSummary& s) {
+  std::vector<std::pair<std::string, nlohmann::json>> rows = {
+      {"Benchmark Duration (ms)", Number(s.duration_s * 1e3)},
+      {"Total Requests", s.total},
+      {"Failed Requests", s.failed + s.lost + s.not_sent},
+      {"Success Requests", s.succeeded},
+      {"Concurrency", Number(s.mean_concurrency)},
+      {"Max Concurrency", s.max_concurrency},
+      {"Request Throughput (req/s)", Number(s.request_throughput_rps)},
+      {"Total Input Tokens", s.input_tokens},
+      {"Total Generated Tokens", s.output_tokens},
+      {"Input Token Throughput (token/s)", Number(s.input_token_throughput)},
+      {"Output Token Throughput (token/s)", Number(s.output_token_throughput)},
+      {"Total Token Throughput (token/s)", Number(s.total_token_throughput)},
+      {"Intended Rate (req/s)", Number(s.intended_rate_rps)},
+      {"Achieved Rate (req/s)", Number(s.achieved_rate_rps)},
+  };
+  if (s.has_goodput) {
+    rows.push_back({"Good Requests", s.good_requests});
+    rows.push_back({"Goodput (req/s)", Number(s.goodput_rps)});
+  }
+  return rows;
+}
+
+std::string Fixed(double v, int digits = 3) {
+  return std::isfinite(v) ? absl::StrFormat("%.*f", digits, v) : "-";
 }
 
 }  // namespace
@@ -60,10 +103,16 @@ MetricStats ComputeStats(std::vector<double> values) {
   return s;
 }
 
-RunSummary Summarize(const std::vector<surge::v1::RequestRecord>& records) {
+RunSummary Summarize(const std::vector<surge::v1::RequestRecord>& records,
+                     const surge::v1::GoodputConfig* goodput) {
   RunSummary s;
-  std::vector<double> sent_s, planned_s, lateness, ttft, e2el;
-  double end_s = 0;
+  std::vector<double> sent_s, planned_s, lateness, ttft, e2el, tpot, itl, in_tokens, out_tokens,
+      out_throughput;
+  // (time, +1/−1) events for the in-flight sweep.
+  std::vector<std::pair<double, int>> events;
+  double end_s = 0, busy_s = 0;
+  s.has_goodput = goodput != nullptr && (goodput->has_ttft_ms() || goodput->has_tpot_ms() ||
+                                         goodput->has_e2el_ms());
   for (const auto& r : records) {
     ++s.total;
     switch (r.status()) {
@@ -87,29 +136,72 @@ RunSummary Summarize(const std::vector<surge::v1::RequestRecord>& records) {
     if (!r.sent()) continue;
     ++s.sent;
     const double sent = NanosToSeconds(r.sent_ns());
+    const double end = sent + NanosToSeconds(r.e2el_ns());
     sent_s.push_back(sent);
     planned_s.push_back(NanosToSeconds(r.planned_ns()));
     lateness.push_back(NanosToSeconds(r.sent_ns() - r.planned_ns()));
-    end_s = std::max(end_s, sent + NanosToSeconds(r.e2el_ns()));
-    if (r.status() == surge::v1::OK) {
-      ttft.push_back(NanosToSeconds(r.ttft_ns()));
-      e2el.push_back(NanosToSeconds(r.e2el_ns()));
-      s.input_tokens += r.input_tokens();
-      s.output_tokens += r.output_tokens();
+    end_s = std::max(end_s, end);
+    busy_s += end - sent;
+    events.emplace_back(sent, +1);
+    events.emplace_back(end, -1);
+    if (r.status() != surge::v1::OK) continue;
+    const double e2el_r = NanosToSeconds(r.e2el_ns());
+    const double ttft_r = NanosToSeconds(r.ttft_ns());
+    ttft.push_back(ttft_r);
+    e2el.push_back(e2el_r);
+    double tpot_r = kNaN;
+    if (r.output_tokens() > 1) {
+      tpot_r = (e2el_r - ttft_r) / static_cast<double>(r.output_tokens() - 1);
+      tpot.push_back(tpot_r);
+    }
+    for (int64_t gap : r.itl_ns()) itl.push_back(NanosToSeconds(gap));
+    in_tokens.push_back(r.input_tokens());
+    out_tokens.push_back(r.output_tokens());
+    if (e2el_r > 0) out_throughput.push_back(r.output_tokens() / e2el_r);
+    s.input_tokens += r.input_tokens();
+    s.output_tokens += r.output_tokens();
+    if (s.has_goodput) {
+      bool good = true;
+      if (goodput->has_ttft_ms()) good &= ttft_r * 1e3 <= goodput->ttft_ms();
+      if (goodput->has_e2el_ms()) good &= e2el_r * 1e3 <= goodput->e2el_ms();
+      // A request with one token has no TPOT; it meets a TPOT objective.
+      if (goodput->has_tpot_ms() && std::isfinite(tpot_r)) good &= tpot_r * 1e3 <= goodput->tpot_ms();
+      s.good_requests += good;
     }
   }
+  // Ends before starts at equal times: back-to-back requests do not overlap.
+  std::sort(events.begin(), events.end());
+  int64_t inflight = 0;
+  for (const auto& [t, delta] : events) {
+    inflight += delta;
+    s.max_concurrency = std::max<uint64_t>(s.max_concurrency, static_cast<uint64_t>(std::max<int64_t>(inflight, 0)));
+  }
   s.duration_s = end_s;
-  s.request_throughput_rps = end_s > 0 ? static_cast<double>(s.succeeded) / end_s : kNaN;
-  s.output_token_throughput = end_s > 0 ? static_cast<double>(s.output_tokens) / end_s : kNaN;
+  s.request_throughput_rps = PerSecond(static_cast<double>(s.succeeded), end_s);
+  s.input_token_throughput = PerSecond(static_cast<double>(s.input_tokens), end_s);
+  s.output_token_throughput = PerSecond(static_cast<double>(s.output_tokens), end_s);
+  s.total_token_throughput = PerSecond(static_cast<double>(s.input_tokens + s.output_tokens), end_s);
+  s.mean_concurrency = PerSecond(busy_s, end_s);
+  s.goodput_rps = PerSecond(static_cast<double>(s.good_requests), end_s);
   s.achieved_rate_rps = RateOverSpan(sent_s);
   s.intended_rate_rps = RateOverSpan(planned_s);
   s.lateness_s = ComputeStats(std::move(lateness));
   s.ttft_s = ComputeStats(std::move(ttft));
   s.e2el_s = ComputeStats(std::move(e2el));
+  s.tpot_s = ComputeStats(std::move(tpot));
+  s.itl_s = ComputeStats(std::move(itl));
+  s.input_tokens_stats = ComputeStats(std::move(in_tokens));
+  s.output_tokens_stats = ComputeStats(std::move(out_tokens));
+  s.output_token_throughput_stats = ComputeStats(std::move(out_throughput));
   return s;
 }
 
 nlohmann::json SummaryToJson(const RunSummary& s, const nlohmann::json& context) {
+  auto seconds = [](const MetricStats& m) {
+    return nlohmann::json{{"count", m.count},    {"mean", Number(m.mean)}, {"min", Number(m.min)},
+                          {"max", Number(m.max)}, {"p50", Number(m.p50)},   {"p75", Number(m.p75)},
+                          {"p90", Number(m.p90)}, {"p99", Number(m.p99)}};
+  };
   nlohmann::json j;
   j["run"] = context;
   j["requests"] = {{"total", s.total},   {"succeeded", s.succeeded}, {"failed", s.failed},
@@ -119,49 +211,113 @@ nlohmann::json SummaryToJson(const RunSummary& s, const nlohmann::json& context)
   j["achieved_rate_rps"] = Number(s.achieved_rate_rps);
   j["intended_rate_rps"] = Number(s.intended_rate_rps);
   j["achieved_vs_intended"] = Number(s.achieved_rate_rps / s.intended_rate_rps);
-  j["lateness_s"] = StatsJson(s.lateness_s);
-  j["ttft_s"] = StatsJson(s.ttft_s);
-  j["e2el_s"] = StatsJson(s.e2el_s);
+  j["lateness_s"] = seconds(s.lateness_s);
+  j["ttft_s"] = seconds(s.ttft_s);
+  j["e2el_s"] = seconds(s.e2el_s);
+  j["tpot_s"] = seconds(s.tpot_s);
+  j["itl_s"] = seconds(s.itl_s);
   j["total_input_tokens"] = s.input_tokens;
   j["total_output_tokens"] = s.output_tokens;
   j["output_token_throughput"] = Number(s.output_token_throughput);
+  j["mean_concurrency"] = Number(s.mean_concurrency);
+  j["max_concurrency"] = s.max_concurrency;
+  if (s.has_goodput) {
+    j["goodput"] = {{"good_requests", s.good_requests}, {"goodput_rps", Number(s.goodput_rps)}};
+  }
   j["reasons"] = s.reasons;
+  // AISBench's names and units.
+  nlohmann::json metrics = nlohmann::json::object();
+  for (const MetricRow& row : MetricRows(s)) {
+    const MetricStats& m = *row.stats;
+    metrics[row.name] = {{"unit", row.unit},
+                         {"Average", Number(m.mean * row.scale)},
+                         {"Min", Number(m.min * row.scale)},
+                         {"Max", Number(m.max * row.scale)},
+                         {"Median", Number(m.p50 * row.scale)},
+                         {"P75", Number(m.p75 * row.scale)},
+                         {"P90", Number(m.p90 * row.scale)},
+                         {"P99", Number(m.p99 * row.scale)},
+                         {"N", m.count}};
+  }
+  j["metrics"] = std::move(metrics);
+  nlohmann::json common = nlohmann::json::object();
+  for (auto& [name, value] : CommonRows(s)) common[name] = value;
+  j["common"] = std::move(common);
   j["percentile_method"] = "linear interpolation between closest ranks (numpy default)";
   return j;
+}
+
+std::string SummaryToCsv(const RunSummary& s) {
+  std::string out = "Performance Parameters,Average,Min,Max,Median,P75,P90,P99,N\n";
+  auto cell = [](double v) { return std::isfinite(v) ? absl::StrFormat("%.4f", v) : std::string(); };
+  for (const MetricRow& row : MetricRows(s)) {
+    const MetricStats& m = *row.stats;
+    absl::StrAppend(&out, row.name, " (", row.unit, "),", cell(m.mean * row.scale), ",",
+                    cell(m.min * row.scale), ",", cell(m.max * row.scale), ",",
+                    cell(m.p50 * row.scale), ",", cell(m.p75 * row.scale), ",",
+                    cell(m.p90 * row.scale), ",", cell(m.p99 * row.scale), ",", m.count, "\n");
+  }
+  absl::StrAppend(&out, "\nCommon Metric,Value\n");
+  for (const auto& [name, value] : CommonRows(s)) {
+    absl::StrAppend(&out, name, ",",
+                    value.is_null() ? std::string()
+                    : value.is_number_float() ? absl::StrFormat("%.4f", value.get<double>())
+                                              : value.dump(),
+                    "\n");
+  }
+  return out;
 }
 
 std::string FormatSummaryTable(const RunSummary& s) {
   std::string out;
   auto row = [&](const std::string& name, const std::string& value) {
-    absl::StrAppend(&out, absl::StrFormat("  %-34s %s\n", name, value));
+    absl::StrAppend(&out, absl::StrFormat("  %-36s %s\n", name, value));
   };
-  auto rate = [](double v) { return std::isfinite(v) ? absl::StrFormat("%.3f", v) : "-"; };
-  absl::StrAppend(&out, "============ surge run summary ============\n");
+  auto ms = [](const MetricStats& m) {
+    return absl::StrCat(Fixed(m.mean * 1e3), " / ", Fixed(m.p50 * 1e3), " / ", Fixed(m.p99 * 1e3));
+  };
+  absl::StrAppend(&out, "============== surge run summary ==============\n");
   row("Requests (total)", absl::StrCat(s.total));
   row("  succeeded / failed", absl::StrCat(s.succeeded, " / ", s.failed));
   row("  lost / not sent", absl::StrCat(s.lost, " / ", s.not_sent));
-  row("Duration (s)", rate(s.duration_s));
-  row("Intended rate (RPS)", rate(s.intended_rate_rps));
-  row("Achieved rate (RPS)", rate(s.achieved_rate_rps));
-  row("Request throughput (RPS)", rate(s.request_throughput_rps));
-  row("Output token throughput (tok/s)", rate(s.output_token_throughput));
-  row("Send lateness p50/p99/max (ms)",
-      absl::StrCat(Ms(s.lateness_s.p50), " / ", Ms(s.lateness_s.p99), " / ", Ms(s.lateness_s.max)));
-  row("TTFT mean/p50/p99 (ms)",
-      absl::StrCat(Ms(s.ttft_s.mean), " / ", Ms(s.ttft_s.p50), " / ", Ms(s.ttft_s.p99)));
-  row("E2EL mean/p50/p99 (ms)",
-      absl::StrCat(Ms(s.e2el_s.mean), " / ", Ms(s.e2el_s.p50), " / ", Ms(s.e2el_s.p99)));
-  for (const auto& [reason, count] : s.reasons) row(absl::StrCat("  ", reason), absl::StrCat(count));
-  absl::StrAppend(&out, "===========================================\n");
+  row("Benchmark duration (s)", Fixed(s.duration_s));
+  row("Intended rate (RPS)", Fixed(s.intended_rate_rps));
+  row("Achieved rate (RPS)", Fixed(s.achieved_rate_rps));
+  row("Request throughput (RPS)", Fixed(s.request_throughput_rps));
+  row("Concurrency mean / max", absl::StrCat(Fixed(s.mean_concurrency, 2), " / ", s.max_concurrency));
+  row("Output token throughput (tok/s)", Fixed(s.output_token_throughput));
+  row("Total token throughput (tok/s)", Fixed(s.total_token_throughput));
+  if (s.has_goodput) row("Goodput (RPS)", absl::StrCat(Fixed(s.goodput_rps), " (", s.good_requests, " good)"));
+  row("Send lateness p50/p99/max (ms)", absl::StrCat(Fixed(s.lateness_s.p50 * 1e3), " / ",
+                                                     Fixed(s.lateness_s.p99 * 1e3), " / ",
+                                                     Fixed(s.lateness_s.max * 1e3)));
+  row("TTFT mean/p50/p99 (ms)", ms(s.ttft_s));
+  row("TPOT mean/p50/p99 (ms)", ms(s.tpot_s));
+  row("ITL mean/p50/p99 (ms)", ms(s.itl_s));
+  row("E2EL mean/p50/p99 (ms)", ms(s.e2el_s));
+  if (!s.reasons.empty()) {
+    absl::StrAppend(&out, "  Requests not OK, by reason:\n");
+    for (const auto& [reason, count] : s.reasons) row(absl::StrCat("    ", reason), absl::StrCat(count));
+  }
+  absl::StrAppend(&out, "===============================================\n");
+  if (s.total > 0 && s.succeeded == 0) {
+    absl::StrAppend(&out, "All ", s.total,
+                    " requests failed or were not sent: see the reasons above and the error "
+                    "field of each record in the details file.\n");
+  }
   return out;
 }
 
-absl::Status WriteJsonFile(const nlohmann::json& json, const std::filesystem::path& path) {
+absl::Status WriteTextFile(const std::string& text, const std::filesystem::path& path) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << json.dump(2) << "\n";
+  out << text;
   out.close();
   if (!out) return absl::InternalError(absl::StrCat("cannot write ", path.string()));
   return absl::OkStatus();
+}
+
+absl::Status WriteJsonFile(const nlohmann::json& json, const std::filesystem::path& path) {
+  return WriteTextFile(json.dump(2) + "\n", path);
 }
 
 }  // namespace surge::coordinator

@@ -1,5 +1,6 @@
-// The run summary (SPEC R-MET-2) computed from the per-request records, its
-// JSON file `{dataset}.json` and the printed table. Pure except the writer.
+// The run summary (SPEC R-MET-1, R-MET-2) computed from the per-request
+// records, with AISBench's metric names: `{dataset}.json`, the per-metric
+// table `{dataset}.csv`, and the printed table. Pure except the writers.
 #ifndef SURGE_COORDINATOR_RESULTS_SUMMARY_H_
 #define SURGE_COORDINATOR_RESULTS_SUMMARY_H_
 
@@ -12,13 +13,14 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/status/status.h"
+#include "surge/v1/config.pb.h"
 #include "surge/v1/record.pb.h"
 
 namespace surge::coordinator {
 
 // Exact statistics of one metric over all its values (percentiles by linear
-// interpolation between closest ranks, numpy's default). Seconds unless named
-// otherwise. All NaN when count is 0.
+// interpolation between closest ranks, numpy's default). All NaN when count
+// is 0.
 struct MetricStats {
   size_t count = 0;
   double mean = 0, min = 0, max = 0, p50 = 0, p75 = 0, p90 = 0, p99 = 0;
@@ -31,9 +33,9 @@ struct RunSummary {
   // Requests whose first byte was sent (OK, FAILED and some LOST).
   uint64_t sent = 0;
   // t0 → end of the last request (its last byte, or its send when it has no
-  // answer), seconds. 0 when nothing was sent.
+  // answer), seconds ("Benchmark Duration"). 0 when nothing was sent.
   double duration_s = 0;
-  // succeeded / duration_s, requests/s.
+  // succeeded / duration_s, requests/s ("Request Throughput").
   double request_throughput_rps = 0;
   // (n − 1)/(last actual send − first actual send) over the n sent requests
   // (R-MET-2); NaN when n < 2 or the span is 0.
@@ -42,27 +44,51 @@ struct RunSummary {
   double intended_rate_rps = 0;
   // Actual − planned send time of sent requests, seconds.
   MetricStats lateness_s;
-  // Of OK requests, seconds (R-MET-1).
-  MetricStats ttft_s, e2el_s;
+  // Per-request metrics of OK requests (R-MET-1), seconds:
+  // E2EL = send → last byte; TTFT = send → first content; TPOT =
+  // (E2EL − TTFT)/(output tokens − 1) for requests with ≥ 2 output tokens;
+  // ITL = every gap between content chunks, pooled over requests.
+  MetricStats e2el_s, ttft_s, tpot_s, itl_s;
+  // Per-request token counts and output tokens / E2EL (tokens/s), OK requests.
+  MetricStats input_tokens_stats, output_tokens_stats, output_token_throughput_stats;
   // Token totals over OK requests.
   uint64_t input_tokens = 0, output_tokens = 0;
-  // output_tokens / duration_s, tokens/s.
-  double output_token_throughput = 0;
+  // Totals / duration_s, tokens/s.
+  double input_token_throughput = 0, output_token_throughput = 0, total_token_throughput = 0;
+  // In-flight requests: mean = Σ(send → end) / duration ("Concurrency"),
+  // max = the most whose [send, end] intervals overlap ("Max Concurrency").
+  double mean_concurrency = 0;
+  uint64_t max_concurrency = 0;
+  // Goodput (vLLM's definition): OK requests meeting every objective set,
+  // and those per second. has_goodput false when no objective was given.
+  bool has_goodput = false;
+  uint64_t good_requests = 0;
+  double goodput_rps = 0;
   // Failed, lost and not-sent records by reason (the error text before its
   // first ':'), e.g. {"http_503": 3}.
   std::map<std::string, uint64_t> reasons;
 };
 
-// Summarizes one record per planned request. Pure.
-RunSummary Summarize(const std::vector<surge::v1::RequestRecord>& records);
+// Summarizes one record per planned request. `goodput` may be null. Pure.
+RunSummary Summarize(const std::vector<surge::v1::RequestRecord>& records,
+                     const surge::v1::GoodputConfig* goodput = nullptr);
 
 // The summary as JSON; NaN becomes null. `context` (seed, config, target,
-// plan facts) is stored under "run".
+// plan facts) is stored under "run"; "metrics" holds the per-request table
+// and "common" the run-wide values, with AISBench's names.
 nlohmann::json SummaryToJson(const RunSummary& summary, const nlohmann::json& context);
 
-// A fixed-width table for the terminal.
+// AISBench's per-metric table `{dataset}.csv`: header
+// `Performance Parameters,Average,Min,Max,Median,P75,P90,P99,N`, one row per
+// per-request metric (latencies in ms), then the run-wide values as
+// `name,value` rows after an empty line.
+std::string SummaryToCsv(const RunSummary& summary);
+
+// A fixed-width table for the terminal, with the failure reasons.
 std::string FormatSummaryTable(const RunSummary& summary);
 
+// Writes `text` to `path`. Errors: INTERNAL on I/O failure.
+absl::Status WriteTextFile(const std::string& text, const std::filesystem::path& path);
 // Writes `json` to `path` (pretty, 2 spaces). Errors: INTERNAL on I/O failure.
 absl::Status WriteJsonFile(const nlohmann::json& json, const std::filesystem::path& path);
 

@@ -177,5 +177,71 @@ TEST(EndToEndTest, PlanSendsNothingAndInstantModeWritesNoExpectedPage) {
   EXPECT_EQ(report.ok, 20u);
 }
 
+// R-ACT-1 and R-OUT-1: Ctrl-C mid-run drains, records every request exactly
+// once (the unsent ones as not_sent: interrupted), writes the summary and the
+// actual page, and exits 130; `surge report` then rebuilds both pages and the
+// summary from the files alone.
+TEST(EndToEndTest, InterruptLeavesEverythingReadableAndReportRebuildsIt) {
+  const fs::path out = FreshDir("interrupt");
+  const fs::path log = fs::path(::testing::TempDir()) / "interrupt.log";
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    freopen(log.c_str(), "w", stdout);
+    freopen(log.c_str(), "a", stderr);
+    execl(kSurge.c_str(), kSurge.c_str(), "run", "--num-prompts", "400", "--request-rate", "40",
+          "--workers", "2", "--random-input-len", "32", "--random-output-len", "4",
+          "--output-dir", out.c_str(), nullptr);
+    _exit(127);
+  }
+  // Interrupt once requests are flowing (about 3 s into a 10 s run).
+  usleep(3500000);
+  kill(pid, SIGINT);
+  int status = 0;
+  for (int i = 0; i < 300 && waitpid(pid, &status, WNOHANG) == 0; ++i) usleep(100000);
+  if (waitpid(pid, &status, WNOHANG) == 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    FAIL() << "surge did not stop within 30 s of SIGINT";
+  }
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 130);
+  std::ifstream in(log);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const fs::path folder = ResultsFolder(ss.str());
+  ASSERT_FALSE(folder.empty()) << ss.str();
+  const RunFolderReport report = CheckRunFolder(folder, "synthetic");
+  EXPECT_TRUE(report.problems.empty()) << report.Describe();
+  EXPECT_EQ(report.records, 400u);
+  EXPECT_GT(report.ok, 50u);
+  EXPECT_LT(report.ok, 350u);
+  EXPECT_EQ(report.summary["run"]["interrupted"], true);
+  EXPECT_GT(report.summary["requests"]["not_sent"].get<int>(), 0);
+  const fs::path actual = folder / "synthetic_rps_distribution_plot_with_actual_rps.html";
+  ASSERT_TRUE(fs::exists(actual));
+
+  // Rebuild from the files alone.
+  const auto size_before = fs::file_size(actual);
+  fs::remove(actual);
+  fs::remove(folder / "synthetic.json");
+  fs::remove(folder / "synthetic_rps_distribution_plot.html");
+  const Result rebuilt = RunSurge("report " + folder.string());
+  ASSERT_EQ(rebuilt.exit_code, 0) << rebuilt.output;
+  EXPECT_TRUE(fs::exists(folder / "synthetic_rps_distribution_plot.html"));
+  ASSERT_TRUE(fs::exists(actual));
+  EXPECT_EQ(fs::file_size(actual), size_before);
+  const RunFolderReport again = CheckRunFolder(folder, "synthetic");
+  EXPECT_TRUE(again.problems.empty()) << again.Describe();
+  EXPECT_EQ(again.ok, report.ok);
+  EXPECT_EQ(again.summary["achieved_rate_rps"], report.summary["achieved_rate_rps"]);
+  EXPECT_EQ(again.summary["lateness_s"], report.summary["lateness_s"]);
+
+  // A folder without a plan is a clear configuration error.
+  const Result wrong = RunSurge("report " + out.string());
+  EXPECT_EQ(wrong.exit_code, 2);
+  EXPECT_THAT(wrong.output, HasSubstr("no {dataset}_plan.csv"));
+}
+
 }  // namespace
 }  // namespace surge::testing

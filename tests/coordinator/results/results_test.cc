@@ -1,5 +1,7 @@
 // Run folder layout (R-PLOT-1), plan CSV (R-OUT-2), details JSONL and the
 // summary (R-MET-2), and the Mooncake payload source (R-MET-3).
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -9,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "coordinator/dataset/payload_source.h"
+#include "coordinator/results/progress.h"
 #include "coordinator/results/run_files.h"
 #include "coordinator/results/summary.h"
 
@@ -149,6 +152,102 @@ TEST(SummaryTest, AchievedAndIntendedRatesAndCounts) {
   EXPECT_EQ(s.output_tokens, 20u);
   // The last OK request ends at 0.6 + 0.02 s; the failed one was sent at 0.7 s.
   EXPECT_NEAR(s.duration_s, 0.7, 1e-12);
+}
+
+surge::v1::RequestRecord OkRecord(uint64_t index, double sent_s, double ttft_s, double e2el_s,
+                                  uint32_t tokens, std::vector<double> itl_s = {}) {
+  surge::v1::RequestRecord r;
+  r.set_index(index);
+  r.set_status(surge::v1::OK);
+  r.set_sent(true);
+  r.set_planned_ns(static_cast<int64_t>(sent_s * 1e9));
+  r.set_sent_ns(static_cast<int64_t>(sent_s * 1e9));
+  r.set_ttft_ns(static_cast<int64_t>(ttft_s * 1e9));
+  r.set_e2el_ns(static_cast<int64_t>(e2el_s * 1e9));
+  r.set_output_tokens(tokens);
+  r.set_input_tokens(100);
+  for (double g : itl_s) r.add_itl_ns(static_cast<int64_t>(g * 1e9));
+  return r;
+}
+
+// R-MET-1 with fixed chunk times: content at 0.5, 0.6, 0.7 s after send →
+// TTFT 0.5, ITL [0.1, 0.1], TPOT (0.7 − 0.5)/(3 − 1) = 0.1.
+TEST(SummaryTest, TpotItlConcurrencyAndGoodput) {
+  std::vector<surge::v1::RequestRecord> records = {
+      OkRecord(0, 0.0, 0.5, 0.7, 3, {0.1, 0.1}),
+      OkRecord(1, 0.2, 0.3, 1.3, 11, {0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1}),
+      OkRecord(2, 0.7, 0.05, 0.1, 1),  // starts as request 0 ends: no overlap
+  };
+  surge::v1::GoodputConfig slo;
+  slo.set_ttft_ms(400);
+  slo.set_tpot_ms(150);
+  const RunSummary s = Summarize(records, &slo);
+  EXPECT_NEAR(s.ttft_s.p50, 0.3, 1e-9);
+  ASSERT_EQ(s.tpot_s.count, 2u);  // one-token requests have no TPOT
+  EXPECT_NEAR(s.tpot_s.min, 0.1, 1e-9);
+  EXPECT_NEAR(s.tpot_s.max, 0.1, 1e-9);
+  EXPECT_EQ(s.itl_s.count, 12u);  // pooled over requests
+  EXPECT_EQ(s.max_concurrency, 2u);
+  EXPECT_NEAR(s.duration_s, 1.5, 1e-9);
+  EXPECT_NEAR(s.mean_concurrency, (0.7 + 1.3 + 0.1) / 1.5, 1e-9);
+  ASSERT_TRUE(s.has_goodput);
+  EXPECT_EQ(s.good_requests, 2u);  // request 0 misses the TTFT objective
+  EXPECT_NEAR(s.goodput_rps, 2 / 1.5, 1e-9);
+
+  const std::string csv = SummaryToCsv(s);
+  EXPECT_THAT(csv, ::testing::StartsWith(
+                       "Performance Parameters,Average,Min,Max,Median,P75,P90,P99,N\n"));
+  EXPECT_THAT(csv, HasSubstr("TPOT (ms),100.0000,100.0000,100.0000,100.0000,100.0000,100.0000,"
+                             "100.0000,2\n"));
+  EXPECT_THAT(csv, HasSubstr("Max Concurrency,2\n"));
+  const nlohmann::json j = SummaryToJson(s, nlohmann::json::object());
+  EXPECT_NEAR(j["metrics"]["TTFT"]["Median"].get<double>(), 300, 1e-6);
+  EXPECT_EQ(j["common"]["Success Requests"], 3);
+}
+
+TEST(SummaryTest, AllFailedStillSummarizes) {
+  std::vector<surge::v1::RequestRecord> records(3);
+  for (int i = 0; i < 3; ++i) {
+    records[i].set_index(i);
+    records[i].set_status(surge::v1::FAILED);
+    records[i].set_sent(true);
+    records[i].set_sent_ns(i * 1000000);
+    records[i].set_http_status(503);
+    records[i].set_error("http_503: Service Unavailable");
+  }
+  const RunSummary s = Summarize(records);
+  EXPECT_EQ(s.succeeded, 0u);
+  EXPECT_EQ(s.failed, 3u);
+  EXPECT_EQ(s.reasons.at("http_503"), 3u);
+  EXPECT_THAT(FormatSummaryTable(s), HasSubstr("All 3 requests failed"));
+  EXPECT_TRUE(SummaryToJson(s, {})["ttft_s"]["p50"].is_null());
+}
+
+TEST(ProgressTest, LineShowsCountsRateAndEta) {
+  DispatchProgress p;
+  p.elapsed_s = 10;
+  p.planned = 1000;
+  p.records = 480;
+  p.sent = 490;
+  p.ok = 478;
+  p.inflight = 10;
+  p.last_planned_s = 20;
+  EXPECT_EQ(FormatProgress(p),
+            "[   10.0 s] done 480/1000  ok 478  failed 2  in flight 10  sent 50.0 RPS  ETA 10 s");
+  p.elapsed_s = 21;
+  EXPECT_THAT(FormatProgress(p), ::testing::EndsWith("draining"));
+  // Not a terminal: one line per period, not per update.
+  char* text = nullptr;
+  size_t size = 0;
+  std::FILE* out = open_memstream(&text, &size);
+  ProgressReporter reporter(out, /*terminal=*/false, /*plain_period_s=*/5);
+  for (double t = 0; t < 12; t += 0.25) {
+    p.elapsed_s = t;
+    reporter.Update(p);
+  }
+  std::fclose(out);
+  EXPECT_EQ(std::count(text, text + size, '\n'), 3);  // at 0, 5 and 10 s
+  std::free(text);
 }
 
 TEST(PayloadSourceTest, MooncakeLinesBecomePayloadsAndCycle) {

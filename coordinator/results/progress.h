@@ -1,0 +1,39 @@
+// Progress of a running job (R-UI-3): on a terminal one line rewritten in
+// place; otherwise plain log lines at a slower pace.
+#ifndef SURGE_COORDINATOR_RESULTS_PROGRESS_H_
+#define SURGE_COORDINATOR_RESULTS_PROGRESS_H_
+
+#include <cstdio>
+#include <string>
+
+#include "coordinator/dispatch/dispatcher.h"
+
+namespace surge::coordinator {
+
+// The progress text for one snapshot: elapsed, done/planned, OK, failed,
+// in flight, achieved sending rate so far, ETA (seconds until the last
+// planned send, then "draining"). Pure.
+std::string FormatProgress(const DispatchProgress& p);
+
+// Writes FormatProgress lines to `out`: every update on a terminal (with
+// "\r", cleared by Finish), else one line per `plain_period_s`. Not
+// thread-safe; used from the dispatcher thread.
+class ProgressReporter {
+ public:
+  ProgressReporter(std::FILE* out, bool terminal, double plain_period_s = 5.0)
+      : out_(out), terminal_(terminal), plain_period_s_(plain_period_s) {}
+  void Update(const DispatchProgress& p);
+  // Ends the in-place line on a terminal.
+  void Finish();
+
+ private:
+  std::FILE* out_;
+  bool terminal_;
+  double plain_period_s_;
+  double next_plain_s_ = -1e9;
+  bool dirty_ = false;
+};
+
+}  // namespace surge::coordinator
+
+#endif  // SURGE_COORDINATOR_RESULTS_PROGRESS_H_
