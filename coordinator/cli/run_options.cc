@@ -238,7 +238,17 @@ absl::StatusOr<RunConfig> RunOptions::Resolve() const {
       continue;
     }
     bool ok = true;
-    if (f.kind == Kind::kNumber) {
+    std::string text = value;
+    if (f.kind == Kind::kSwitch) {
+      // `--x` alone gives "true"; `--x=VALUE` must be a clear boolean.
+      bool on = false;
+      ok = absl::SimpleAtob(value, &on);
+      if (!ok) {
+        errors.push_back(absl::StrCat("  ", f.field, " = \"", value,
+                                      "\": must be true or false (flag --", f.name, ")"));
+      }
+      text = on ? "true" : "false";
+    } else if (f.kind == Kind::kNumber) {
       double v;
       ok = absl::SimpleAtod(value, &v);
       if (!ok) errors.push_back(absl::StrCat("  ", f.field, " = \"", value, "\": must be a number (flag --", f.name, ")"));
@@ -247,7 +257,7 @@ absl::StatusOr<RunConfig> RunOptions::Resolve() const {
       ok = !value.empty() && value[0] != '-' && value[0] != '+' && absl::SimpleAtoi(value, &v);
       if (!ok) errors.push_back(absl::StrCat("  ", f.field, " = \"", value, "\": must be a whole number >= 0 (flag --", f.name, ")"));
     }
-    if (ok) f.set(&config, value);
+    if (ok) f.set(&config, text);
   }
   for (const std::string& objective : goodput_) {
     const size_t colon = objective.find(':');
