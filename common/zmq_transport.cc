@@ -17,7 +17,13 @@ absl::Status FromZmq(const zmq::error_t& e, const std::string& what) {
 absl::StatusOr<std::optional<zmq::message_t>> PollOne(zmq::socket_t& socket,
                                                      std::chrono::milliseconds timeout) {
   zmq::pollitem_t items[] = {{static_cast<void*>(socket), 0, ZMQ_POLLIN, 0}};
-  zmq::poll(items, 1, timeout);
+  try {
+    zmq::poll(items, 1, timeout);
+  } catch (const zmq::error_t& e) {
+    // A signal (Ctrl-C) interrupted the wait: that is a timeout, not an error.
+    if (e.num() == EINTR) return std::nullopt;
+    throw;
+  }
   if ((items[0].revents & ZMQ_POLLIN) == 0) return std::nullopt;
   zmq::message_t frame;
   if (!socket.recv(frame, zmq::recv_flags::dontwait)) return std::nullopt;

@@ -27,7 +27,10 @@ int SimServerCommand(const surge::simserver::SimServerOptions& options) {
   auto server = surge::simserver::SimServer::Create(options);
   if (!server.ok()) {
     std::cerr << "surge sim-server: " << server.status().message() << "\n";
-    return 1;
+    // Bad option values are configuration errors (R-CFG-1); a busy port is not.
+    return server.status().code() == absl::StatusCode::kInvalidArgument
+               ? surge::coordinator::kExitConfigError
+               : 1;
   }
   (*server)->Start();
   std::cout << "surge sim-server listening on "
@@ -52,7 +55,7 @@ std::string SelfExe(const char* argv0) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int Main(int argc, char** argv) {
   CLI::App app{
       "surge: a load generator for LLM inference services that sends every request on a "
       "controlled schedule (bursty, ramping) from many workers on one clock, and shows the "
@@ -141,4 +144,16 @@ int main(int argc, char** argv) {
   if (*worker) return surge::worker::WorkerCommand(worker_args);
   if (*sim) return SimServerCommand(sim_options);
   return surge::coordinator::kExitConfigError;
+}
+
+int main(int argc, char** argv) {
+  // Last line of defence: every expected failure is a Status with a clear
+  // message; anything thrown past the modules still ends as one line and
+  // exit 1 instead of an abort.
+  try {
+    return Main(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "surge: internal error: " << e.what() << "\n";
+    return 1;
+  }
 }

@@ -37,6 +37,10 @@ int WorkerCommand(const WorkerArgs& args) {
     LogError(transport.status().ToString());
     return kExitRejected;
   }
+  if (args.parent_pid == 0) {
+    LogInfo(absl::StrFormat("connecting to %s; giving up after %d s without an answer",
+                            args.connect, static_cast<int>(options.hello_timeout.count() / 1000)));
+  }
   WorkerSession session(
       RealClock(), **transport,
       [](const surge::v1::Welcome& welcome)

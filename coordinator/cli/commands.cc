@@ -233,6 +233,16 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe) {
     LogInfo(absl::StrCat("model: ", *model, " (first listed at /v1/models)"));
   }
 
+  // Workers: one per core by default; never more than the concurrency cap,
+  // which is split over them (R-REQ-2). Resolved before run_config.json is
+  // written, so the file holds the count actually used.
+  int workers = config.workers() > 0 ? static_cast<int>(config.workers())
+                                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (config.max_concurrency() > 0) {
+    workers = static_cast<int>(std::min<uint64_t>(workers, config.max_concurrency()));
+  }
+  config.set_workers(static_cast<uint32_t>(workers));
+
   int code = kExitOk;
   auto prepared = Prepare(config, config.target().model(), &code);
   if (!prepared.ok()) return Fail(prepared.status(), code);
@@ -240,13 +250,8 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe) {
   std::cout << "seed: " << config.seed() << "\nresults: " << p.folder.string() << std::endl;
   if (g_interrupted.load()) return kExitInterrupted;
 
-  // Workers: one per core by default; never more than the concurrency cap,
-  // which is split over them (R-REQ-2).
-  int workers = config.workers() > 0 ? static_cast<int>(config.workers())
-                                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   DispatcherOptions options;
   if (config.max_concurrency() > 0) {
-    workers = static_cast<int>(std::min<uint64_t>(workers, config.max_concurrency()));
     for (int k = 0; k < workers; ++k) {
       options.max_inflight.push_back(static_cast<uint32_t>(
           config.max_concurrency() / workers + (static_cast<uint64_t>(k) < config.max_concurrency() % workers)));
@@ -279,7 +284,6 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe) {
         // record received so far readable (R-OUT-1).
         (void)(*details)->Flush();
         records.push_back(r);
-        records.back().clear_itl_ns();  // kept in the details file only
       },
       [&launcher](int32_t index) { return launcher.Exited(index); });
   g_dispatcher.store(&dispatcher);
@@ -342,6 +346,12 @@ int ReportCommand(const std::string& folder_arg) {
                     "run folder = \"", folder_arg,
                     "\": no {dataset}_plan.csv in it; give the folder that `surge run` printed "
                     "(.../performances/{model})")),
+                kExitConfigError);
+  }
+  if (!fs::exists(folder / (dataset + "_details.jsonl"))) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat(
+                    "run folder = \"", folder_arg, "\": has a plan but no ", dataset,
+                    "_details.jsonl: it was written by `surge plan`, nothing was sent")),
                 kExitConfigError);
   }
   // The configuration used, for the traffic facts the CSV does not hold.

@@ -7,10 +7,13 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <filesystem>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "worker/http/url.h"
 #include "nlohmann/json.hpp"
 #include "worker/http/target_checks.h"
 
@@ -307,6 +310,13 @@ RunConfig DefaultRunConfig() {
 
 absl::Status LoadYamlConfig(const std::string& path, RunConfig* config) {
   YAML::Node root;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "invalid configuration:\n  --config = \"", path,
+        std::filesystem::exists(path, ec) ? "\": is not a regular file (a YAML file is needed)"
+                                          : "\": no such file"));
+  }
   try {
     root = YAML::LoadFile(path);
   } catch (const YAML::BadFile&) {
@@ -408,10 +418,26 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
   }
   const auto& target = c.target();
   const std::string& url = target.base_url();
-  if (!url.empty() && url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0) {
-    errors.Add("base_url", absl::StrCat("\"", url, "\""),
-               "must start with http:// or https:// (flag --base-url)");
+  if (!url.empty()) {
+    // The same parser the workers use, so a URL that passes here connects.
+    if (absl::StatusOr<surge::worker::ParsedUrl> parsed = surge::worker::ParseBaseUrl(url);
+        !parsed.ok()) {
+      errors.Add("base_url", absl::StrCat("\"", url, "\""),
+                 absl::StrCat(std::string(parsed.status().message()), " (flag --base-url)"));
+    }
   }
+  // Files the workers will read must exist now, before anything starts; their
+  // contents (the API key) are read by the workers only.
+  auto regular_file = [&](const std::string& field, const std::string& flag,
+                          const std::string& path) {
+    std::error_code ec;
+    if (!path.empty() && !std::filesystem::is_regular_file(path, ec)) {
+      errors.Add(field, absl::StrCat("\"", path, "\""),
+                 absl::StrCat("must be a readable file (flag ", flag, ")"));
+    }
+  };
+  regular_file("api_key_file", "--api-key-file", target.api_key_file());
+  regular_file("ca_cert_path", "--ca-cert", target.ca_cert_path());
   const std::string& ep = target.endpoint();
   auto ends_with = [](const std::string& a, const std::string& b) {
     return a.size() >= b.size() && a.compare(a.size() - b.size(), b.size(), b) == 0;
@@ -423,7 +449,7 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
   }
   if (!std::isfinite(target.request_timeout_s()) || target.request_timeout_s() < 0) {
     errors.Add("request_timeout_s", Num(target.request_timeout_s()),
-               "must be a finite number >= 0 seconds, 0 = no timeout");
+               "must be a finite number >= 0 seconds, 0 = no timeout (flag --request-timeout-s)");
   }
   const auto& d = c.dataset();
   const std::string& name = d.dataset_name();
@@ -441,11 +467,24 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
                absl::StrCat("must name ", file, " when dataset_name is \"", name,
                             "\" (flag --dataset-path)"));
   }
-  if (d.random_input_len() < 1) {
-    errors.Add("random_input_len", "0", "must be >= 1 tokens (flag --random-input-len)");
+  if (!d.dataset_path().empty()) {
+    if (name == "synthetic" || name == "random") {
+      errors.Add("dataset_path", absl::StrCat("\"", d.dataset_path(), "\""),
+                 absl::StrCat("is not read by dataset_name \"", name,
+                              "\"; set dataset_name to jsonl, sharegpt or mooncake "
+                              "(flag --dataset-name)"));
+    }
   }
-  if (d.random_output_len() < 1) {
-    errors.Add("random_output_len", "0", "must be >= 1 tokens (flag --random-output-len)");
+  // Lengths: 1 .. 16,777,216 tokens (2^24, the Mooncake reader's bound): a
+  // prompt of that many tokens is already 64 MB of text.
+  constexpr uint32_t kMaxTokens = 1u << 24;
+  if (d.random_input_len() < 1 || d.random_input_len() > kMaxTokens) {
+    errors.Add("random_input_len", absl::StrCat(d.random_input_len()),
+               "must be 1..16777216 tokens (flag --random-input-len)");
+  }
+  if (d.random_output_len() < 1 || d.random_output_len() > kMaxTokens) {
+    errors.Add("random_output_len", absl::StrCat(d.random_output_len()),
+               "must be 1..16777216 tokens (flag --random-output-len)");
   }
   const std::string& dist = d.random_len_dist();
   if (!(dist.empty() || dist == "fixed" || dist == "uniform" || dist == "gaussian" ||

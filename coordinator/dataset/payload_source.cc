@@ -137,6 +137,17 @@ absl::StatusOr<std::unique_ptr<PayloadSource>> MakePayloadSource(
     const surge::v1::DatasetConfig& dataset, uint64_t num_requests, uint64_t seed) {
   const std::string& name = dataset.dataset_name();
   const std::string& path = dataset.dataset_path();
+  if (name != "synthetic" && name != "random") {
+    // A directory, a device or a missing path is a configuration error, found
+    // before any reader opens it (R-CFG-1).
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "invalid configuration:\n  dataset_path = \"", path, "\": ",
+          std::filesystem::exists(path, ec) ? "is not a regular file" : "no such file",
+          " (flag --dataset-path)"));
+    }
+  }
   if (name == "synthetic" || name == "random") {
     auto dist = ParseLengthDist(dataset.random_len_dist());
     if (!dist.ok()) return dist.status();

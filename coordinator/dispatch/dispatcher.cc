@@ -52,14 +52,19 @@ void Dispatcher::Send(Worker& worker, Envelope envelope) {
   envelope.set_run_id(options_.run_id);
   envelope.set_seq(++seq_);
   if (absl::Status s = transport_.Send(worker.peer, envelope); !s.ok()) {
-    LogWarning(absl::StrCat("to worker ", worker.index, ": ", s.ToString()));
+    // After a stop, workers that already left are expected to be unreachable.
+    if (stop_requests_.load() > 0 || !worker.alive) {
+      LogDebug(absl::StrCat("to worker ", worker.index, ": ", s.ToString()));
+    } else {
+      LogWarning(absl::StrCat("to worker ", worker.index, ": ", s.ToString()));
+    }
   }
 }
 
 absl::Status Dispatcher::AwaitWorkers() {
   const Clock::TimePoint give_up = clock_.Now() + options_.hello_timeout;
   while (static_cast<int>(workers_.size()) < options_.num_workers) {
-    if (stop_requested_.load()) return absl::CancelledError("interrupted before the start");
+    if ((stop_requests_.load() > 0)) return absl::CancelledError("interrupted before the start");
     if (clock_.Now() >= give_up) {
       return absl::UnavailableError(absl::StrCat("only ", workers_.size(), " of ",
                                                  options_.num_workers,
@@ -260,7 +265,7 @@ void Dispatcher::DeclareDead(Worker& w, Clock::TimePoint now, const std::string&
                                   kReassignMarginNs;
   for (uint64_t i = 0; i < cursor_; ++i) {
     if (state_[i] != State::kAssigned || owner_[i] != w.index) continue;
-    if (offset_ns_[i] > unsent_after_ns && !stop_requested_.load()) {
+    if (offset_ns_[i] > unsent_after_ns && !(stop_requests_.load() > 0)) {
       state_[i] = State::kUnassigned;
       owner_[i] = -1;
       ++attempt_[i];
@@ -344,7 +349,7 @@ absl::StatusOr<DispatchOutcome> Dispatcher::Run() {
       p.last_planned_s = n > 0 ? NanosToSeconds(offset_ns_[n - 1]) : 0;
       options_.on_progress(p);
     }
-    if (stop_requested_.load() && !stopping) {
+    if ((stop_requests_.load() > 0) && !stopping) {
       stopping = true;
       outcome_.interrupted = true;
       LogWarning("interrupted: stopping the workers, in-flight requests may finish");
@@ -357,6 +362,19 @@ absl::StatusOr<DispatchOutcome> Dispatcher::Run() {
         Send(w, std::move(stop));
       }
       stop_deadline = now + options_.drain + std::chrono::seconds(3);
+      LogWarning(absl::StrCat("waiting up to ", options_.drain.count() / 1000,
+                              " s for in-flight requests; Ctrl-C again to stop now"));
+    }
+    if (stopping && stop_requests_.load() > 1 && stop_deadline > now) {
+      LogWarning("second interrupt: not waiting for in-flight requests");
+      stop_deadline = now;
+      for (auto& w : workers_) {
+        if (!w.alive) continue;
+        Envelope stop;
+        stop.mutable_stop()->set_reason("interrupted");
+        stop.mutable_stop()->set_drain_ms(0);
+        Send(w, std::move(stop));
+      }
     }
     auto in = transport_.Receive(std::chrono::milliseconds(5));
     for (int k = 0; k < 4096 && in.ok() && in->has_value(); ++k) {

@@ -99,7 +99,8 @@ class Dispatcher {
   absl::StatusOr<DispatchOutcome> Run();
 
   // Asks the run to stop (Ctrl-C). Async-signal-safe: only sets a flag.
-  void RequestStop() { stop_requested_.store(true); }
+  // A second call cuts the drain short: in-flight requests end as lost.
+  void RequestStop() { stop_requests_.fetch_add(1); }
 
  private:
   enum class State : uint8_t { kUnassigned, kAssigned, kFinal };
@@ -136,7 +137,7 @@ class Dispatcher {
   const DispatcherOptions options_;
   RecordSink sink_;
   ExitProbe exited_;
-  std::atomic<bool> stop_requested_{false};
+  std::atomic<int> stop_requests_{0};
 
   std::vector<Worker> workers_;
   uint64_t seq_ = 0;

@@ -106,7 +106,9 @@ TEST(RunConfigTest, BadYamlNamesTheFile) {
   const absl::Status s = LoadText("request_rate: [1, 2\n", &c);
   EXPECT_THAT(std::string(s.message()), HasSubstr("not valid YAML"));
   const absl::Status missing = LoadYamlConfig("/nonexistent/surge.yaml", &c);
-  EXPECT_THAT(std::string(missing.message()), HasSubstr("cannot read the file"));
+  EXPECT_THAT(std::string(missing.message()), HasSubstr("--config = \"/nonexistent/surge.yaml\": no such file"));
+  const absl::Status directory = LoadYamlConfig(::testing::TempDir(), &c);
+  EXPECT_THAT(std::string(directory.message()), HasSubstr("is not a regular file"));
 }
 
 }  // namespace
