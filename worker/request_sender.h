@@ -25,6 +25,15 @@ class RequestSender {
   virtual ~RequestSender() = default;
   // Starts sending `assignment` now; `on_done` runs exactly once.
   virtual void Send(const surge::v1::Assignment& assignment, SendCallback on_done) = 0;
+  // Optional, non-blocking: gets `assignment` ready ahead of its Send (the
+  // pacer calls it SendLoopOptions::prepare_lead before the deadline), e.g.
+  // builds its bytes and reserves a connected connection, so that Send has
+  // only the write left. A later Send of the same (index, attempt) uses what
+  // was prepared; Send works the same without it. Nothing is sent here.
+  virtual void Prepare(const surge::v1::Assignment& assignment) { (void)assignment; }
+  // Releases what Prepare reserved for an assignment that will not be sent
+  // (the pacer stopped first). No-op when nothing was prepared for it.
+  virtual void CancelPrepared(const surge::v1::Assignment& assignment) { (void)assignment; }
   // Requests started and not yet finished.
   virtual size_t inflight() const = 0;
   // Waits up to `drain` for in-flight requests to finish; then aborts the rest

@@ -8,6 +8,18 @@ SendLoop::SendLoop(Clock& clock, RequestSender& sender, SendLoopOptions options,
                    RecordCallback on_record)
     : clock_(clock), sender_(sender), options_(options), on_record_(std::move(on_record)) {}
 
+void SendLoop::PushHeap(Heap& heap, surge::v1::Assignment a) {
+  heap.push_back(std::move(a));
+  std::push_heap(heap.begin(), heap.end(), Later());
+}
+
+surge::v1::Assignment SendLoop::PopHeap(Heap& heap) {
+  std::pop_heap(heap.begin(), heap.end(), Later());
+  surge::v1::Assignment a = std::move(heap.back());
+  heap.pop_back();
+  return a;
+}
+
 void SendLoop::SetStart(int64_t t0_local_ns) {
   std::lock_guard<std::mutex> lock(mu_);
   t0_local_ns_ = t0_local_ns;
@@ -16,69 +28,108 @@ void SendLoop::SetStart(int64_t t0_local_ns) {
 
 void SendLoop::Enqueue(std::vector<surge::v1::Assignment> assignments) {
   std::lock_guard<std::mutex> lock(mu_);
+  Heap& target = options_.prepare_lead.count() > 0 ? unprepared_ : ready_;
   for (auto& a : assignments) {
     horizon_ns_.store(std::max(horizon_ns_.load(), a.offset_ns()));
-    queue_.push(std::move(a));
+    PushHeap(target, std::move(a));
   }
 }
 
 size_t SendLoop::queued() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return queue_.size();
+  return unprepared_.size() + ready_.size();
 }
 
 std::vector<surge::v1::Assignment> SendLoop::TakeUnreleased() {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<surge::v1::Assignment> out;
-  while (!queue_.empty()) {
-    out.push_back(queue_.top());
-    queue_.pop();
+  while (!unprepared_.empty() || !ready_.empty()) {
+    const bool from_ready =
+        unprepared_.empty() || (!ready_.empty() && !Later()(ready_.front(), unprepared_.front()));
+    out.push_back(PopHeap(from_ready ? ready_ : unprepared_));
   }
   return out;
 }
 
 void SendLoop::Run() {
-  const auto slice = std::chrono::duration_cast<std::chrono::nanoseconds>(options_.slice);
+  using std::chrono::nanoseconds;
+  const int64_t slice = std::chrono::duration_cast<nanoseconds>(options_.slice).count();
+  const int64_t lead = std::chrono::duration_cast<nanoseconds>(options_.prepare_lead).count();
+  const int64_t guard = std::chrono::duration_cast<nanoseconds>(options_.prepare_guard).count();
+  constexpr int64_t kNever = INT64_MAX;
   while (!stop_.load()) {
-    int64_t due_ns = 0;
+    // Two kinds of events: preparing the earliest unprepared assignment at
+    // its deadline − lead, and releasing the earliest ready one at its
+    // deadline (absolute local steady ns).
+    int64_t prepare_due = kNever;
+    int64_t prepare_deadline = kNever;
+    int64_t release_due = kNever;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (started_ && !queue_.empty()) due_ns = t0_local_ns_ + queue_.top().offset_ns();
-      if (!started_ || queue_.empty()) due_ns = -1;
+      if (started_ && !unprepared_.empty()) {
+        prepare_deadline = t0_local_ns_ + unprepared_.front().offset_ns();
+        prepare_due = prepare_deadline - lead;
+      }
+      if (started_ && !ready_.empty()) release_due = t0_local_ns_ + ready_.front().offset_ns();
     }
-    const Clock::TimePoint now = clock_.Now();
-    if (due_ns < 0) {
-      clock_.SleepUntilCoarse(now + slice);
+    const int64_t now = ToNanos(clock_.Now());
+    if (prepare_due == kNever && release_due == kNever) {
+      clock_.SleepUntilCoarse(FromNanos(now + slice));
       continue;
     }
-    const Clock::TimePoint due = FromNanos(due_ns);
-    if (due - now > slice) {
+    // A preparation is cheap but not free: it waits while a release is
+    // close, unless its own deadline comes first (an assignment that arrived
+    // late, with less than `lead` to go).
+    const bool prepare_may_go =
+        prepare_due != kNever &&
+        (prepare_deadline <= release_due || release_due == kNever || release_due - now > guard);
+    if (prepare_may_go && prepare_due <= now) {
+      surge::v1::Assignment a;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        a = PopHeap(unprepared_);
+      }
+      sender_.Prepare(a);
+      std::lock_guard<std::mutex> lock(mu_);
+      PushHeap(ready_, std::move(a));
+      continue;
+    }
+    if (prepare_may_go && prepare_due < release_due) {
+      // The next event is a preparation: no precision needed.
+      clock_.SleepUntilCoarse(FromNanos(std::min(prepare_due, now + slice)));
+      continue;
+    }
+    if (release_due - now > slice) {
       // Far from the deadline: sleep one slice, then look again, so that an
       // earlier assignment or a stop is noticed. The last stretch below is a
       // precise absolute sleep.
-      clock_.SleepUntilCoarse(std::min(due - slice / 2, now + slice));
+      clock_.SleepUntilCoarse(FromNanos(std::min(release_due - slice / 2, now + slice)));
       continue;
     }
-    clock_.SleepUntil(due);
+    clock_.SleepUntil(FromNanos(release_due));
     const int64_t released_ns = ToNanos(clock_.Now());
     // The lease check sits here, at the release itself, not in a watchdog: a
     // pacer that wakes after a long stall must not send what the coordinator
     // may already have given to another worker (DISTRIBUTED.md §7).
     if (released_ns > lease_expiry_ns_.load()) {
-      clock_.SleepUntilCoarse(clock_.Now() + slice);
+      clock_.SleepUntilCoarse(clock_.Now() + options_.slice);
       continue;
     }
     surge::v1::Assignment next;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      next = queue_.top();
-      queue_.pop();
+      next = PopHeap(ready_);
     }
-    Release(next, released_ns);
+    Release(std::move(next), released_ns);
+  }
+  // What was prepared but will not be sent gives back its reservation.
+  if (lead > 0) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const surge::v1::Assignment& a : ready_) sender_.CancelPrepared(a);
   }
 }
 
-void SendLoop::Release(const surge::v1::Assignment& assignment, int64_t released_local_ns) {
+void SendLoop::Release(surge::v1::Assignment assignment, int64_t released_local_ns) {
   int64_t t0;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -95,7 +146,7 @@ void SendLoop::Release(const surge::v1::Assignment& assignment, int64_t released
     blocked_ns = ToNanos(clock_.Now()) - ToNanos(start);
     if (stop_.load()) {  // stopped while held back: it was never sent
       std::lock_guard<std::mutex> lock(mu_);
-      queue_.push(assignment);
+      PushHeap(ready_, std::move(assignment));
       return;
     }
   }

@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
-#include <queue>
 #include <vector>
 
 #include "common/clock.h"
@@ -29,6 +28,13 @@ struct SendLoopOptions {
   // Longest coarse sleep between checks for new work or a stop, so an early
   // assignment or Stop() is seen within this time.
   std::chrono::microseconds slice{2000};
+  // How long before its deadline each assignment is handed to
+  // RequestSender::Prepare (built and given a connection off the critical
+  // path). 0 = never call Prepare. An assignment enqueued later than this is
+  // prepared at once. A preparation is put off while another request is due
+  // within `prepare_guard`, unless its own deadline comes first.
+  std::chrono::microseconds prepare_lead{50000};
+  std::chrono::microseconds prepare_guard{1000};
 };
 
 // Receives each finished request's record, times relative to t0 (ns); called
@@ -48,7 +54,8 @@ class SendLoop {
   // Local steady ns after which nothing may be released (the worker lease,
   // DISTRIBUTED.md §3, checked at every release). Default: no expiry.
   void SetLeaseExpiry(int64_t local_ns) { lease_expiry_ns_.store(local_ns); }
-  // The pacer body; returns soon after Stop().
+  // The pacer body; returns soon after Stop(). Before returning it calls
+  // RequestSender::CancelPrepared for every prepared, unreleased assignment.
   void Run();
   // Stops releasing. Requests already handed to the sender are not touched.
   void Stop() { stop_.store(true); }
@@ -69,7 +76,12 @@ class SendLoop {
     }
   };
 
-  void Release(const surge::v1::Assignment& assignment, int64_t released_local_ns);
+  // Heaps (std::push_heap/pop_heap with Later): earliest at front().
+  using Heap = std::vector<surge::v1::Assignment>;
+  static void PushHeap(Heap& heap, surge::v1::Assignment a);
+  static surge::v1::Assignment PopHeap(Heap& heap);
+
+  void Release(surge::v1::Assignment assignment, int64_t released_local_ns);
 
   Clock& clock_;
   RequestSender& sender_;
@@ -77,7 +89,10 @@ class SendLoop {
   const RecordCallback on_record_;
 
   mutable std::mutex mu_;
-  std::priority_queue<surge::v1::Assignment, std::vector<surge::v1::Assignment>, Later> queue_;
+  // Assignments waiting for Prepare (empty when prepare_lead is 0), and
+  // those prepared (or needing no preparation) waiting for their deadline.
+  Heap unprepared_;
+  Heap ready_;
   bool started_ = false;
   int64_t t0_local_ns_ = 0;
 

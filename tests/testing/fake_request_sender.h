@@ -1,5 +1,6 @@
-// A RequestSender that records every Send with the clock's time and answers
-// at once (or never, to model requests in flight). Thread-safe.
+// A RequestSender that records every Prepare, CancelPrepared and Send with
+// the clock's time and answers at once (or never, to model requests in
+// flight). Thread-safe.
 #ifndef SURGE_TESTS_TESTING_FAKE_REQUEST_SENDER_H_
 #define SURGE_TESTS_TESTING_FAKE_REQUEST_SENDER_H_
 
@@ -20,6 +21,15 @@ class FakeRequestSender final : public surge::worker::RequestSender {
   };
   explicit FakeRequestSender(Clock& clock, bool complete_at_once = true)
       : clock_(clock), complete_at_once_(complete_at_once) {}
+
+  void Prepare(const surge::v1::Assignment& a) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    prepared_.push_back(Sent{a.index(), ToNanos(clock_.Now())});
+  }
+  void CancelPrepared(const surge::v1::Assignment& a) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    cancelled_.push_back(Sent{a.index(), ToNanos(clock_.Now())});
+  }
 
   void Send(const surge::v1::Assignment& a, surge::worker::SendCallback on_done) override {
     const int64_t now = ToNanos(clock_.Now());
@@ -75,6 +85,14 @@ class FakeRequestSender final : public surge::worker::RequestSender {
     std::lock_guard<std::mutex> lock(mu_);
     return sent_;
   }
+  std::vector<Sent> prepared() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return prepared_;
+  }
+  std::vector<Sent> cancelled() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return cancelled_;
+  }
   void set_after_send(std::function<void(uint64_t)> f) { after_send_ = std::move(f); }
 
  private:
@@ -82,6 +100,8 @@ class FakeRequestSender final : public surge::worker::RequestSender {
   const bool complete_at_once_;
   mutable std::mutex mu_;
   std::vector<Sent> sent_;
+  std::vector<Sent> prepared_;
+  std::vector<Sent> cancelled_;
   std::vector<std::pair<surge::v1::RequestRecord, surge::worker::SendCallback>> held_;
   std::function<void(uint64_t)> after_send_;
 };

@@ -1,11 +1,14 @@
 // The pacer on simulated time: every request is released exactly at
 // t0 + offset_i (absolute deadlines), whatever the order of arrival, and the
 // lease and the concurrency cap hold requests back (R-REQ-2, DISTRIBUTED §7).
+// Each request is prepared exactly prepare_lead before its deadline.
 #include "worker/send_loop.h"
 
-#include <thread>
-
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <thread>
+#include <vector>
 
 #include "tests/testing/fake_request_sender.h"
 #include "tests/testing/simulated_clock.h"
@@ -64,7 +67,8 @@ TEST(SendLoopTest, LateWakeUpsShowAsLatenessAndDoNotAccumulate) {
   const int64_t t0 = ToNanos(clock.Now());
   loop.SetStart(t0);
   std::vector<surge::v1::Assignment> list;
-  for (uint64_t i = 0; i < 100; ++i) list.push_back(Make(i, static_cast<int64_t>(i + 1) * 10000000));
+  for (uint64_t i = 0; i < 100; ++i)
+    list.push_back(Make(i, static_cast<int64_t>(i + 1) * 10000000));
   loop.Enqueue(list);
   sender.set_after_send([&](uint64_t index) {
     if (index == 99) loop.Stop();
@@ -126,6 +130,130 @@ TEST(SendLoopTest, ConcurrencyCapHoldsRequestsAndRecordsBlockedTime) {
   EXPECT_EQ(second.released_ns(), 20000000);
   EXPECT_GE(second.blocked_ns(), 30000000);
   EXPECT_EQ(second.sent_ns() - second.released_ns(), second.blocked_ns());
+}
+
+constexpr int64_t kMs = 1000000;
+
+TEST(SendLoopTest, PrepareComesExactlyPrepareLeadBeforeEachDeadline) {
+  AutoAdvanceClock clock;
+  FakeRequestSender sender(clock);
+  SendLoopOptions options;
+  options.prepare_lead = std::chrono::milliseconds(50);
+  SendLoop loop(clock, sender, options, [](surge::v1::RequestRecord) {});
+  const int64_t t0 = ToNanos(clock.Now()) + 500 * kMs;
+  loop.SetStart(t0);
+  // Offsets 1 ns apart, closer than the lead, and far apart; out of order.
+  loop.Enqueue({Make(3, 400 * kMs), Make(0, 100 * kMs), Make(1, 100 * kMs + 1),
+                Make(2, 130 * kMs + 7), Make(4, 3000 * kMs)});
+  sender.set_after_send([&](uint64_t index) {
+    if (index == 4) loop.Stop();
+  });
+  loop.Run();
+  const auto prepared = sender.prepared();
+  const auto sent = sender.sent();
+  ASSERT_EQ(prepared.size(), 5u);
+  ASSERT_EQ(sent.size(), 5u);
+  const int64_t offsets[] = {100 * kMs, 100 * kMs + 1, 130 * kMs + 7, 400 * kMs, 3000 * kMs};
+  for (uint64_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(prepared[i].index, i);
+    EXPECT_EQ(prepared[i].at_ns, t0 + offsets[i] - 50 * kMs) << i;
+    EXPECT_EQ(sent[i].index, i);
+    EXPECT_EQ(sent[i].at_ns, t0 + offsets[i]) << i;
+  }
+  EXPECT_TRUE(sender.cancelled().empty());
+}
+
+TEST(SendLoopTest, LateAssignmentsArePreparedAtOnceAndStillSentOnTime) {
+  AutoAdvanceClock clock;
+  FakeRequestSender sender(clock);
+  SendLoopOptions options;
+  options.prepare_lead = std::chrono::milliseconds(50);
+  SendLoop loop(clock, sender, options, [](surge::v1::RequestRecord) {});
+  const int64_t t0 = ToNanos(clock.Now());
+  loop.SetStart(t0);
+  // Due in 10 ms and 30 ms: both less than the lead away.
+  loop.Enqueue({Make(0, 10 * kMs), Make(1, 30 * kMs)});
+  sender.set_after_send([&](uint64_t index) {
+    if (index == 1) loop.Stop();
+  });
+  loop.Run();
+  const auto prepared = sender.prepared();
+  ASSERT_EQ(prepared.size(), 2u);
+  EXPECT_EQ(prepared[0].at_ns, t0);
+  EXPECT_EQ(prepared[1].at_ns, t0);
+  ASSERT_EQ(sender.sent().size(), 2u);
+  EXPECT_EQ(sender.sent()[0].at_ns, t0 + 10 * kMs);
+  EXPECT_EQ(sender.sent()[1].at_ns, t0 + 30 * kMs);
+}
+
+TEST(SendLoopTest, PreparationWaitsWhileAReleaseIsWithinTheGuard) {
+  AutoAdvanceClock clock;
+  FakeRequestSender sender(clock);
+  SendLoopOptions options;
+  options.prepare_lead = std::chrono::milliseconds(50);
+  options.prepare_guard = std::chrono::milliseconds(1);
+  SendLoop loop(clock, sender, options, [](surge::v1::RequestRecord) {});
+  const int64_t t0 = ToNanos(clock.Now());
+  loop.SetStart(t0);
+  // Request 1 would be prepared at 99.6 ms, 0.4 ms before request 0 goes
+  // out: it is prepared right after that release instead.
+  loop.Enqueue({Make(0, 100 * kMs), Make(1, 149'600'000)});
+  sender.set_after_send([&](uint64_t index) {
+    if (index == 1) loop.Stop();
+  });
+  loop.Run();
+  const auto prepared = sender.prepared();
+  ASSERT_EQ(prepared.size(), 2u);
+  EXPECT_EQ(prepared[1].index, 1u);
+  EXPECT_EQ(prepared[1].at_ns, t0 + 100 * kMs);
+  EXPECT_EQ(sender.sent()[0].at_ns, t0 + 100 * kMs);
+  EXPECT_EQ(sender.sent()[1].at_ns, t0 + 149'600'000);
+}
+
+TEST(SendLoopTest, StoppingCancelsPreparedButUnreleasedRequests) {
+  AutoAdvanceClock clock;
+  FakeRequestSender sender(clock);
+  SendLoopOptions options;
+  options.prepare_lead = std::chrono::milliseconds(50);
+  SendLoop loop(clock, sender, options, [](surge::v1::RequestRecord) {});
+  const int64_t t0 = ToNanos(clock.Now());
+  loop.SetStart(t0);
+  loop.Enqueue({Make(0, 100 * kMs), Make(1, 120 * kMs), Make(2, 140 * kMs), Make(3, 500 * kMs)});
+  sender.set_after_send([&](uint64_t index) {
+    if (index == 0) loop.Stop();
+  });
+  loop.Run();
+  ASSERT_EQ(sender.sent().size(), 1u);
+  // 1 and 2 were prepared (at 70 and 90 ms), 3 was not.
+  ASSERT_EQ(sender.prepared().size(), 3u);
+  const auto cancelled = sender.cancelled();
+  ASSERT_EQ(cancelled.size(), 2u);
+  std::vector<uint64_t> cancelled_indexes = {cancelled[0].index, cancelled[1].index};
+  std::sort(cancelled_indexes.begin(), cancelled_indexes.end());
+  EXPECT_EQ(cancelled_indexes, (std::vector<uint64_t>{1, 2}));
+  const auto unreleased = loop.TakeUnreleased();
+  ASSERT_EQ(unreleased.size(), 3u);
+  EXPECT_EQ(unreleased[0].index(), 1u);
+  EXPECT_EQ(unreleased[1].index(), 2u);
+  EXPECT_EQ(unreleased[2].index(), 3u);
+}
+
+TEST(SendLoopTest, ZeroPrepareLeadNeverPrepares) {
+  AutoAdvanceClock clock;
+  FakeRequestSender sender(clock);
+  SendLoopOptions options;
+  options.prepare_lead = std::chrono::microseconds(0);
+  SendLoop loop(clock, sender, options, [](surge::v1::RequestRecord) {});
+  const int64_t t0 = ToNanos(clock.Now());
+  loop.SetStart(t0);
+  loop.Enqueue({Make(0, 10 * kMs), Make(1, 20 * kMs)});
+  sender.set_after_send([&](uint64_t index) {
+    if (index == 1) loop.Stop();
+  });
+  loop.Run();
+  EXPECT_TRUE(sender.prepared().empty());
+  ASSERT_EQ(sender.sent().size(), 2u);
+  EXPECT_EQ(sender.sent()[1].at_ns, t0 + 20 * kMs);
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include <cerrno>
 #include <condition_variable>
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -100,16 +101,60 @@ struct RequestState {
   uint32_t input_tokens = 0;
   uint32_t max_tokens = 0;
   uint64_t prompt_seed = 0;
-  // The payload reference, turned into text by BuildAssignmentPrompt.
+  // The payload reference, turned into text by BuildAssignmentPrompt (only
+  // when nothing was prepared: then `built` is false).
   surge::v1::Assignment assignment;
   SendCallback on_done;
   std::optional<Strand> strand;
+  // The serialized HTTP request and EstimateTokens(prompt): from the
+  // preparation, or built by Execute.
+  bool built = false;
+  std::string request_bytes;
+  uint32_t estimated_input = 0;
+  // A prepared plain connection on which Send wrote the first bytes from the
+  // caller's thread; Run moves it into `conn`. Until then only Send touches
+  // it, and nothing else in the sender can reach it.
+  std::shared_ptr<Connection> direct_conn;
+  size_t direct_written = 0;   // bytes of request_bytes that Send wrote
+  int64_t direct_sent_ns = 0;  // clock time just before that write
   // Fields below are touched on `strand` only, except the atomics.
   std::shared_ptr<Connection> conn;
   std::optional<net::steady_timer> watchdog;
   bool timed_out = false;
   std::atomic<bool> aborted{false};
   std::atomic<bool> finished{false};
+};
+
+// What Prepare got ready for one (index, attempt): the request bytes and a
+// reserved connection, connected (and handshaken) by a coroutine on the
+// connection's strand. While it sits in Impl::prepared_ nobody else uses the
+// connection; whoever takes it out of that map (Send, CancelPrepared,
+// Shutdown) owns what it holds once `done`, or leaves a note (`waiting`,
+// `abandoned`) for the coroutine when not.
+struct Preparation {
+  surge::v1::Assignment assignment;  // the payload; cleared once built
+  std::shared_ptr<Connection> conn;
+  std::string request_bytes;  // written by the coroutine before `done`
+  uint32_t estimated_input = 0;
+  // Guarded by Impl::mu_. `done`: bytes built and the connect over (the
+  // coroutine has let go); `failed`: the connection could not be opened
+  // (Send opens another); `waiting`: a Send that came before `done`;
+  // `abandoned`: cancelled or shut down before `done`.
+  bool done = false;
+  bool failed = false;
+  std::shared_ptr<RequestState> waiting;
+  std::atomic<bool> abandoned{false};
+};
+
+using PrepKey = std::pair<uint64_t, uint32_t>;  // (index, attempt)
+PrepKey KeyOf(const surge::v1::Assignment& a) { return {a.index(), a.attempt()}; }
+
+// How opening a connection failed: `phase` "connect" or "tls" with the
+// error; or an empty phase and a whole `message` (TLS setup).
+struct OpenError {
+  std::string phase;
+  error_code ec;
+  std::string message;
 };
 
 // True when the server has closed an idle connection (or sent bytes nobody
@@ -182,6 +227,45 @@ class BeastRequestSender::Impl {
 
   ~Impl() { Shutdown(std::chrono::milliseconds(0)); }
 
+  void Prepare(const surge::v1::Assignment& assignment) {
+    auto prep = std::make_shared<Preparation>();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (shutting_down_) return;
+      auto [it, inserted] = prepared_.try_emplace(KeyOf(assignment));
+      if (!inserted) return;  // prepared already
+      std::shared_ptr<Connection> conn = TakeIdleLocked();
+      if (conn == nullptr) {
+        conn = std::make_shared<Connection>(net::make_strand(ioc_), tls_context_.get());
+      }
+      prep->conn = std::move(conn);
+      it->second = prep;
+    }
+    // Only the coroutine reads the payload, and it starts after this (post).
+    prep->assignment = assignment;
+    const Strand strand = prep->conn->strand;
+    net::co_spawn(strand, PrepareRun(std::move(prep)), [](std::exception_ptr e) {
+      if (e) LogError("beast_request_sender: preparation coroutine ended with an exception");
+    });
+  }
+
+  void CancelPrepared(const surge::v1::Assignment& assignment) {
+    std::shared_ptr<Preparation> prep;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = prepared_.find(KeyOf(assignment));
+      if (it == prepared_.end()) return;
+      prep = std::move(it->second);
+      prepared_.erase(it);
+      if (!prep->done) {
+        // The coroutine gives the connection back when its connect is over.
+        prep->abandoned = true;
+        return;
+      }
+    }
+    if (!prep->failed) ReturnToPool(std::move(prep->conn), /*answered=*/false);
+  }
+
   void Send(const surge::v1::Assignment& assignment, SendCallback on_done) {
     auto st = std::make_shared<RequestState>();
     st->index = assignment.index();
@@ -189,17 +273,40 @@ class BeastRequestSender::Impl {
     st->input_tokens = assignment.input_tokens();
     st->max_tokens = assignment.max_tokens();
     st->prompt_seed = assignment.prompt_seed();
-    st->assignment = assignment;
     st->on_done = std::move(on_done);
+    // A prepared, connected plain connection: this thread writes first.
+    std::shared_ptr<Connection> direct;
+    // The preparation is still running and will start the request.
+    bool attached = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (!shutting_down_) {
-        std::shared_ptr<Connection> conn = TakeIdleLocked();
-        if (conn == nullptr) {
-          conn = std::make_shared<Connection>(net::make_strand(ioc_), tls_context_.get());
+        std::shared_ptr<Connection> conn;
+        auto it = prepared_.find(KeyOf(assignment));
+        if (it != prepared_.end()) {
+          std::shared_ptr<Preparation> prep = std::move(it->second);
+          prepared_.erase(it);
+          if (prep->done) {
+            st->built = true;
+            st->request_bytes = std::move(prep->request_bytes);
+            st->estimated_input = prep->estimated_input;
+            conn = prep->failed
+                       ? std::make_shared<Connection>(prep->conn->strand, tls_context_.get())
+                       : prep->conn;
+            if (!conn->tls.has_value() && conn->connected) direct = conn;
+          } else {
+            prep->waiting = st;
+            conn = prep->conn;
+            attached = true;
+          }
+        } else {
+          conn = TakeIdleLocked();
+          if (conn == nullptr) {
+            conn = std::make_shared<Connection>(net::make_strand(ioc_), tls_context_.get());
+          }
         }
         st->strand = conn->strand;
-        st->conn = std::move(conn);
+        if (direct == nullptr) st->conn = std::move(conn);
         st->id = next_id_++;
         active_.emplace(st->id, st);
         ++inflight_;
@@ -212,7 +319,19 @@ class BeastRequestSender::Impl {
       if (st->on_done) st->on_done(std::move(record));
       return;
     }
-    // co_spawn posts: nothing of the request runs on the caller's thread.
+    if (attached) {
+      // The preparation runs the request when its connect is over (and may
+      // already be doing so: `st` is not ours any more). The timeout counts
+      // from now, as for any request.
+      net::post(*st->strand, [this, st] { StartWatchdog(st); });
+      return;
+    }
+    if (direct != nullptr) {
+      WriteFirstBytes(*st, std::move(direct));
+    } else if (!st->built) {
+      st->assignment = assignment;
+    }
+    // co_spawn posts: the rest of the request runs on the I/O thread.
     net::co_spawn(*st->strand, Run(st), [](std::exception_ptr e) {
       if (e) LogError("beast_request_sender: request coroutine ended with an exception");
     });
@@ -229,9 +348,23 @@ class BeastRequestSender::Impl {
     std::lock_guard<std::mutex> shutdown_lock(shutdown_mu_);
     if (shut_down_) return;
     std::vector<std::shared_ptr<RequestState>> leftovers;
+    std::vector<std::shared_ptr<Preparation>> unsent;
     {
       std::unique_lock<std::mutex> lock(mu_);
       shutting_down_ = true;
+      // Prepared and never sent: nothing will claim them any more. A
+      // preparation still connecting is told so and its socket closed.
+      for (auto& [key, prep] : prepared_) {
+        if (!prep->done) {
+          prep->abandoned = true;
+          net::post(prep->conn->strand, [conn = prep->conn] {
+            error_code ignored;
+            conn->socket().close(ignored);
+          });
+        }
+        unsent.push_back(std::move(prep));
+      }
+      prepared_.clear();
       cv_.wait_for(lock, drain, [this] { return inflight_ == 0; });
       // Past the drain deadline: close the sockets of what is still running;
       // each coroutine then sees `aborted` and reports LOST drain_timeout.
@@ -264,6 +397,7 @@ class BeastRequestSender::Impl {
         t.join();
       }
     }
+    unsent.clear();
     {
       std::lock_guard<std::mutex> lock(mu_);
       idle_.clear();
@@ -294,8 +428,10 @@ class BeastRequestSender::Impl {
     return nullptr;
   }
 
-  void ReturnToPool(std::shared_ptr<Connection> conn) {
-    conn->reused = true;
+  // `answered`: the connection has carried a request and its answer (a
+  // server may then close it between requests: the keep-alive race).
+  void ReturnToPool(std::shared_ptr<Connection> conn, bool answered = true) {
+    if (answered) conn->reused = true;
     std::lock_guard<std::mutex> lock(mu_);
     if (!shutting_down_) idle_.push_back(std::move(conn));
   }
@@ -355,7 +491,93 @@ class BeastRequestSender::Impl {
     }
   }
 
+  // Writes the first bytes of a prepared request on a prepared plain
+  // connection from the caller's (the pacer's) thread: one non-blocking
+  // send(2), stamped just before, so that the request does not wait for the
+  // I/O thread. The connection is this thread's alone: it left the
+  // reservation map under mu_, no operation is pending on it, the request is
+  // not spawned yet, and Shutdown only ever closes `st.conn` (still empty).
+  // Run takes over what is left to write and the answer.
+  void WriteFirstBytes(RequestState& st, std::shared_ptr<Connection> conn) {
+    if (IdleConnectionIsStale(*conn)) {
+      // Closed by the server while reserved: Execute opens a fresh one and
+      // writes there (sent_ns is that write).
+      error_code ignored;
+      conn->socket().close(ignored);
+      st.direct_conn = std::make_shared<Connection>(conn->strand, nullptr);
+      return;
+    }
+    const int fd = conn->socket().native_handle();
+    // R-ACT-2: the first byte is handed to the socket right after this.
+    const int64_t sent_ns = ToNanos(clock_.Now());
+    const ssize_t n =
+        ::send(fd, st.request_bytes.data(), st.request_bytes.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n > 0) {
+      st.direct_written = static_cast<size_t>(n);
+      st.direct_sent_ns = sent_ns;
+    }
+    // n <= 0 (EAGAIN, or an error such as a reset): nothing went out; the
+    // I/O thread writes the whole request and meets the error itself.
+    st.direct_conn = std::move(conn);
+  }
+
+  // Builds a prepared request's bytes and opens its reserved connection (if
+  // it is not an idle one already), then leaves them for Send, or hands
+  // them to a Send that came first, or gives the connection back.
+  net::awaitable<void> PrepareRun(std::shared_ptr<Preparation> prep) {
+    {
+      const std::string prompt = BuildAssignmentPrompt(prep->assignment);
+      prep->estimated_input = EstimateTokens(prompt);
+      prep->request_bytes = BuildHttpRequest(prompt, prep->assignment.max_tokens());
+      prep->assignment = surge::v1::Assignment();
+    }
+    std::shared_ptr<Connection> conn = prep->conn;
+    bool ok = conn->connected;
+    if (!ok && !prep->abandoned.load()) {
+      // The request timeout bounds the connect, as it would for a request.
+      auto over = std::make_shared<bool>(false);  // touched on the strand only
+      std::optional<net::steady_timer> timer;
+      if (timeout_s_ > 0) {
+        timer.emplace(conn->strand);
+        timer->expires_after(std::chrono::nanoseconds(static_cast<int64_t>(timeout_s_ * 1e9)));
+        timer->async_wait([conn, over](const error_code& ec) {
+          if (ec || *over) return;
+          error_code ignored;
+          conn->socket().close(ignored);
+        });
+      }
+      OpenError error;
+      ok = co_await Connect(*conn, nullptr, prep.get(), error);
+      *over = true;
+      if (timer.has_value()) timer->cancel();
+    }
+    if (!ok) {
+      error_code ignored;
+      conn->socket().close(ignored);
+    }
+    std::shared_ptr<RequestState> waiting;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      prep->done = true;
+      prep->failed = !ok;
+      waiting = std::move(prep->waiting);
+    }
+    if (waiting != nullptr) {
+      // Send came first and is waiting: run it here, on the same strand.
+      waiting->built = true;
+      waiting->request_bytes = std::move(prep->request_bytes);
+      waiting->estimated_input = prep->estimated_input;
+      if (!ok) waiting->conn = std::make_shared<Connection>(conn->strand, tls_context_.get());
+      co_await Run(waiting);
+    } else if (prep->abandoned.load() && ok) {
+      ReturnToPool(std::move(conn), /*answered=*/false);
+    }
+    // Otherwise it stays in prepared_ for Send or CancelPrepared (or it was
+    // abandoned and failed: the closed connection just goes away).
+  }
+
   net::awaitable<void> Run(std::shared_ptr<RequestState> st) {
+    if (st->direct_conn != nullptr) st->conn = std::move(st->direct_conn);
     RequestRecord record = BaseRecord(*st);
     bool reusable = false;
     try {
@@ -378,7 +600,7 @@ class BeastRequestSender::Impl {
   }
 
   void StartWatchdog(const std::shared_ptr<RequestState>& st) {
-    if (timeout_s_ <= 0) return;
+    if (timeout_s_ <= 0 || st->watchdog.has_value() || st->finished.load()) return;
     st->watchdog.emplace(*st->strand);
     st->watchdog->expires_after(std::chrono::nanoseconds(static_cast<int64_t>(timeout_s_ * 1e9)));
     st->watchdog->async_wait([st](const error_code& ec) {
@@ -399,10 +621,18 @@ class BeastRequestSender::Impl {
   // Sends the request and reads the answer into `record`. Returns whether
   // the connection may go back to the pool.
   net::awaitable<bool> Execute(std::shared_ptr<RequestState> st, RequestRecord& record) {
-    const std::string prompt = BuildAssignmentPrompt(st->assignment);
-    const uint32_t estimated_input = EstimateTokens(prompt);
-    const std::string request_bytes = BuildHttpRequest(prompt, st->max_tokens);
+    if (!st->built) {
+      const std::string prompt = BuildAssignmentPrompt(st->assignment);
+      st->estimated_input = EstimateTokens(prompt);
+      st->request_bytes = BuildHttpRequest(prompt, st->max_tokens);
+      st->assignment = surge::v1::Assignment();
+      st->built = true;
+    }
+    const uint32_t estimated_input = st->estimated_input;
+    const std::string& request_bytes = st->request_bytes;
     record.set_input_tokens(estimated_input);
+    // Bytes written by Send are out, whatever happens next.
+    if (st->direct_written > 0) record.set_sent_ns(st->direct_sent_ns);
     StartWatchdog(st);
     bool retried = false;
     for (;;) {
@@ -434,12 +664,37 @@ class BeastRequestSender::Impl {
   // handshake come before sent_ns (R-ACT-2). On failure fills `record`.
   net::awaitable<bool> Open(std::shared_ptr<RequestState> st, Connection& conn,
                             RequestRecord& record) {
+    OpenError error;
+    const bool opened = co_await Connect(conn, st.get(), nullptr, error);
+    if (opened) co_return true;
+    if (error.phase.empty()) {
+      record.set_status(surge::v1::FAILED);
+      record.set_error(error.message);
+    } else {
+      FailIo(*st, error.phase.c_str(), error.ec, record, error.message);
+    }
+    co_return false;
+  }
+
+  // Connects `conn` (TCP, no Nagle) and, for https, runs the TLS handshake;
+  // marks it connected. After each step it gives up when the request `st`
+  // was aborted or timed out, or the preparation `prep` abandoned (either
+  // may be null; a closed socket shows up as an error of the step itself).
+  // On failure fills `error`. (Plain pointers, not a callable: g++ 12 has
+  // had bugs with non-trivial temporaries in co_await expressions.)
+  net::awaitable<bool> Connect(Connection& conn, const RequestState* st, const Preparation* prep,
+                               OpenError& error) {
+    auto cancelled = [st, prep] {
+      return (st != nullptr && (st->aborted.load() || st->timed_out)) ||
+             (prep != nullptr && prep->abandoned.load());
+    };
     error_code ec;
     co_await net::async_connect(conn.socket(), endpoints_,
                                 net::redirect_error(net::use_awaitable, ec));
-    if (!ec && (st->aborted.load() || st->timed_out)) ec = net::error::operation_aborted;
+    if (!ec && cancelled()) ec = net::error::operation_aborted;
     if (ec) {
-      FailIo(*st, "connect", ec, record);
+      error.phase = "connect";
+      error.ec = ec;
       co_return false;
     }
     connections_opened_.fetch_add(1);
@@ -448,16 +703,17 @@ class BeastRequestSender::Impl {
     if (conn.tls.has_value()) {
       SSL* ssl = conn.tls->native_handle();
       if (absl::Status prepared = PrepareTlsClient(ssl, url_.host, verify_peer_); !prepared.ok()) {
-        record.set_status(surge::v1::FAILED);
-        record.set_error(std::string(prepared.message()));
+        error.message = std::string(prepared.message());
         co_return false;
       }
       ec = {};
       co_await conn.tls->async_handshake(net::ssl::stream_base::client,
                                          net::redirect_error(net::use_awaitable, ec));
-      if (!ec && (st->aborted.load() || st->timed_out)) ec = net::error::operation_aborted;
+      if (!ec && cancelled()) ec = net::error::operation_aborted;
       if (ec) {
-        FailIo(*st, "tls", ec, record, TlsErrorMessage(ec, ssl));
+        error.phase = "tls";
+        error.ec = ec;
+        error.message = TlsErrorMessage(ec, ssl);
         co_return false;
       }
     }
@@ -472,10 +728,23 @@ class BeastRequestSender::Impl {
                                   Stream& stream, const std::string& request_bytes,
                                   uint32_t estimated_input, bool can_retry, RequestRecord& record) {
     error_code ec;
+    // Send may have written the first bytes already (WriteFirstBytes): then
+    // sent_ns is its stamp and only the rest is written here. Otherwise
     // R-ACT-2: the first byte is handed to the socket right after this.
-    ResponseMetrics metrics(ToNanos(clock_.Now()));
-    co_await net::async_write(stream, net::buffer(request_bytes),
-                              net::redirect_error(net::use_awaitable, ec));
+    size_t written = 0;
+    int64_t sent_ns = 0;
+    if (st->direct_written > 0) {
+      written = std::exchange(st->direct_written, 0);
+      sent_ns = st->direct_sent_ns;
+    } else {
+      sent_ns = ToNanos(clock_.Now());
+    }
+    ResponseMetrics metrics(sent_ns);
+    if (written < request_bytes.size()) {
+      co_await net::async_write(
+          stream, net::buffer(request_bytes.data() + written, request_bytes.size() - written),
+          net::redirect_error(net::use_awaitable, ec));
+    }
     if (ec) {
       if (can_retry && IsClosedByPeer(ec) && !st->aborted.load() && !st->timed_out) {
         co_return Outcome::kRetry;
@@ -653,6 +922,7 @@ class BeastRequestSender::Impl {
   size_t inflight_ = 0;                                                 // guarded by mu_
   std::vector<std::shared_ptr<Connection>> idle_;                       // guarded by mu_
   std::unordered_map<uint64_t, std::shared_ptr<RequestState>> active_;  // guarded by mu_
+  std::map<PrepKey, std::shared_ptr<Preparation>> prepared_;            // guarded by mu_
 };
 
 absl::StatusOr<std::unique_ptr<BeastRequestSender>> BeastRequestSender::Create(
@@ -723,6 +993,14 @@ BeastRequestSender::~BeastRequestSender() { Shutdown(std::chrono::milliseconds(0
 
 void BeastRequestSender::Send(const surge::v1::Assignment& assignment, SendCallback on_done) {
   impl_->Send(assignment, std::move(on_done));
+}
+
+void BeastRequestSender::Prepare(const surge::v1::Assignment& assignment) {
+  impl_->Prepare(assignment);
+}
+
+void BeastRequestSender::CancelPrepared(const surge::v1::Assignment& assignment) {
+  impl_->CancelPrepared(assignment);
 }
 
 size_t BeastRequestSender::inflight() const { return impl_->inflight(); }

@@ -30,17 +30,21 @@ namespace surge::worker {
 // target.headers (a header named there replaces User-Agent, Content-Type or
 // Accept). target.extra_body_json is merged into every body.
 //
-// Connections: a keep-alive pool. A request takes an idle connection (after
-// checking that the server has not closed it) or opens a new one; there is
-// no cap (the caller caps concurrency, R-REQ-2). A connection that errors,
+// Connections: a keep-alive pool. A request (or its Prepare) takes an idle
+// connection (after checking that the server has not closed it) or opens a
+// new one; there is no cap (the caller caps concurrency, R-REQ-2); with
+// Prepare the pool also holds the reservations (about rate × lead more
+// connections). A connection that errors,
 // times out or is not keep-alive is discarded. If a *reused* connection turns
 // out to be closed by the server before any byte of the answer arrives (the
 // keep-alive race every HTTP client has), the request is sent once more on a
 // fresh connection, and sent_ns is the time of that second write.
 //
 // Timestamps, all from the injected Clock (absolute local steady ns):
-//  - sent_ns: just before the write of the request on a connected socket
-//    (connect time comes before it, R-ACT-2);
+//  - sent_ns: just before the write of the request's first bytes on a
+//    connected socket (connect time comes before it, R-ACT-2), whether that
+//    write is made by Send's caller (prepared http requests) or by the I/O
+//    thread;
 //  - ttft_ns: sent → first SSE event with non-empty content (role-only
 //    deltas and usage-only chunks do not count); for non-streamed answers,
 //    sent → the whole answer;
@@ -97,6 +101,31 @@ class BeastRequestSender final : public RequestSender {
   // started, on_done runs at once on the caller's thread with NOT_SENT,
   // error "sender_shut_down".
   void Send(const surge::v1::Assignment& assignment, SendCallback on_done) override;
+
+  // Gets `assignment` ready for its Send, without blocking: on the I/O
+  // thread, builds the serialized HTTP request (prompt, JSON body, headers)
+  // and reserves a connection for it: an idle pooled one, else a new one
+  // that it connects (and, for https, handshakes; a failed connect is left
+  // for Send to retry and record). Then Send of the same (index, attempt):
+  //  - http: writes the first bytes itself, on the caller's thread, with one
+  //    non-blocking send(2) stamped just before (sent_ns), and hands the
+  //    connection with whatever is left to write to the I/O thread, which
+  //    reads the answer. The reservation makes the connection the caller's
+  //    alone until then: no operation is pending on it and the I/O thread
+  //    cannot reach it.
+  //  - https: posts to the I/O thread, which writes at once. Asio's TLS
+  //    stream encrypts into a memory BIO that only its own operations move
+  //    to the socket, on the connection's strand; writing from another
+  //    thread would mean driving its engine outside Asio.
+  // A Send that comes while the preparation is still running waits for it
+  // (its timeout counts from the Send). Nothing is written before Send.
+  // Repeated Prepare of the same (index, attempt) does nothing.
+  void Prepare(const surge::v1::Assignment& assignment) override;
+
+  // Gives back what Prepare reserved for an assignment that will not be
+  // sent: its connection returns to the pool (once connected). Shutdown
+  // releases every reservation left.
+  void CancelPrepared(const surge::v1::Assignment& assignment) override;
 
   // Requests started whose outcome is not known yet (a request leaves the
   // count just before its callback runs).
