@@ -1,4 +1,6 @@
 // Configuration reader and validator (R-CFG-1, R-UI-2).
+#include <unistd.h>
+
 #include "coordinator/config/run_config.h"
 
 #include <filesystem>
@@ -13,7 +15,7 @@ namespace {
 using ::testing::HasSubstr;
 
 absl::Status LoadText(const std::string& yaml, surge::v1::RunConfig* config) {
-  const auto path = std::filesystem::path(::testing::TempDir()) / "run_config_test.yaml";
+  const auto path = std::filesystem::path(::testing::TempDir()) / ("run_config_test_" + std::to_string(getpid()) + ".yaml");
   std::ofstream(path) << yaml;
   *config = DefaultRunConfig();
   return LoadYamlConfig(path.string(), config);

@@ -1,6 +1,8 @@
 // The dataset keys and flags (R-MET-3, R-CFG-1): YAML reading, flag parsing,
 // and validation errors that name the field path (every such error makes
 // `surge run`/`surge plan` exit 2: coordinator/main.cc).
+#include <unistd.h>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -18,7 +20,7 @@ namespace {
 using ::testing::HasSubstr;
 
 absl::Status LoadText(const std::string& yaml, surge::v1::RunConfig* config) {
-  const auto path = std::filesystem::path(::testing::TempDir()) / "dataset_config_test.yaml";
+  const auto path = std::filesystem::path(::testing::TempDir()) / ("dataset_config_test_" + std::to_string(getpid()) + ".yaml");
   std::ofstream(path) << yaml;
   *config = DefaultRunConfig();
   return LoadYamlConfig(path.string(), config);

@@ -1,5 +1,7 @@
 // Dataset files (R-MET-3): jsonl, sharegpt, mooncake shared prefixes, and
 // trace replay's offsets and plan.
+#include <unistd.h>
+
 #include "coordinator/dataset/payload_source.h"
 
 #include <gmock/gmock.h>
@@ -22,7 +24,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 fs::path WriteFile(const std::string& name, const std::string& text) {
-  const fs::path dir = fs::path(::testing::TempDir()) / "dataset_test";
+  const fs::path dir = fs::path(::testing::TempDir()) / ("dataset_test_" + std::to_string(getpid()));
   fs::create_directories(dir);
   const fs::path path = dir / name;
   std::ofstream(path) << text;

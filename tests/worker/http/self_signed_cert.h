@@ -9,6 +9,8 @@
 #include <openssl/x509v3.h>
 
 #include <cstdio>
+#include <unistd.h>
+
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -21,7 +23,9 @@ struct CertFiles {
   std::string key_path;   // PEM private key
 };
 
-// Writes <dir>/<name>.crt and <dir>/<name>.key: a fresh EC P-256 key and a
+// Writes <dir>/<name>-<pid>.crt and <dir>/<name>-<pid>.key (the pid keeps
+// test processes that ctest runs in parallel from overwriting each other's
+// files): a fresh EC P-256 key and a
 // self-signed X.509 v3 certificate (CN=<name>, CA:TRUE, valid from an hour
 // ago for a day) whose subjectAltName is `san` (OpenSSL syntax, e.g.
 // "IP:127.0.0.1,DNS:localhost"). Returns empty paths when OpenSSL fails.
@@ -58,8 +62,9 @@ inline CertFiles MakeSelfSignedCert(const std::string& dir, const std::string& n
   if (X509_sign(cert.get(), key.get(), EVP_sha256()) == 0) return {};
 
   CertFiles files;
-  files.cert_path = (std::filesystem::path(dir) / (name + ".crt")).string();
-  files.key_path = (std::filesystem::path(dir) / (name + ".key")).string();
+  const std::string stem = name + "-" + std::to_string(getpid());
+  files.cert_path = (std::filesystem::path(dir) / (stem + ".crt")).string();
+  files.key_path = (std::filesystem::path(dir) / (stem + ".key")).string();
   FILE* cert_file = std::fopen(files.cert_path.c_str(), "w");
   FILE* key_file = std::fopen(files.key_path.c_str(), "w");
   const bool ok =
