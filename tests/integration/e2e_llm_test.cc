@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/integration/run_folder_check.h"
+#include "tests/integration/surge_process.h"
 #include "tests/worker/http/self_signed_cert.h"
 
 namespace surge::testing {
@@ -31,39 +32,6 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-const std::string kSurge = std::string(SURGE_BINARY_DIR) + "/surge";
-
-struct Result {
-  int exit_code;
-  std::string output;
-};
-
-Result RunSurge(const std::string& args, int timeout_s = 180) {
-  const std::string cmd =
-      "timeout -s KILL " + std::to_string(timeout_s) + " " + kSurge + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string output;
-  std::array<char, 4096> buf;
-  while (size_t n = fread(buf.data(), 1, buf.size(), pipe)) output.append(buf.data(), n);
-  const int status = pclose(pipe);
-  return Result{WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
-
-fs::path FreshDir(const std::string& name) {
-  const fs::path dir = fs::path(::testing::TempDir()) / ("surge_llm_" + name);
-  fs::remove_all(dir);
-  return dir;
-}
-
-fs::path ResultsFolder(const std::string& output) {
-  std::string last;
-  std::regex re("results: (\\S+)");
-  for (auto it = std::sregex_iterator(output.begin(), output.end(), re);
-       it != std::sregex_iterator(); ++it) {
-    last = (*it)[1];
-  }
-  return last;
-}
 
 std::vector<nlohmann::json> Details(const fs::path& folder, const std::string& dataset) {
   std::vector<nlohmann::json> out;
@@ -79,7 +47,7 @@ nlohmann::json ReadJson(const fs::path& path) {
 }
 
 TEST(LlmEndToEndTest, EveryFaultKindEndsAsOneRecordWithItsReason) {
-  const fs::path out = FreshDir("faults");
+  const fs::path out = FreshDir("surge_llm_faults");
   const Result r = RunSurge(
       "run --num-prompts 300 --request-rate 100 --workers 2 --random-input-len 32 "
       "--random-output-len 6 --sim-ttft-ms 2 --sim-itl-ms 1 --request-timeout-s 1 "
@@ -129,7 +97,7 @@ TEST(LlmEndToEndTest, EveryFaultKindEndsAsOneRecordWithItsReason) {
 }
 
 TEST(LlmEndToEndTest, AllServiceUnavailableStillWritesEverything) {
-  const fs::path out = FreshDir("all503");
+  const fs::path out = FreshDir("surge_llm_all503");
   const Result r = RunSurge(
       "run --num-prompts 3 --request-rate 10 --workers 1 --random-input-len 16 "
       "--random-output-len 4 --sim-fault-503 1 --output-dir " + out.string());
@@ -153,7 +121,7 @@ TEST(LlmEndToEndTest, AllServiceUnavailableStillWritesEverything) {
 }
 
 TEST(LlmEndToEndTest, HttpsTargetWithTheTestsOwnCertificate) {
-  const fs::path dir = FreshDir("tls");
+  const fs::path dir = FreshDir("surge_llm_tls");
   fs::create_directories(dir);
   const CertFiles cert = MakeSelfSignedCert(dir.string(), "surge-test");
   ASSERT_FALSE(cert.cert_path.empty());
@@ -201,7 +169,7 @@ TEST(LlmEndToEndTest, HttpsTargetWithTheTestsOwnCertificate) {
 // Issue 4: replay of the first 500 production requests at 1/100 of their
 // time sends each within 5 ms of its scaled timestamp (median).
 TEST(LlmEndToEndTest, TraceReplayFollowsTheScaledTimestamps) {
-  const fs::path out = FreshDir("replay");
+  const fs::path out = FreshDir("surge_llm_replay");
   const fs::path trace =
       fs::path(SURGE_SOURCE_DIR) / "data/traces/mooncake_conversation_trace.jsonl";
   const Result r = RunSurge("run --dataset-name mooncake --dataset-path " + trace.string() +

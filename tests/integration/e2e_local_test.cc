@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/integration/run_folder_check.h"
+#include "tests/integration/surge_process.h"
 
 namespace surge::testing {
 namespace {
@@ -25,46 +26,9 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-const std::string kSurge = std::string(SURGE_BINARY_DIR) + "/surge";
-
-struct Result {
-  int exit_code;
-  std::string output;
-};
-
-// Runs `args` through the shell with a hard time bound; returns exit code
-// and combined output.
-Result RunSurge(const std::string& args, int timeout_s = 120) {
-  const std::string cmd =
-      "timeout -s KILL " + std::to_string(timeout_s) + " " + kSurge + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string output;
-  std::array<char, 4096> buf;
-  while (size_t n = fread(buf.data(), 1, buf.size(), pipe)) output.append(buf.data(), n);
-  const int status = pclose(pipe);
-  return Result{WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
-
-fs::path FreshDir(const std::string& name) {
-  const fs::path dir = fs::path(::testing::TempDir()) / ("surge_e2e_" + name);
-  fs::remove_all(dir);
-  return dir;
-}
-
-// The folder printed on the "results:" line.
-fs::path ResultsFolder(const std::string& output) {
-  std::smatch m;
-  std::string last;
-  std::regex re("results: (\\S+)");
-  for (auto it = std::sregex_iterator(output.begin(), output.end(), re);
-       it != std::sregex_iterator(); ++it) {
-    last = (*it)[1];
-  }
-  return last;
-}
 
 TEST(EndToEndTest, TwoWorkersAgainstBuiltInServer) {
-  const fs::path out = FreshDir("builtin");
+  const fs::path out = FreshDir("surge_e2e_builtin");
   const Result r = RunSurge("run --num-prompts 200 --request-rate 40 --burstiness 0.5 --workers 2 "
                        "--random-input-len 64 --random-output-len 8 --sim-ttft-ms 5 "
                        "--sim-itl-ms 1 --seed 3 --output-dir " + out.string());
@@ -121,7 +85,7 @@ TEST(EndToEndTest, ExternalServerAndBadConfigsSendNothing) {
   std::ifstream cases_in(fs::path(SURGE_SOURCE_DIR) / "tests/testdata/traffic_cases.json");
   const nlohmann::json cases = nlohmann::json::parse(cases_in);
   for (const auto& c : cases["error_cases"]) {
-    const fs::path out = FreshDir("bad_" + c["id"].get<std::string>());
+    const fs::path out = FreshDir("surge_e2e_bad_" + c["id"].get<std::string>());
     const fs::path cfg = fs::path(::testing::TempDir()) / (c["id"].get<std::string>() + ".yaml");
     std::ofstream(cfg) << c["config"].dump();
     const Result bad = RunSurge("run --config " + cfg.string() + " --num-prompts " +
@@ -136,7 +100,7 @@ TEST(EndToEndTest, ExternalServerAndBadConfigsSendNothing) {
   EXPECT_EQ(bad_flag.exit_code, 2);
   EXPECT_THAT(bad_flag.output, HasSubstr("traffic_cfg.burstiness = -1"));
 
-  const fs::path out = FreshDir("external");
+  const fs::path out = FreshDir("surge_e2e_external");
   const Result r = RunSurge("run --num-prompts 100 --request-rate 50 --workers 2 --random-input-len 32 "
                        "--random-output-len 4 --endpoint /v1/completions --base-url " + url +
                        " --output-dir " + out.string());
@@ -156,7 +120,7 @@ TEST(EndToEndTest, ExternalServerAndBadConfigsSendNothing) {
 }
 
 TEST(EndToEndTest, PlanSendsNothingAndInstantModeWritesNoExpectedPage) {
-  const fs::path out = FreshDir("plan");
+  const fs::path out = FreshDir("surge_e2e_plan");
   const Result plan = RunSurge("plan --num-prompts 1000 --ramp-up-strategy exponential "
                           "--ramp-up-start-rps 1 --ramp-up-end-rps 64 --burstiness 2 --output-dir " +
                           out.string());
@@ -166,7 +130,7 @@ TEST(EndToEndTest, PlanSendsNothingAndInstantModeWritesNoExpectedPage) {
   EXPECT_TRUE(fs::exists(folder / "synthetic_rps_distribution_plot.html"));
   EXPECT_FALSE(fs::exists(folder / "synthetic_details.jsonl"));
 
-  const fs::path out2 = FreshDir("instant");
+  const fs::path out2 = FreshDir("surge_e2e_instant");
   const Result instant = RunSurge("run --num-prompts 20 --workers 2 --random-input-len 16 "
                              "--random-output-len 2 --output-dir " + out2.string());
   ASSERT_EQ(instant.exit_code, 0) << instant.output;
@@ -182,7 +146,7 @@ TEST(EndToEndTest, PlanSendsNothingAndInstantModeWritesNoExpectedPage) {
 // actual page, and exits 130; `surge report` then rebuilds both pages and the
 // summary from the files alone.
 TEST(EndToEndTest, InterruptLeavesEverythingReadableAndReportRebuildsIt) {
-  const fs::path out = FreshDir("interrupt");
+  const fs::path out = FreshDir("surge_e2e_interrupt");
   const fs::path log = fs::path(::testing::TempDir()) / "interrupt.log";
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
