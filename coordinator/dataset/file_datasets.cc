@@ -195,15 +195,17 @@ uint64_t LineOfByte(const std::string& path, std::size_t position) {
 
 bool IsHumanRole(const std::string& from) { return from == "human" || from == "user"; }
 
-}  // namespace
-
-uint64_t PromptSeed(uint64_t seed, uint64_t index) { return seed * 1000003ULL + index * 7919ULL; }
-
-absl::StatusOr<DatasetRows> ReadJsonlRows(const std::string& path, uint64_t max_rows,
-                                          uint32_t default_max_tokens, uint64_t seed) {
+// Reads the JSONL file at `path` until `out` holds `max_rows` rows (only the
+// first N lines are needed: a run of 2,000 requests does not parse a trace of
+// millions). Blank lines are skipped; every other line must be a JSON object
+// and goes to `add_row(row, where, line_no)`, which appends to `out` or
+// returns the error that ends the reading. Errors name the file and the line;
+// a file that gives no rows is an error too.
+absl::Status ForEachJsonObjectLine(
+    const std::string& path, uint64_t max_rows, const DatasetRows& out,
+    const std::function<absl::Status(const Json&, const std::string&, uint64_t)>& add_row) {
   std::ifstream in(path);
   if (!in) return CannotOpen(path);
-  DatasetRows out;
   std::string line;
   uint64_t line_no = 0;
   while (out.rows.size() < max_rows && std::getline(in, line)) {
@@ -214,43 +216,60 @@ absl::StatusOr<DatasetRows> ReadJsonlRows(const std::string& path, uint64_t max_
     if (row.is_discarded() || !row.is_object()) {
       return absl::InvalidArgumentError(absl::StrCat(where, ": not a JSON object"));
     }
-    const bool has_prompt = row.contains("prompt");
-    const bool has_messages = row.contains("messages");
-    if (has_prompt == has_messages) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where,
-                       ": needs exactly one of \"prompt\" (a string) or \"messages\" "
-                       "(an OpenAI chat list)"));
-    }
-    std::string text;
-    if (has_prompt) {
-      if (!row["prompt"].is_string()) {
-        return absl::InvalidArgumentError(absl::StrCat(where, ": \"prompt\" must be a string"));
-      }
-      text = row["prompt"].get<std::string>();
-    } else {
-      auto joined = MessagesText(row["messages"], where);
-      if (!joined.ok()) return joined.status();
-      text = *std::move(joined);
-    }
-    if (text.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ": the prompt is empty"));
-    }
-    uint32_t max_tokens = default_max_tokens;
-    if (row.contains("max_tokens")) {
-      auto m = ReadTokens(row, "max_tokens", 1, where);
-      if (!m.ok()) return m.status();
-      max_tokens = *m;
-    }
-    Payload p(EstimateTokens(text), max_tokens, PromptSeed(seed, out.rows.size()));
-    p.prompt_text = std::move(text);
-    out.rows.push_back(std::move(p));
-    out.lines.push_back(line_no);
+    if (absl::Status s = add_row(row, where, line_no); !s.ok()) return s;
   }
   if (out.rows.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("dataset_path ", path, ": no requests in the file"));
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+uint64_t PromptSeed(uint64_t seed, uint64_t index) { return seed * 1000003ULL + index * 7919ULL; }
+
+absl::StatusOr<DatasetRows> ReadJsonlRows(const std::string& path, uint64_t max_rows,
+                                          uint32_t default_max_tokens, uint64_t seed) {
+  DatasetRows out;
+  absl::Status status = ForEachJsonObjectLine(
+      path, max_rows, out,
+      [&](const Json& row, const std::string& where, uint64_t line_no) -> absl::Status {
+        const bool has_prompt = row.contains("prompt");
+        const bool has_messages = row.contains("messages");
+        if (has_prompt == has_messages) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(where,
+                           ": needs exactly one of \"prompt\" (a string) or \"messages\" "
+                           "(an OpenAI chat list)"));
+        }
+        std::string text;
+        if (has_prompt) {
+          if (!row["prompt"].is_string()) {
+            return absl::InvalidArgumentError(absl::StrCat(where, ": \"prompt\" must be a string"));
+          }
+          text = row["prompt"].get<std::string>();
+        } else {
+          auto joined = MessagesText(row["messages"], where);
+          if (!joined.ok()) return joined.status();
+          text = *std::move(joined);
+        }
+        if (text.empty()) {
+          return absl::InvalidArgumentError(absl::StrCat(where, ": the prompt is empty"));
+        }
+        uint32_t max_tokens = default_max_tokens;
+        if (row.contains("max_tokens")) {
+          auto m = ReadTokens(row, "max_tokens", 1, where);
+          if (!m.ok()) return m.status();
+          max_tokens = *m;
+        }
+        Payload p(EstimateTokens(text), max_tokens, PromptSeed(seed, out.rows.size()));
+        p.prompt_text = std::move(text);
+        out.rows.push_back(std::move(p));
+        out.lines.push_back(line_no);
+        return absl::OkStatus();
+      });
+  if (!status.ok()) return status;
   return out;
 }
 
@@ -334,60 +353,47 @@ absl::StatusOr<DatasetRows> ReadShareGptRows(const std::string& path, uint64_t m
 
 absl::StatusOr<DatasetRows> ReadMooncakeRows(const std::string& path, uint64_t max_rows,
                                              uint64_t seed, bool with_timestamps) {
-  std::ifstream in(path);
-  if (!in) return CannotOpen(path);
   DatasetRows out;
-  std::string line;
-  uint64_t line_no = 0;
-  // Only the first N lines are needed: a run of 2,000 requests does not parse
-  // a trace of millions.
-  while (out.rows.size() < max_rows && std::getline(in, line)) {
-    ++line_no;
-    if (IsBlank(line)) continue;
-    const std::string where = absl::StrCat("dataset_path ", path, " line ", line_no);
-    const Json row = Json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (row.is_discarded() || !row.is_object()) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ": not a JSON object"));
-    }
-    auto input = ReadTokens(row, "input_length", 0, where);
-    if (!input.ok()) return input.status();
-    auto output = ReadTokens(row, "output_length", 0, where);
-    if (!output.ok()) return output.status();
-    // max_tokens 0 is rejected by OpenAI-compatible servers; such trace rows
-    // ask for one token.
-    Payload p(*input, std::max<uint32_t>(*output, 1), PromptSeed(seed, out.rows.size()));
-    if (auto it = row.find("hash_ids"); it != row.end()) {
-      bool ok = it->is_array();
-      if (ok) {
-        p.prefix_block_ids.reserve(it->size());
-        for (const Json& id : *it) {
-          if (!id.is_number_integer() || id.get<int64_t>() < 0) {
-            ok = false;
-            break;
+  absl::Status status = ForEachJsonObjectLine(
+      path, max_rows, out,
+      [&](const Json& row, const std::string& where, uint64_t line_no) -> absl::Status {
+        auto input = ReadTokens(row, "input_length", 0, where);
+        if (!input.ok()) return input.status();
+        auto output = ReadTokens(row, "output_length", 0, where);
+        if (!output.ok()) return output.status();
+        // max_tokens 0 is rejected by OpenAI-compatible servers; such trace rows
+        // ask for one token.
+        Payload p(*input, std::max<uint32_t>(*output, 1), PromptSeed(seed, out.rows.size()));
+        if (auto it = row.find("hash_ids"); it != row.end()) {
+          bool ok = it->is_array();
+          if (ok) {
+            p.prefix_block_ids.reserve(it->size());
+            for (const Json& id : *it) {
+              if (!id.is_number_integer() || id.get<int64_t>() < 0) {
+                ok = false;
+                break;
+              }
+              p.prefix_block_ids.push_back(id.get<uint64_t>());
+            }
           }
-          p.prefix_block_ids.push_back(id.get<uint64_t>());
+          if (!ok) {
+            return absl::InvalidArgumentError(
+                absl::StrCat(where, ": \"hash_ids\" must be a list of whole numbers >= 0"));
+          }
         }
-      }
-      if (!ok) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(where, ": \"hash_ids\" must be a list of whole numbers >= 0"));
-      }
-    }
-    if (with_timestamps) {
-      auto it = row.find("timestamp");
-      if (it == row.end() || !it->is_number() || !std::isfinite(it->get<double>())) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            where, ": \"timestamp\" (ms) must be a number for trace replay (trace_replay)"));
-      }
-      out.timestamps_ms.push_back(it->get<double>());
-    }
-    out.rows.push_back(std::move(p));
-    out.lines.push_back(line_no);
-  }
-  if (out.rows.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("dataset_path ", path, ": no requests in the file"));
-  }
+        if (with_timestamps) {
+          auto it = row.find("timestamp");
+          if (it == row.end() || !it->is_number() || !std::isfinite(it->get<double>())) {
+            return absl::InvalidArgumentError(absl::StrCat(
+                where, ": \"timestamp\" (ms) must be a number for trace replay (trace_replay)"));
+          }
+          out.timestamps_ms.push_back(it->get<double>());
+        }
+        out.rows.push_back(std::move(p));
+        out.lines.push_back(line_no);
+        return absl::OkStatus();
+      });
+  if (!status.ok()) return status;
   return out;
 }
 
