@@ -125,27 +125,13 @@ TEST(LlmEndToEndTest, HttpsTargetWithTheTestsOwnCertificate) {
   fs::create_directories(dir);
   const CertFiles cert = MakeSelfSignedCert(dir.string(), "surge-test");
   ASSERT_FALSE(cert.cert_path.empty());
-  const fs::path log = dir / "server.log";
-  const pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    freopen(log.c_str(), "w", stdout);
-    execl(kSurge.c_str(), kSurge.c_str(), "sim-server", "--port", "0", "--tls-cert",
-          cert.cert_path.c_str(), "--tls-key", cert.key_path.c_str(), "--ttft-ms", "2",
-          "--itl-ms", "1", nullptr);
-    _exit(127);
-  }
-  std::string port;
-  for (int i = 0; i < 200 && port.empty(); ++i) {
-    usleep(25000);
-    std::ifstream in(log);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    std::smatch m;
-    const std::string text = ss.str();
-    if (std::regex_search(text, m, std::regex("127\\.0\\.0\\.1:(\\d+)"))) port = m[1];
-  }
-  ASSERT_FALSE(port.empty()) << "TLS sim server did not start";
+  const SimServerProcess server = StartSimServerProcess(
+      {"--tls-cert", cert.cert_path, "--tls-key", cert.key_path, "--ttft-ms", "2", "--itl-ms", "1"},
+      dir / "server.log");
+  ASSERT_GT(server.pid, 0);
+  if (server.port.empty()) StopProcess(server.pid);
+  ASSERT_FALSE(server.port.empty()) << "TLS sim server did not start";
+  const std::string& port = server.port;
   const std::string url = "https://127.0.0.1:" + port;
   // Without the CA the certificate is refused: every request fails, named.
   const Result refused = RunSurge("run --num-prompts 2 --request-rate 10 --workers 1 --model m "
@@ -157,9 +143,7 @@ TEST(LlmEndToEndTest, HttpsTargetWithTheTestsOwnCertificate) {
   const Result r = RunSurge("run --num-prompts 40 --request-rate 40 --workers 2 "
                             "--random-input-len 16 --random-output-len 4 --base-url " + url +
                             " --ca-cert " + cert.cert_path + " --output-dir " + (dir / "ok").string());
-  kill(pid, SIGINT);
-  int status = 0;
-  waitpid(pid, &status, 0);
+  StopProcess(server.pid);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const RunFolderReport report = CheckRunFolder(ResultsFolder(r.output), "synthetic");
   EXPECT_TRUE(report.problems.empty()) << report.Describe();

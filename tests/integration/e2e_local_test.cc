@@ -60,25 +60,11 @@ TEST(EndToEndTest, TwoWorkersAgainstBuiltInServer) {
 TEST(EndToEndTest, ExternalServerAndBadConfigsSendNothing) {
   // An external sim server, as a real vLLM/SGLang target would be.
   const fs::path log = fs::path(::testing::TempDir()) / "sim_server.log";
-  const pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    freopen(log.c_str(), "w", stdout);
-    execl(kSurge.c_str(), kSurge.c_str(), "sim-server", "--port", "0", "--ttft-ms", "2",
-          "--itl-ms", "1", nullptr);
-    _exit(127);
-  }
-  std::string port;
-  for (int i = 0; i < 200 && port.empty(); ++i) {
-    usleep(25000);
-    std::ifstream in(log);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    std::smatch m;
-    const std::string text = ss.str();
-    if (std::regex_search(text, m, std::regex("http://127\\.0\\.0\\.1:(\\d+)"))) port = m[1];
-  }
-  ASSERT_FALSE(port.empty()) << "sim server did not start";
+  const SimServerProcess server = StartSimServerProcess({"--ttft-ms", "2", "--itl-ms", "1"}, log);
+  ASSERT_GT(server.pid, 0);
+  if (server.port.empty()) StopProcess(server.pid);
+  ASSERT_FALSE(server.port.empty()) << "sim server did not start";
+  const std::string& port = server.port;
   const std::string url = "http://127.0.0.1:" + port;
 
   // Every shared error case: exit 2, the field named, no run folder, nothing sent.
@@ -104,9 +90,7 @@ TEST(EndToEndTest, ExternalServerAndBadConfigsSendNothing) {
   const Result r = RunSurge("run --num-prompts 100 --request-rate 50 --workers 2 --random-input-len 32 "
                        "--random-output-len 4 --endpoint /v1/completions --base-url " + url +
                        " --output-dir " + out.string());
-  kill(pid, SIGINT);
-  int status = 0;
-  waitpid(pid, &status, 0);
+  StopProcess(server.pid);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const RunFolderReport report = CheckRunFolder(ResultsFolder(r.output), "synthetic");
   EXPECT_TRUE(report.problems.empty()) << report.Describe();

@@ -3,13 +3,18 @@
 #ifndef SURGE_TESTS_INTEGRATION_SURGE_PROCESS_H_
 #define SURGE_TESTS_INTEGRATION_SURGE_PROCESS_H_
 
+#include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <regex>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -51,6 +56,49 @@ inline std::filesystem::path ResultsFolder(const std::string& output) {
     last = (*it)[1];
   }
   return last;
+}
+
+// A `surge sim-server` child process and the port it printed.
+struct SimServerProcess {
+  pid_t pid = -1;
+  std::string port;  // empty when it did not start within 5 s
+};
+
+// Starts `surge sim-server --port 0 <args>` with its stdout in `log` and
+// waits up to 5 s for the "listening on ...127.0.0.1:PORT" line.
+inline SimServerProcess StartSimServerProcess(const std::vector<std::string>& args,
+                                              const std::filesystem::path& log) {
+  SimServerProcess server;
+  server.pid = fork();
+  if (server.pid == 0) {
+    if (freopen(log.c_str(), "w", stdout) == nullptr) _exit(126);
+    std::vector<std::string> all = {kSurge, "sim-server", "--port", "0"};
+    all.insert(all.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : all) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(kSurge.c_str(), argv.data());
+    _exit(127);
+  }
+  const std::regex listening("127\\.0\\.0\\.1:(\\d+)");
+  for (int i = 0; i < 200 && server.pid > 0 && server.port.empty(); ++i) {
+    usleep(25000);
+    std::ifstream in(log);
+    std::stringstream text;
+    text << in.rdbuf();
+    const std::string s = text.str();
+    std::smatch m;
+    if (std::regex_search(s, m, listening)) server.port = m[1];
+  }
+  return server;
+}
+
+// Stops a process this test started, by its pid (SIGINT, then reaps it).
+inline void StopProcess(pid_t pid) {
+  if (pid <= 0) return;
+  kill(pid, SIGINT);
+  int status = 0;
+  waitpid(pid, &status, 0);
 }
 
 }  // namespace surge::testing
