@@ -39,8 +39,12 @@ fi
 
 # npm packages are pinned in package.json / package-lock.json.
 if [ ! -f node_modules/plotly.js-dist-min/plotly.min.js ] || [ ! -d node_modules/playwright-core ] \
+   || [ ! -d node_modules/semver ] \
    || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   echo "install_deps: npm ci"
   npm ci --no-audit --no-fund --loglevel=error
 fi
+# The pinned playwright-core must run on this Node.js (Debian 12's is 18):
+# fail here, naming the package and the range, rather than in the browser test.
+node tests/browser/check_node_version.mjs
 echo "install_deps: ok"
