@@ -1,5 +1,6 @@
 #include "coordinator/cli/commands.h"
 
+#include <google/protobuf/util/json_util.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -8,13 +9,11 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <sstream>
 #include <iostream>
 #include <memory>
 #include <random>
+#include <sstream>
 #include <thread>
-
-#include <google/protobuf/util/json_util.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -122,13 +121,13 @@ absl::StatusOr<Prepared> Prepare(const RunConfig& config, const std::string& mod
     for (const auto& w : traffic.warnings) LogWarning(w);  // R-RAMP: one warning
     if (traffic.instant) {
       // R-INST is the seed's rule, but never silent: say how many go at once.
-      LogWarning(absl::StrCat(
-          "request_rate ", traffic.request_rate_rps, " < ", kInstantModeBelowRps,
-          ": instant mode, all ", config.num_prompts(), " requests are sent at once",
-          config.max_concurrency() > 0
-              ? absl::StrCat(" (at most ", config.max_concurrency(), " in flight)")
-              : std::string(),
-          "; give --request-rate (>= 0.1) or a ramp-up for paced traffic"));
+      LogWarning(
+          absl::StrCat("request_rate ", traffic.request_rate_rps, " < ", kInstantModeBelowRps,
+                       ": instant mode, all ", config.num_prompts(), " requests are sent at once",
+                       config.max_concurrency() > 0
+                           ? absl::StrCat(" (at most ", config.max_concurrency(), " in flight)")
+                           : std::string(),
+                       "; give --request-rate (>= 0.1) or a ramp-up for paced traffic"));
     }
   }
   const uint64_t n = config.num_prompts();
@@ -180,8 +179,20 @@ absl::StatusOr<Prepared> Prepare(const RunConfig& config, const std::string& mod
   if (!folder.ok()) return folder.status();
   p.folder = *folder;
   {
+    // Files by absolute path, so the saved configuration works from any folder.
+    RunConfig portable = saved;
+    auto absolute = [](std::string* path) {
+      std::error_code ec;
+      if (!path->empty()) {
+        const fs::path full = fs::absolute(*path, ec);
+        if (!ec) *path = full.lexically_normal().string();
+      }
+    };
+    absolute(portable.mutable_dataset()->mutable_dataset_path());
+    absolute(portable.mutable_target()->mutable_api_key_file());
+    absolute(portable.mutable_target()->mutable_ca_cert_path());
     std::vector<std::string> left_out;
-    const std::string json = SavedConfigJson(saved, &left_out);
+    const std::string json = SavedConfigJson(portable, &left_out);
     if (absl::Status s = WriteTextFile(json, p.folder / "run_config.json"); !s.ok()) return s;
     if (!left_out.empty()) {
       LogInfo(absl::StrCat("run_config.json leaves out header(s) ", absl::StrJoin(left_out, ", "),

@@ -5,12 +5,12 @@
 #include <functional>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "absl/strings/ascii.h"
 #include "coordinator/config/run_config.h"
 
 namespace surge::coordinator {
@@ -281,8 +281,8 @@ absl::StatusOr<RunConfig> RunOptions::Resolve() const {
   std::vector<std::string> errors;
   auto add_status = [&errors](const absl::Status& s) {
     if (s.ok()) return;
-    for (absl::string_view line : absl::StrSplit(
-             absl::StripPrefix(s.message(), "invalid configuration:\n"), '\n')) {
+    for (absl::string_view line :
+         absl::StrSplit(absl::StripPrefix(s.message(), "invalid configuration:\n"), '\n')) {
       errors.emplace_back(line);
     }
   };

@@ -1,25 +1,24 @@
 #include "coordinator/config/run_config.h"
 
+#include <yaml-cpp/yaml.h>
+
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <vector>
 
-#include <yaml-cpp/yaml.h>
-
-#include <filesystem>
-
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
-#include "absl/strings/match.h"
 #include "coordinator/plan/traffic.h"
-#include "worker/http/url.h"
 #include "nlohmann/json.hpp"
 #include "worker/http/target_checks.h"
+#include "worker/http/url.h"
 
 namespace surge::coordinator {
 
@@ -353,23 +352,30 @@ const std::map<std::string, std::string>& ForeignKeyHints() {
       {"max_tokens", "surge's max_tokens per request is random_output_len"},
       {"output_len", "surge's output length is random_output_len"},
       {"input_len", "surge's input length is random_input_len"},
-      {"host_ip", "AISBench's host_ip and host_port are one base_url in surge, e.g. "
-                  "base_url: http://127.0.0.1:8080"},
-      {"host_port", "AISBench's host_ip and host_port are one base_url in surge, e.g. "
-                    "base_url: http://127.0.0.1:8080"},
-      {"host", "vLLM's host and port are one base_url in surge, e.g. base_url: "
-               "http://127.0.0.1:8000"},
-      {"port", "vLLM's host and port are one base_url in surge, e.g. base_url: "
-               "http://127.0.0.1:8000"},
+      {"host_ip",
+       "AISBench's host_ip and host_port are one base_url in surge, e.g. "
+       "base_url: http://127.0.0.1:8080"},
+      {"host_port",
+       "AISBench's host_ip and host_port are one base_url in surge, e.g. "
+       "base_url: http://127.0.0.1:8080"},
+      {"host",
+       "vLLM's host and port are one base_url in surge, e.g. base_url: "
+       "http://127.0.0.1:8000"},
+      {"port",
+       "vLLM's host and port are one base_url in surge, e.g. base_url: "
+       "http://127.0.0.1:8000"},
       {"url", "surge's server address is base_url (scheme, host, port) plus endpoint (path)"},
       {"enable_ssl", "for https give base_url: https://... (and ca_cert_path if needed)"},
-      {"api_key", "surge never reads the API key from a configuration: use api_key_file or "
-                  "$OPENAI_API_KEY"},
-      {"generation_kwargs", "request body fields (temperature, top_p, ...) go in "
-                            "extra_body_json, e.g. extra_body_json: {temperature: 0}"},
+      {"api_key",
+       "surge never reads the API key from a configuration: use api_key_file or "
+       "$OPENAI_API_KEY"},
+      {"generation_kwargs",
+       "request body fields (temperature, top_p, ...) go in "
+       "extra_body_json, e.g. extra_body_json: {temperature: 0}"},
       {"extra_body", "surge's key is extra_body_json"},
-      {"path", "AISBench's path is the model's weights/tokenizer folder; surge does not load "
-               "the model: give the served name as model, the dataset file as dataset_path"},
+      {"path",
+       "AISBench's path is the model's weights/tokenizer folder; surge does not load "
+       "the model: give the served name as model, the dataset file as dataset_path"},
       {"tokenizer", "surge does not load a tokenizer; the model name sent is model"},
       {"retry", "surge does not retry: a failed request is recorded with its reason"},
       {"request_count", "surge's number of requests is num_prompts"},
@@ -422,8 +428,8 @@ void Errors::AddUnknownKey(const std::string& field, const std::string& value,
 
 std::string Errors::AllowedKeysLine() {
   return absl::StrCat("  (allowed keys: ", KeyList(TopKeys()), ", traffic_cfg: {",
-                      KeyList(TrafficKeys()), "}, goodput: {",
-                      absl::StrJoin(GoodputKeys(), ", "), "})");
+                      KeyList(TrafficKeys()), "}, goodput: {", absl::StrJoin(GoodputKeys(), ", "),
+                      "})");
 }
 
 std::string Num(double v) { return absl::StrCat(v); }
@@ -452,9 +458,16 @@ RunConfig DefaultRunConfig() {
   return c;
 }
 
-absl::Status LoadYamlConfig(const std::string& path, RunConfig* config) {
+absl::Status LoadYamlConfig(const std::string& given_path, RunConfig* config) {
   YAML::Node root;
   std::error_code ec;
+  // A run folder stands for its run_config.json.
+  const std::string path =
+      std::filesystem::is_directory(given_path, ec) &&
+              std::filesystem::is_regular_file(std::filesystem::path(given_path) / "run_config.json",
+                                               ec)
+          ? (std::filesystem::path(given_path) / "run_config.json").string()
+          : given_path;
   if (!std::filesystem::is_regular_file(path, ec)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "invalid configuration:\n  --config = \"", path,
@@ -735,9 +748,10 @@ std::vector<std::string> ConfigWarnings(const RunConfig& c) {
         while (!base.empty() && base.back() == '/') base.pop_back();
         warnings.push_back(absl::StrCat(
             "base_url \"", target.base_url(), "\" ends in ", last_segment, " and endpoint \"", ep,
-            "\" starts with it: every request goes to ", base, ep, " (surge puts the endpoint "
-            "after base_url's path); drop ", last_segment,
-            " from base_url (flag --base-url) if that is not meant"));
+            "\" starts with it: every request goes to ", base, ep,
+            " (surge puts the endpoint "
+            "after base_url's path); drop ",
+            last_segment, " from base_url (flag --base-url) if that is not meant"));
       }
     }
   }
@@ -748,16 +762,16 @@ std::vector<std::string> ConfigWarnings(const RunConfig& c) {
   if (extra.ok() && extra->is_object()) {
     for (const char* key : {"max_tokens", "max_completion_tokens"}) {
       if (extra->contains(key)) {
-        warnings.push_back(absl::StrCat("extra_body_json sets \"", key, "\" = ",
-                                        (*extra)[key].dump(),
+        warnings.push_back(absl::StrCat("extra_body_json sets \"", key,
+                                        "\" = ", (*extra)[key].dump(),
                                         " for every request, overriding the per-request "
                                         "max_tokens from random_output_len and the dataset"));
       }
     }
     if (extra->contains("stream_options")) {
       const nlohmann::json& options = (*extra)["stream_options"];
-      if (!options.is_object() || (options.contains("include_usage") &&
-                                   options["include_usage"] != nlohmann::json(true))) {
+      if (!options.is_object() ||
+          (options.contains("include_usage") && options["include_usage"] != nlohmann::json(true))) {
         warnings.push_back(
             "extra_body_json's stream_options drops surge's \"include_usage\": true, so streamed "
             "answers carry no usage and output token counts are estimated");

@@ -19,7 +19,7 @@ namespace surge::coordinator {
 surge::v1::RunConfig DefaultRunConfig();
 
 // Reads the YAML file at `path` into `config`, overwriting only the keys the
-// file sets. Keys are flat AISBench names (request_rate, traffic_cfg.{...},
+// file sets. A run folder holding a run_config.json stands for that file. Keys are flat AISBench names (request_rate, traffic_cfg.{...},
 // num_prompts, max_concurrency, seed, workers, output_dir, model, base_url,
 // endpoint, stream, request_timeout_s, dataset_name, dataset_path,
 // random_input_len, random_output_len, sim_ttft_ms, sim_itl_ms; datasets:
@@ -58,8 +58,7 @@ std::vector<std::string> ConfigWarnings(const surge::v1::RunConfig& config);
 // path), and headers whose name suggests a credential (auth, key, token,
 // secret, cookie, password) are left out, their names appended to
 // `left_out` (may be null).
-std::string SavedConfigJson(const surge::v1::RunConfig& config,
-                            std::vector<std::string>* left_out);
+std::string SavedConfigJson(const surge::v1::RunConfig& config, std::vector<std::string>* left_out);
 
 }  // namespace surge::coordinator
 

@@ -1,10 +1,9 @@
 #include "coordinator/plan/arrival_schedule.h"
 
 #include <algorithm>
-#include <cmath>
-
 #include <boost/random/gamma_distribution.hpp>
 #include <boost/random/mersenne_twister.hpp>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 

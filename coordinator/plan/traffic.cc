@@ -53,8 +53,7 @@ ResolvedTraffic ResolveTraffic(const surge::v1::RunConfig& config) {
     if (!t.ramp_active) {
       t.warnings.push_back(absl::StrCat("traffic_cfg.ramp_up_strategy is \"", name,
                                         "\" but ramp-up is inactive: ", t.ramp_inactive_reason,
-                                        "; using request_rate = ", config.request_rate(),
-                                        " RPS"));
+                                        "; using request_rate = ", config.request_rate(), " RPS"));
     }
   }
   // R-TGT and R-INST.
@@ -73,14 +72,13 @@ absl::Status CheckTraffic(const ResolvedTraffic& t, uint64_t num_requests) {
   }
   // The ramp the user asked for is off and R-INST would take over: a paced
   // run would become one burst of every request. Refused (not warned).
-  const double value = t.ramp_inactive_field == "traffic_cfg.ramp_up_start_rps"
-                           ? t.ramp_start_rps
-                           : t.ramp_end_rps;
+  const double value =
+      t.ramp_inactive_field == "traffic_cfg.ramp_up_start_rps" ? t.ramp_start_rps : t.ramp_end_rps;
   return absl::InvalidArgumentError(absl::StrCat(
       "invalid configuration:\n  ", t.ramp_inactive_field, " = ", value,
       ": ramp-up is inactive because ", t.ramp_inactive_reason,
-      ", and the fallback request_rate = ", t.request_rate_rps, " is below ",
-      kInstantModeBelowRps, " RPS, so all ", num_requests,
+      ", and the fallback request_rate = ", t.request_rate_rps, " is below ", kInstantModeBelowRps,
+      " RPS, so all ", num_requests,
       " requests would be sent at once (instant mode); make the ramp valid (start > 0, "
       "end > 0.1, end >= start; flags --ramp-up-start-rps, --ramp-up-end-rps) or give "
       "request_rate >= 0.1 (flag --request-rate)"));

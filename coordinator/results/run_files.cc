@@ -1,12 +1,11 @@
 #include "coordinator/results/run_files.h"
 
-#include <charconv>
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <ctime>
-
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
@@ -63,8 +62,8 @@ absl::Status CheckOutputDir(const fs::path& output_dir) {
   std::FILE* f = std::fopen(probe.c_str(), "wb");
   if (f == nullptr) {
     return absl::FailedPreconditionError(
-        absl::StrCat("output_dir = \"", output_dir.string(), "\": cannot write in it: ",
-                     std::strerror(errno), " (flag --output-dir)"));
+        absl::StrCat("output_dir = \"", output_dir.string(),
+                     "\": cannot write in it: ", std::strerror(errno), " (flag --output-dir)"));
   }
   std::fclose(f);
   fs::remove(probe, ec);

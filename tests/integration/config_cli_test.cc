@@ -2,14 +2,14 @@
 // run_config.json given back to --config reproduces the plan byte for byte,
 // configurations that would burst by accident exit 2 and send nothing, and
 // large plans check their folder first and show an estimate and progress.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "tests/integration/surge_process.h"
 
@@ -42,9 +42,8 @@ TEST(ConfigRoundTripTest, PlanFromRunConfigJsonIsByteForByteTheSame) {
     const fs::path out = FreshDir("surge_cfg_roundtrip_" + std::to_string(k++));
     fs::create_directories(out);
     std::ofstream(out / "first.yaml") << yaml;
-    const Result first =
-        RunSurge("plan --config " + (out / "first.yaml").string() + " --output-dir " +
-                 (out / "a").string());
+    const Result first = RunSurge("plan --config " + (out / "first.yaml").string() +
+                                  " --output-dir " + (out / "a").string());
     ASSERT_EQ(first.exit_code, 0) << first.output;
     const fs::path a = ResultsFolder(first.output);
     const Result second = RunSurge("plan --config " + (a / "run_config.json").string() +
@@ -79,7 +78,8 @@ TEST(ConfigRoundTripTest, RunFromRunConfigJsonReproducesThePlan) {
   EXPECT_THAT(saved, Not(HasSubstr("sk-do-not-save")));
   EXPECT_THAT(saved, HasSubstr("\"model\": \"surge-sim\""));
   EXPECT_THAT(first.output, HasSubstr("run_config.json leaves out header(s) X-Api-Key"));
-  const Result second = RunSurge("run --config " + (a / "run_config.json").string() +
+  // The run folder itself stands for its run_config.json.
+  const Result second = RunSurge("run --config " + a.string() +
                                  " --output-dir " + (out / "b").string());
   ASSERT_EQ(second.exit_code, 0) << second.output;
   const fs::path b = ResultsFolder(second.output);
@@ -94,12 +94,15 @@ TEST(AccidentalBurstTest, InactiveRampAndCollapsedPlanExitTwoAndWriteNothing) {
   const fs::path out = FreshDir("surge_cfg_burst");
   const Result ramp = RunSurge(
       "run --ramp-up-strategy linear --ramp-up-start-rps 50 --ramp-up-end-rps 10 --num-prompts "
-      "200 --output-dir " + out.string());
+      "200 --output-dir " +
+      out.string());
   EXPECT_EQ(ramp.exit_code, 2) << ramp.output;
   EXPECT_THAT(ramp.output, HasSubstr("traffic_cfg.ramp_up_end_rps = 10: ramp-up is inactive"));
   EXPECT_THAT(ramp.output, HasSubstr("all 200 requests would be sent at once"));
-  const Result beta = RunSurge("run --burstiness 1e-5 --request-rate 4 --num-prompts 4 "
-                               "--output-dir " + out.string());
+  const Result beta = RunSurge(
+      "run --burstiness 1e-5 --request-rate 4 --num-prompts 4 "
+      "--output-dir " +
+      out.string());
   EXPECT_EQ(beta.exit_code, 2) << beta.output;
   EXPECT_THAT(beta.output, HasSubstr("traffic_cfg.burstiness = 1e-05: with this shape the Gamma "
                                      "intervals round to 0"));
@@ -108,8 +111,8 @@ TEST(AccidentalBurstTest, InactiveRampAndCollapsedPlanExitTwoAndWriteNothing) {
     EXPECT_FALSE(entry.is_regular_file()) << entry.path();  // nothing written
   }
   // An explicit rate below 0.1 is still instant mode, announced.
-  const Result slow = RunSurge("plan --request-rate 0.05 --num-prompts 200 --output-dir " +
-                               out.string());
+  const Result slow =
+      RunSurge("plan --request-rate 0.05 --num-prompts 200 --output-dir " + out.string());
   EXPECT_EQ(slow.exit_code, 0) << slow.output;
   EXPECT_THAT(slow.output, HasSubstr("WARNING request_rate 0.05 < 0.1: instant mode, all 200 "
                                      "requests are sent at once"));
@@ -117,15 +120,18 @@ TEST(AccidentalBurstTest, InactiveRampAndCollapsedPlanExitTwoAndWriteNothing) {
 
 TEST(ConfigWarningsCliTest, ModelNameAndDoubledV1) {
   const fs::path out = FreshDir("surge_cfg_names");
-  const Result r = RunSurge("plan --model .. --request-rate 5 --num-prompts 3 --base-url "
-                            "http://127.0.0.1:9/v1 --output-dir " + out.string());
+  const Result r = RunSurge(
+      "plan --model .. --request-rate 5 --num-prompts 3 --base-url "
+      "http://127.0.0.1:9/v1 --output-dir " +
+      out.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const fs::path folder = ResultsFolder(r.output);
   EXPECT_EQ(fs::weakly_canonical(folder).parent_path().filename(), "performances");
   EXPECT_TRUE(fs::exists(folder / "synthetic_plan.csv"));
-  EXPECT_THAT(r.output, HasSubstr("every request goes to http://127.0.0.1:9/v1/v1/chat/completions"));
-  const Result extra = RunSurge("plan --extra-body '{\"model\":\"zzz\"}' --output-dir " +
-                                out.string());
+  EXPECT_THAT(r.output,
+              HasSubstr("every request goes to http://127.0.0.1:9/v1/v1/chat/completions"));
+  const Result extra =
+      RunSurge("plan --extra-body '{\"model\":\"zzz\"}' --output-dir " + out.string());
   EXPECT_EQ(extra.exit_code, 2);
   EXPECT_THAT(extra.output, HasSubstr("must not set \"model\""));
 }

@@ -92,8 +92,8 @@ inline absl::StatusOr<nlohmann::json> ParseExtraBody(const std::string& text) {
   };
   for (const auto& [field, instead] : kOwnFields) {
     if (json.contains(field)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "must not set \"", field, "\" (surge sets it and reports it); ", instead));
+      return absl::InvalidArgumentError(
+          absl::StrCat("must not set \"", field, "\" (surge sets it and reports it); ", instead));
     }
   }
   return json;

@@ -1,15 +1,14 @@
 // Configuration reader and validator (R-CFG-1, R-UI-2).
-#include <unistd.h>
-
 #include "coordinator/config/run_config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 namespace surge::coordinator {
 namespace {
@@ -230,7 +229,8 @@ goodput:
   *expected.mutable_sim_server() = back.sim_server();
   expected.mutable_target()->set_extra_body_json(c.target().extra_body_json());
   EXPECT_EQ(back.SerializeAsString(), expected.SerializeAsString())
-      << back.DebugString() << "\nvs\n" << expected.DebugString();
+      << back.DebugString() << "\nvs\n"
+      << expected.DebugString();
 }
 
 TEST(SavedConfigTest, LeavesOutValuesThatHadNoEffect) {
@@ -244,7 +244,7 @@ TEST(SavedConfigTest, LeavesOutValuesThatHadNoEffect) {
   const std::string json = SavedConfigJson(c, nullptr);
   EXPECT_THAT(json, Not(HasSubstr("request_rate")));
   EXPECT_THAT(json, HasSubstr("\"ramp_up_end_rps\": 5.0"));
-  EXPECT_THAT(json, Not(HasSubstr("random_input_len")));  // synthetic only
+  EXPECT_THAT(json, Not(HasSubstr("random_input_len")));       // synthetic only
   EXPECT_THAT(json, HasSubstr("\"random_output_len\": 128"));  // jsonl's default max_tokens
   EXPECT_THAT(json, HasSubstr("\"sim_ttft_ms\""));  // no base_url: the built-in server ran
   EXPECT_THAT(json, Not(HasSubstr("sim_fault")));   // no faults asked

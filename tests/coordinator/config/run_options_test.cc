@@ -3,16 +3,15 @@
 // suggestion, and vLLM's --goodput forms.
 #include "coordinator/cli/run_options.h"
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 namespace surge::coordinator {
 namespace {
@@ -37,8 +36,8 @@ std::string WriteYaml(const std::string& text) {
 
 TEST(RunOptionsTest, FileFlagAndRangeProblemsAreReportedTogether) {
   const std::string yaml = WriteYaml("batch_size: 4\nrequest_rate: 5\nnum_prompts: -3\n");
-  auto config = Resolve("--config " + yaml +
-                        " --request-rate abc --burstyness 2 --random-range-ratio 2");
+  auto config =
+      Resolve("--config " + yaml + " --request-rate abc --burstyness 2 --random-range-ratio 2");
   ASSERT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
   const std::string m(config.status().message());
   EXPECT_THAT(m, HasSubstr("  --burstyness 2: unknown flag; did you mean --burstiness?"));

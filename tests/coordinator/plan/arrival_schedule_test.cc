@@ -244,7 +244,6 @@ TEST(RampTest, InactiveRampWarnsOnceAndNamesTheCondition) {
   EXPECT_DOUBLE_EQ(t.target_rate_rps, 5);
 }
 
-
 // Issue 8 item 4: a ramp the user asked for that R-RAMP makes inactive must
 // not fall back to instant mode (all requests at once) silently.
 TEST(RampTest, InactiveRampFallingBackToInstantModeIsRefused) {
@@ -306,8 +305,7 @@ TEST(DegeneratePlanTest, UnderflowingBurstinessIsAnErrorNamingBurstiness) {
                                    "least 0.01"));
   // The same with a ramp (no R-NORM there).
   ResolvedTraffic ramp = ConstantRamp(4, 1e-5);
-  EXPECT_EQ(BuildArrivalSchedule(ramp, 4, 0).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(BuildArrivalSchedule(ramp, 4, 0).status().code(), absl::StatusCode::kInvalidArgument);
   // θ = 1/(λβ) underflowing for a huge β is the same kind.
   t.burstiness = 1e308;
   t.request_rate_rps = t.target_rate_rps = 1000;

@@ -1,14 +1,13 @@
 // Run folder names from user-given text (R-PLOT-1; issue 8 item 7): a model
 // or dataset name never leads outside {output_dir}/{stamp}/performances/, and
 // the output folder is checked before any long work.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
 #include <string>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "coordinator/results/run_files.h"
 
@@ -30,7 +29,10 @@ TEST(SafeFileNameTest, UserNamesBecomeOneSafeComponent) {
   EXPECT_EQ(SafeFileName("/abs"), "_abs");
   EXPECT_EQ(SafeFileName(""), "unknown");
   EXPECT_EQ(SafeFileName("Qwen/Qwen2.5-7B"), "Qwen_Qwen2.5-7B");
-  EXPECT_EQ(SafeFileName(std::string("a\nb\x01" "c\\d", 7)), "a_b_c_d");
+  EXPECT_EQ(SafeFileName(std::string("a\nb\x01"
+                                     "c\\d",
+                                     7)),
+            "a_b_c_d");
   EXPECT_EQ(SafeFileName(".hidden"), "_hidden");
   // Bounded, and never cut inside a UTF-8 character ("é" is 2 bytes).
   std::string long_name(119, 'x');
@@ -59,7 +61,10 @@ TEST(CheckOutputDirTest, CreatesAWritableFolderAndNamesAnUnusableOne) {
   EXPECT_TRUE(fs::is_directory(out / "a" / "b"));
   EXPECT_TRUE(fs::is_empty(out / "a" / "b"));  // the probe file is removed
   const fs::path file = out / "a_file";
-  { std::FILE* f = std::fopen(file.c_str(), "wb"); std::fclose(f); }
+  {
+    std::FILE* f = std::fopen(file.c_str(), "wb");
+    std::fclose(f);
+  }
   const absl::Status s = CheckOutputDir(file / "sub");
   ASSERT_FALSE(s.ok());
   EXPECT_THAT(std::string(s.message()),
