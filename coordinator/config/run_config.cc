@@ -462,12 +462,11 @@ absl::Status LoadYamlConfig(const std::string& given_path, RunConfig* config) {
   YAML::Node root;
   std::error_code ec;
   // A run folder stands for its run_config.json.
-  const std::string path =
-      std::filesystem::is_directory(given_path, ec) &&
-              std::filesystem::is_regular_file(std::filesystem::path(given_path) / "run_config.json",
-                                               ec)
-          ? (std::filesystem::path(given_path) / "run_config.json").string()
-          : given_path;
+  const std::string path = std::filesystem::is_directory(given_path, ec) &&
+                                   std::filesystem::is_regular_file(
+                                       std::filesystem::path(given_path) / "run_config.json", ec)
+                               ? (std::filesystem::path(given_path) / "run_config.json").string()
+                               : given_path;
   if (!std::filesystem::is_regular_file(path, ec)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "invalid configuration:\n  --config = \"", path,

@@ -19,9 +19,9 @@ namespace surge::coordinator {
 surge::v1::RunConfig DefaultRunConfig();
 
 // Reads the YAML file at `path` into `config`, overwriting only the keys the
-// file sets. A run folder holding a run_config.json stands for that file. Keys are flat AISBench names (request_rate, traffic_cfg.{...},
-// num_prompts, max_concurrency, seed, workers, output_dir, model, base_url,
-// endpoint, stream, request_timeout_s, dataset_name, dataset_path,
+// file sets. A run folder holding a run_config.json stands for that file. Keys are flat AISBench
+// names (request_rate, traffic_cfg.{...}, num_prompts, max_concurrency, seed, workers, output_dir,
+// model, base_url, endpoint, stream, request_timeout_s, dataset_name, dataset_path,
 // random_input_len, random_output_len, sim_ttft_ms, sim_itl_ms; datasets:
 // random_len_dist, random_range_ratio, random_len_stddev, random_zipf_s,
 // trace_replay, trace_time_scale).

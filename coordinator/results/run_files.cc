@@ -51,22 +51,30 @@ std::string SafeFileName(const std::string& name) {
 }
 
 absl::Status CheckOutputDir(const fs::path& output_dir) {
+  // The folder itself when it exists, else its nearest existing ancestor
+  // (where CreateRunFolder will create the rest): a folder surge may write in.
+  // Nothing is created here, so a run refused later leaves no trace.
   std::error_code ec;
-  fs::create_directories(output_dir, ec);
-  if (ec || !fs::is_directory(output_dir, ec)) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("output_dir = \"", output_dir.string(), "\": cannot create the folder: ",
-                     ec ? ec.message() : "not a folder", " (flag --output-dir)"));
+  fs::path existing = output_dir.empty() ? fs::path(".") : output_dir;
+  while (!fs::exists(existing, ec) && existing.has_relative_path() && existing.has_parent_path() &&
+         existing.parent_path() != existing) {
+    existing = existing.parent_path();
   }
-  const fs::path probe = output_dir / absl::StrCat(".surge_write_check_", getpid());
-  std::FILE* f = std::fopen(probe.c_str(), "wb");
-  if (f == nullptr) {
+  if (!fs::exists(existing, ec)) existing = ".";
+  auto problem = [&output_dir](const std::string& why) {
     return absl::FailedPreconditionError(
-        absl::StrCat("output_dir = \"", output_dir.string(),
-                     "\": cannot write in it: ", std::strerror(errno), " (flag --output-dir)"));
+        absl::StrCat("output_dir = \"", output_dir.string(), "\": ", why, " (flag --output-dir)"));
+  };
+  if (!fs::is_directory(existing, ec)) {
+    return problem(absl::StrCat("cannot create the folder: ", existing.string(),
+                                " exists and is not a folder"));
   }
-  std::fclose(f);
-  fs::remove(probe, ec);
+  if (access(existing.c_str(), W_OK | X_OK) != 0) {
+    return problem(absl::StrCat(existing == output_dir
+                                    ? "cannot write in it: "
+                                    : "cannot create the folder in " + existing.string() + ": ",
+                                std::strerror(errno)));
+  }
   return absl::OkStatus();
 }
 

@@ -22,9 +22,10 @@ namespace surge::coordinator {
 // character boundary), and "unknown" for an empty name. Pure.
 std::string SafeFileName(const std::string& name);
 
-// Checks before any long work that `output_dir` is a folder surge can write
-// in: creates it (and its parents) when missing, then creates and removes a
-// probe file. Errors: FAILED_PRECONDITION naming output_dir and the reason.
+// Checks before any long work that `output_dir` can be used: the folder, or
+// when missing its nearest existing ancestor, is a folder this process may
+// write in. Creates nothing. Errors: FAILED_PRECONDITION naming output_dir
+// and the reason.
 absl::Status CheckOutputDir(const std::filesystem::path& output_dir);
 
 // `{output_dir}/{YYYYMMDD_HHMMSS}/performances/{SafeFileName(model)}/` in

@@ -55,11 +55,13 @@ TEST(SafeFileNameTest, RunFolderStaysUnderPerformances) {
   }
 }
 
-TEST(CheckOutputDirTest, CreatesAWritableFolderAndNamesAnUnusableOne) {
+TEST(CheckOutputDirTest, AcceptsACreatableFolderAndNamesAnUnusableOne) {
   const fs::path out = FreshDir("check_output_dir");
   EXPECT_TRUE(CheckOutputDir(out / "a" / "b").ok());
-  EXPECT_TRUE(fs::is_directory(out / "a" / "b"));
-  EXPECT_TRUE(fs::is_empty(out / "a" / "b"));  // the probe file is removed
+  EXPECT_FALSE(fs::exists(out));  // nothing created
+  fs::create_directories(out / "a");
+  EXPECT_TRUE(CheckOutputDir(out / "a").ok());
+  EXPECT_TRUE(CheckOutputDir("relative/folder").ok());
   const fs::path file = out / "a_file";
   {
     std::FILE* f = std::fopen(file.c_str(), "wb");
@@ -69,7 +71,14 @@ TEST(CheckOutputDirTest, CreatesAWritableFolderAndNamesAnUnusableOne) {
   ASSERT_FALSE(s.ok());
   EXPECT_THAT(std::string(s.message()),
               ::testing::HasSubstr("output_dir = \"" + (file / "sub").string() +
-                                   "\": cannot create the folder"));
+                                   "\": cannot create the folder: " + file.string() +
+                                   " exists and is not a folder"));
+  if (geteuid() != 0) {  // root may write anywhere
+    fs::create_directories(out / "ro");
+    fs::permissions(out / "ro", fs::perms::owner_read | fs::perms::owner_exec);
+    EXPECT_FALSE(CheckOutputDir(out / "ro" / "x").ok());
+    fs::permissions(out / "ro", fs::perms::owner_all);
+  }
 }
 
 TEST(WritePlanCsvTest, ReportsProgressUpToEveryRow) {
