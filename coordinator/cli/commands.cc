@@ -157,6 +157,19 @@ absl::StatusOr<Prepared> Prepare(const RunConfig& config, const std::string& mod
     return plan.status();
   }
   p.plan = *std::move(plan);
+  // A small β that does not collapse the plan can still turn most of it into
+  // bursts; said plainly when intervals of 2 ms and more were to be expected.
+  if (!replay && !traffic.instant && traffic.burstiness > 0 && traffic.target_rate_rps < 500 &&
+      p.plan.size() >= 10) {
+    const size_t timing = p.plan.Count(Anomaly::kTiming);
+    if (2 * timing >= p.plan.size()) {
+      LogWarning(absl::StrFormat(
+          "burstiness %g: %d of %d planned intervals are under 1 ms (timing anomalies), so the "
+          "requests go out in bursts rather than at about %g RPS; a larger burstiness (0.5 is "
+          "already bursty, 1 = Poisson) spreads them",
+          traffic.burstiness, timing, p.plan.size(), traffic.target_rate_rps));
+    }
+  }
   if (replay) {
     traffic = p.plan.traffic;
     LogInfo(absl::StrFormat(

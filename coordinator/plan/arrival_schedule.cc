@@ -46,9 +46,9 @@ absl::Status DegeneratePlanError(const ResolvedTraffic& t, size_t n, double last
       ": with this shape the Gamma intervals round to ",
       std::isfinite(last_offset_s) ? "0" : "a non-finite value", ", so all ", n,
       " requests would be due at the same instant instead of at ", t.target_rate_rps,
-      " RPS; use a burstiness of at least 0.01 (0 = fixed intervals, 1 = Poisson; flag "
-      "--burstiness), or a request_rate below 0.1 if one burst of every request is meant "
-      "(instant mode)"));
+      " RPS; use a larger burstiness: below about 0.01 the draws underflow (0.5 is "
+      "already bursty, 1 = Poisson, 0 = fixed intervals; flag --burstiness), or a request_rate "
+      "below 0.1 if one burst of every request is meant (instant mode)"));
 }
 
 }  // namespace

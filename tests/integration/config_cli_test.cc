@@ -107,6 +107,16 @@ TEST(AccidentalBurstTest, InactiveRampAndCollapsedPlanExitTwoAndWriteNothing) {
   EXPECT_THAT(beta.output, HasSubstr("traffic_cfg.burstiness = 1e-05: with this shape the Gamma "
                                      "intervals round to 0"));
   EXPECT_FALSE(fs::exists(out));  // no folder, nothing written
+  // A small β that does not collapse the plan: a plan, with a warning.
+  const Result bursty = RunSurge(
+      "plan --burstiness 0.01 --request-rate 4 --num-prompts 1000 "
+      "--output-dir " +
+      (out / "bursty").string());
+  EXPECT_EQ(bursty.exit_code, 0) << bursty.output;
+  EXPECT_THAT(bursty.output, HasSubstr("WARNING burstiness 0.01: "));
+  EXPECT_THAT(bursty.output, HasSubstr("planned intervals are under 1 ms (timing anomalies), so "
+                                       "the requests go out in bursts rather than at about 4 RPS"));
+  fs::remove_all(out);
   // An explicit rate below 0.1 is still instant mode, announced.
   const Result slow =
       RunSurge("plan --request-rate 0.05 --num-prompts 200 --output-dir " + out.string());

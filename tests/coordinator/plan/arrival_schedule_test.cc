@@ -301,8 +301,8 @@ TEST(DegeneratePlanTest, UnderflowingBurstinessIsAnErrorNamingBurstiness) {
   EXPECT_THAT(std::string(plan.status().message()),
               ::testing::HasSubstr("  traffic_cfg.burstiness = 1e-05: with this shape the Gamma "
                                    "intervals round to 0, so all 4 requests would be due at the "
-                                   "same instant instead of at 4 RPS; use a burstiness of at "
-                                   "least 0.01"));
+                                   "same instant instead of at 4 RPS; use a larger burstiness: "
+                                   "below about 0.01 the draws underflow"));
   // The same with a ramp (no R-NORM there).
   ResolvedTraffic ramp = ConstantRamp(4, 1e-5);
   EXPECT_EQ(BuildArrivalSchedule(ramp, 4, 0).status().code(), absl::StatusCode::kInvalidArgument);
@@ -310,6 +310,28 @@ TEST(DegeneratePlanTest, UnderflowingBurstinessIsAnErrorNamingBurstiness) {
   t.burstiness = 1e308;
   t.request_rate_rps = t.target_rate_rps = 1000;
   EXPECT_EQ(BuildArrivalSchedule(t, 4, 0).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// R-NORM when t_{N-1} is subnormal: k = (N/λ)/t_{N-1} overflows to inf, and
+// k·t_i would be inf, or NaN for t_i = 0. β = 1e-3 with seed 118 draws raw
+// offsets {0, about 2.5e-314 s} for N = 2 (found by search; pinned here with
+// the ramp path, which does not scale).
+TEST(DegeneratePlanTest, SubnormalLastOffsetStillScalesToFiniteOffsets) {
+  auto raw = BuildArrivalSchedule(ConstantRamp(4, 1e-3), 2, /*seed=*/118);
+  ASSERT_TRUE(raw.ok());
+  ASSERT_EQ(raw->offset_s[0], 0);
+  ASSERT_GT(raw->offset_s[1], 0);
+  ASSERT_LT(raw->offset_s[1], 2.2250738585072014e-308);  // subnormal
+  ASSERT_FALSE(std::isfinite(0.5 / raw->offset_s[1]));   // k overflows
+  ResolvedTraffic t;
+  t.request_rate_rps = t.target_rate_rps = 4;
+  t.burstiness = 1e-3;
+  auto plan = BuildArrivalSchedule(t, 2, 118);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->offset_s[0], 0);  // was NaN (0 · inf)
+  EXPECT_EQ(plan->offset_s[1], 0.5);
+  EXPECT_EQ(plan->interval_s[0], 0);
+  EXPECT_EQ(plan->interval_s[1], 0.5);
 }
 
 // Property (issue 8 item 4): for any β, seed, N and ramp, either a plan whose
