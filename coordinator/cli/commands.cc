@@ -1,5 +1,6 @@
 #include "coordinator/cli/commands.h"
 
+#include <google/protobuf/util/json_util.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -7,13 +8,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <random>
+#include <sstream>
 #include <thread>
-
-#include <google/protobuf/util/json_util.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -58,21 +58,40 @@ struct Prepared {
   std::string dataset;  // file-name stem, R-PLOT-1
 };
 
-std::string ConfigJson(const RunConfig& config) {
-  std::string json;
-  google::protobuf::util::JsonPrintOptions options;
-  options.preserve_proto_field_names = true;
-  options.always_print_primitive_fields = true;
-  options.add_whitespace = true;
-  (void)google::protobuf::util::MessageToJsonString(config, &json, options);
-  return json;
+// Plans this large get a size and time estimate before the work starts and
+// progress lines while it runs.
+constexpr uint64_t kBigPlanRequests = 1000000;
+
+// Rough costs measured on a 2-core x86-64 machine (docs/DESIGN.md): about 62
+// bytes of plan CSV per request, about 28 bytes of memory per request, and
+// about 0.8 µs per request to compute and write plan, CSV and page.
+constexpr double kCsvBytesPerRequest = 62;
+constexpr double kMemoryBytesPerRequest = 28;
+constexpr double kSecondsPerRequest = 0.8e-6;
+
+std::string HumanBytes(double bytes) {
+  const char* units[] = {"B", "KB", "MB", "GB", "TB"};
+  int u = 0;
+  while (bytes >= 1000 && u < 4) {
+    bytes /= 1000;
+    ++u;
+  }
+  return absl::StrFormat("%.3g %s", bytes, units[u]);
 }
 
 // Plan, folder, plan CSV, configuration and the expected page. Returns the
-// exit code on failure through `exit_code`.
+// exit code on failure through `exit_code`. `saved` is the configuration
+// written to run_config.json (what `--config` needs to reproduce the run).
 absl::StatusOr<Prepared> Prepare(const RunConfig& config, const std::string& model,
-                                 int* exit_code) {
+                                 const RunConfig& saved, int* exit_code) {
   Prepared p;
+  // The output folder first: a plan of 10^8 requests must not be computed
+  // only to find that it cannot be written.
+  if (absl::Status s = CheckOutputDir(config.output_dir()); !s.ok()) {
+    *exit_code = kExitFailure;
+    return s;
+  }
+  for (const std::string& w : ConfigWarnings(config)) LogWarning(w);
   // Trace replay (docs/DATASETS.md): the trace's timestamps replace the
   // generated schedule, so the traffic keys are ignored, with one warning.
   const bool replay = config.dataset().trace_replay();
@@ -93,7 +112,32 @@ absl::StatusOr<Prepared> Prepare(const RunConfig& config, const std::string& mod
                               "--burstiness, --ramp-up-*) are ignored"));
     }
   } else {
+    // A configured ramp that is inactive and would fall back to instant mode
+    // is refused (validation does it too; this keeps the rule in one place).
+    if (absl::Status s = CheckTraffic(traffic, config.num_prompts()); !s.ok()) {
+      *exit_code = kExitConfigError;
+      return s;
+    }
     for (const auto& w : traffic.warnings) LogWarning(w);  // R-RAMP: one warning
+    if (traffic.instant) {
+      // R-INST is the seed's rule, but never silent: say how many go at once.
+      LogWarning(
+          absl::StrCat("request_rate ", traffic.request_rate_rps, " < ", kInstantModeBelowRps,
+                       ": instant mode, all ", config.num_prompts(), " requests are sent at once",
+                       config.max_concurrency() > 0
+                           ? absl::StrCat(" (at most ", config.max_concurrency(), " in flight)")
+                           : std::string(),
+                       "; give --request-rate (>= 0.1) or a ramp-up for paced traffic"));
+    }
+  }
+  const uint64_t n = config.num_prompts();
+  const bool big = n >= kBigPlanRequests;
+  if (big) {
+    LogInfo(absl::StrFormat(
+        "large plan: %d requests; plan CSV about %s, memory about %s, about %.0f s to compute "
+        "and write (progress follows)",
+        n, HumanBytes(kCsvBytesPerRequest * n), HumanBytes(kMemoryBytesPerRequest * n),
+        std::max(1.0, kSecondsPerRequest * n)));
   }
   auto payloads = MakePayloadSource(config.dataset(), config.num_prompts(), config.seed());
   if (!payloads.ok()) {
@@ -102,7 +146,9 @@ absl::StatusOr<Prepared> Prepare(const RunConfig& config, const std::string& mod
   }
   p.payloads = *std::move(payloads);
   for (const auto& w : p.payloads->warnings()) LogWarning(w);
-  p.dataset = p.payloads->name();
+  // The stem names files in the run folder: never a path.
+  p.dataset = SafeFileName(p.payloads->name());
+  if (big) LogInfo("large plan: computing the schedule");
   auto plan = replay && p.payloads->replay_offsets_s() != nullptr
                   ? BuildReplaySchedule(*p.payloads->replay_offsets_s(), config.seed())
                   : BuildArrivalSchedule(traffic, config.num_prompts(), config.seed());
@@ -111,6 +157,19 @@ absl::StatusOr<Prepared> Prepare(const RunConfig& config, const std::string& mod
     return plan.status();
   }
   p.plan = *std::move(plan);
+  // A small β that does not collapse the plan can still turn most of it into
+  // bursts; said plainly when intervals of 2 ms and more were to be expected.
+  if (!replay && !traffic.instant && traffic.burstiness > 0 && traffic.target_rate_rps < 500 &&
+      p.plan.size() >= 10) {
+    const size_t timing = p.plan.Count(Anomaly::kTiming);
+    if (2 * timing >= p.plan.size()) {
+      LogWarning(absl::StrFormat(
+          "burstiness %g: %d of %d planned intervals are under 1 ms (timing anomalies), so the "
+          "requests go out in bursts rather than at about %g RPS; a larger burstiness (0.5 is "
+          "already bursty, 1 = Poisson) spreads them",
+          traffic.burstiness, timing, p.plan.size(), traffic.target_rate_rps));
+    }
+  }
   if (replay) {
     traffic = p.plan.traffic;
     LogInfo(absl::StrFormat(
@@ -132,20 +191,49 @@ absl::StatusOr<Prepared> Prepare(const RunConfig& config, const std::string& mod
   auto folder = CreateRunFolder(config.output_dir(), model, RealClock().WallNow());
   if (!folder.ok()) return folder.status();
   p.folder = *folder;
-  RunConfig used = config;
-  used.mutable_target()->set_model(model);
   {
-    FILE* f = std::fopen((p.folder / "run_config.json").c_str(), "wb");
-    if (f == nullptr) return absl::InternalError("cannot write run_config.json");
-    const std::string json = ConfigJson(used);
-    std::fwrite(json.data(), 1, json.size(), f);
-    std::fclose(f);
+    // Files by absolute path, so the saved configuration works from any folder.
+    RunConfig portable = saved;
+    auto absolute = [](std::string* path) {
+      std::error_code ec;
+      if (!path->empty()) {
+        const fs::path full = fs::absolute(*path, ec);
+        if (!ec) *path = full.lexically_normal().string();
+      }
+    };
+    absolute(portable.mutable_dataset()->mutable_dataset_path());
+    absolute(portable.mutable_target()->mutable_api_key_file());
+    absolute(portable.mutable_target()->mutable_ca_cert_path());
+    std::vector<std::string> left_out;
+    const std::string json = SavedConfigJson(portable, &left_out);
+    if (absl::Status s = WriteTextFile(json, p.folder / "run_config.json"); !s.ok()) return s;
+    if (!left_out.empty()) {
+      LogInfo(absl::StrCat("run_config.json leaves out header(s) ", absl::StrJoin(left_out, ", "),
+                           " (may hold a secret): give them again with --header"));
+    }
   }
-  if (absl::Status s = WritePlanCsv(p.plan, p.folder / (p.dataset + "_plan.csv")); !s.ok()) {
+  std::function<void(uint64_t)> csv_progress;
+  if (big) {
+    const bool terminal = isatty(fileno(stderr)) != 0;
+    csv_progress = [n, terminal, next = uint64_t{0}](uint64_t done) mutable {
+      if (done < next && done < n) return;
+      next = done + n / 10;  // plain lines: about every 10%
+      const std::string line = absl::StrFormat("plan CSV: %d of %d rows (%.0f%%)", done, n,
+                                               100.0 * static_cast<double>(done) / n);
+      if (terminal) {
+        std::fprintf(stderr, "\r[surge] %s%s", line.c_str(), done >= n ? "\n" : "");
+      } else {
+        LogInfo(line);
+      }
+    };
+  }
+  if (absl::Status s = WritePlanCsv(p.plan, p.folder / (p.dataset + "_plan.csv"), csv_progress);
+      !s.ok()) {
     return s;
   }
   // R-PLOT-0: no expected page in instant mode.
   if (!traffic.instant) {
+    if (big) LogInfo("large plan: writing the expected page");
     if (absl::Status s = WriteExpectedPlotPage(p.plan, p.folder / ExpectedPlotFileName(p.dataset));
         !s.ok()) {
       return s;
@@ -194,7 +282,8 @@ int PlanCommand(const RunConfig& config) {
                             : config.target().base_url().empty() ? "surge-sim"
                                                                  : "model";
   int code = kExitOk;
-  auto prepared = Prepare(config, model, &code);
+  // Saved as given: the folder's placeholder model name is not a setting.
+  auto prepared = Prepare(config, model, config, &code);
   if (!prepared.ok()) return Fail(prepared.status(), code);
   const Prepared& p = *prepared;
   std::cout << "plan: " << p.plan.size() << " requests (normal " << p.plan.Count(Anomaly::kNormal)
@@ -244,7 +333,11 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe) {
   config.set_workers(static_cast<uint32_t>(workers));
 
   int code = kExitOk;
-  auto prepared = Prepare(config, config.target().model(), &code);
+  // run_config.json: the resolved model and worker count, but not the
+  // built-in server's port of this run (a replay starts its own).
+  RunConfig saved = config;
+  if (sim) saved.mutable_target()->clear_base_url();
+  auto prepared = Prepare(config, config.target().model(), saved, &code);
   if (!prepared.ok()) return Fail(prepared.status(), code);
   Prepared& p = *prepared;
   std::cout << "seed: " << config.seed() << "\nresults: " << p.folder.string() << std::endl;
@@ -355,8 +448,11 @@ int ReportCommand(const std::string& folder_arg) {
                 kExitConfigError);
   }
   // The configuration used, for the traffic facts the CSV does not hold.
+  // run_config.json is written in the --config format; folders written by
+  // surge before that hold the protobuf JSON form, which is still read.
   RunConfig config = DefaultRunConfig();
-  {
+  if (!LoadYamlConfig((folder / "run_config.json").string(), &config).ok()) {
+    config = DefaultRunConfig();
     std::ifstream in(folder / "run_config.json");
     std::stringstream text;
     text << in.rdbuf();

@@ -1,11 +1,16 @@
 #include "coordinator/cli/run_options.h"
 
+#include <algorithm>
+#include <cmath>
 #include <functional>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "coordinator/config/run_config.h"
 
 namespace surge::coordinator {
@@ -205,14 +210,19 @@ const std::vector<Flag>& Flags() {
 }  // namespace
 
 void RunOptions::Register(CLI::App& command) {
+  command_ = &command;
+  // Unknown flags are collected and reported with every other problem
+  // (Resolve) instead of stopping the parse at the first one.
+  command.allow_extras();
   command.add_option("--config", config_path_,
                      "YAML file with the AISBench keys (request_rate, traffic_cfg, ...); flags "
-                     "override it.");
+                     "override it. A run folder's run_config.json is such a file.");
   command
       .add_option("--goodput", goodput_,
                   "Service-level objectives for goodput, vLLM's syntax: ttft:MS tpot:MS e2el:MS "
-                  "(any of them).")
-      ->expected(1, 3);
+                  "(any of them; as separate values, one quoted value, or repeated).")
+      ->expected(1, 3)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   for (const Flag& f : Flags()) {
     auto& slot = values_[f.name];
     if (f.kind == Kind::kSwitch) {
@@ -224,12 +234,87 @@ void RunOptions::Register(CLI::App& command) {
   }
 }
 
-absl::StatusOr<RunConfig> RunOptions::Resolve() const {
-  RunConfig config = DefaultRunConfig();
-  if (!config_path_.empty()) {
-    if (absl::Status s = LoadYamlConfig(config_path_, &config); !s.ok()) return s;
-  }
+absl::Status ParseGoodput(const std::vector<std::string>& values, surge::v1::GoodputConfig* out) {
   std::vector<std::string> errors;
+  for (const std::string& value : values) {
+    // "ttft:25 e2el:1000" as one argument (the README's form) or several.
+    for (absl::string_view objective :
+         absl::StrSplit(value, absl::ByAnyChar(" \t,"), absl::SkipEmpty())) {
+      const std::string item(objective);
+      const size_t colon = item.find(':');
+      const std::string key = absl::AsciiStrToLower(item.substr(0, colon));
+      if (colon == std::string::npos) {
+        errors.push_back(absl::StrCat("  goodput = \"", item,
+                                      "\": must be METRIC:MS with METRIC ttft, tpot or e2el, "
+                                      "e.g. ttft:25 (flag --goodput)"));
+        continue;
+      }
+      if (key != "ttft" && key != "tpot" && key != "e2el") {
+        const std::string guess = DidYouMean(key, {"ttft", "tpot", "e2el"});
+        errors.push_back(absl::StrCat(
+            "  goodput = \"", item, "\": unknown metric \"", key, "\"",
+            guess.empty() ? std::string() : absl::StrCat(" (did you mean `", guess, "`?)"),
+            "; allowed: ttft, tpot, e2el (flag --goodput)"));
+        continue;
+      }
+      double ms = 0;
+      const std::string number = item.substr(colon + 1);
+      if (!absl::SimpleAtod(number, &ms) || !std::isfinite(ms) || ms < 0) {
+        errors.push_back(absl::StrCat("  goodput = \"", item, "\": ", key,
+                                      " needs a number of milliseconds >= 0, got \"", number,
+                                      "\" (flag --goodput)"));
+        continue;
+      }
+      if (key == "ttft") out->set_ttft_ms(ms);
+      if (key == "tpot") out->set_tpot_ms(ms);
+      if (key == "e2el") out->set_e2el_ms(ms);
+    }
+  }
+  if (errors.empty()) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("invalid configuration:\n", absl::StrJoin(errors, "\n")));
+}
+
+absl::StatusOr<RunConfig> RunOptions::Resolve() const {
+  // Every problem in one pass: the file's, the flags' and the validator's.
+  RunConfig config = DefaultRunConfig();
+  std::vector<std::string> errors;
+  auto add_status = [&errors](const absl::Status& s) {
+    if (s.ok()) return;
+    for (absl::string_view line :
+         absl::StrSplit(absl::StripPrefix(s.message(), "invalid configuration:\n"), '\n')) {
+      errors.emplace_back(line);
+    }
+  };
+  if (command_ != nullptr) {
+    std::vector<std::string> names;
+    for (const Flag& f : Flags()) names.push_back(f.name);
+    names.push_back("config");
+    names.push_back("goodput");
+    const std::vector<std::string> extras = command_->remaining();
+    for (size_t i = 0; i < extras.size(); ++i) {
+      std::string extra = extras[i];
+      if (extra.rfind('-', 0) == 0) {
+        // Its value, when it has one, is shown with it, not as a second error.
+        if (extra.find('=') == std::string::npos && i + 1 < extras.size() &&
+            extras[i + 1].rfind('-', 0) != 0) {
+          extra = absl::StrCat(extra, " ", extras[++i]);
+        }
+        const std::string name = extra.substr(extra.rfind("--", 0) == 0 ? 2 : 1);
+        const std::string bare = name.substr(0, name.find_first_of("= "));
+        std::string guess = DidYouMean(bare, names);
+        for (char& ch : guess) ch = ch == '_' ? '-' : ch;
+        errors.push_back(absl::StrCat(
+            "  ", extra, ": unknown flag",
+            guess.empty() ? std::string() : absl::StrCat("; did you mean --", guess, "?"),
+            " (surge ", command_->get_name(), " --help lists them)"));
+      } else {
+        errors.push_back(absl::StrCat("  \"", extra, "\": unexpected argument (surge ",
+                                      command_->get_name(), " takes flags only)"));
+      }
+    }
+  }
+  if (!config_path_.empty()) add_status(LoadYamlConfig(config_path_, &config));
   for (const Flag& f : Flags()) {
     const auto& [option, value] = values_.at(f.name);
     if (option == nullptr || option->count() == 0) continue;
@@ -251,34 +336,32 @@ absl::StatusOr<RunConfig> RunOptions::Resolve() const {
     } else if (f.kind == Kind::kNumber) {
       double v;
       ok = absl::SimpleAtod(value, &v);
-      if (!ok) errors.push_back(absl::StrCat("  ", f.field, " = \"", value, "\": must be a number (flag --", f.name, ")"));
+      if (!ok) {
+        errors.push_back(absl::StrCat("  ", f.field, " = \"", value,
+                                      "\": must be a number (flag --", f.name, ")"));
+      }
     } else if (f.kind == Kind::kCount) {
       uint64_t v;
       ok = !value.empty() && value[0] != '-' && value[0] != '+' && absl::SimpleAtoi(value, &v);
-      if (!ok) errors.push_back(absl::StrCat("  ", f.field, " = \"", value, "\": must be a whole number >= 0 (flag --", f.name, ")"));
+      if (!ok) {
+        errors.push_back(absl::StrCat("  ", f.field, " = \"", value,
+                                      "\": must be a whole number >= 0 (flag --", f.name, ")"));
+      }
     }
     if (ok) f.set(&config, text);
   }
-  for (const std::string& objective : goodput_) {
-    const size_t colon = objective.find(':');
-    const std::string key = objective.substr(0, colon);
-    double ms = 0;
-    if (colon == std::string::npos || !absl::SimpleAtod(objective.substr(colon + 1), &ms) ||
-        (key != "ttft" && key != "tpot" && key != "e2el")) {
-      errors.push_back(absl::StrCat("  goodput = \"", objective,
-                                    "\": must be ttft:MS, tpot:MS or e2el:MS (flag --goodput)"));
-      continue;
-    }
-    auto* g = config.mutable_goodput();
-    if (key == "ttft") g->set_ttft_ms(ms);
-    if (key == "tpot") g->set_tpot_ms(ms);
-    if (key == "e2el") g->set_e2el_ms(ms);
-  }
+  add_status(ParseGoodput(goodput_, config.mutable_goodput()));
+  // Range checks on everything that did parse (values that did not keep
+  // their defaults, so they add no second, misleading line).
+  add_status(ValidateRunConfig(config));
   if (!errors.empty()) {
+    // The list of allowed keys (present when a key was unknown) goes last.
+    std::stable_partition(errors.begin(), errors.end(), [](const std::string& line) {
+      return line.rfind("  (allowed keys:", 0) != 0;
+    });
     return absl::InvalidArgumentError(
         absl::StrCat("invalid configuration:\n", absl::StrJoin(errors, "\n")));
   }
-  if (absl::Status s = ValidateRunConfig(config); !s.ok()) return s;
   return config;
 }
 

@@ -27,12 +27,19 @@ class RunOptions {
   absl::StatusOr<surge::v1::RunConfig> Resolve() const;
 
  private:
+  CLI::App* command_ = nullptr;
   std::string config_path_;
   // --goodput ttft:MS tpot:MS e2el:MS (vLLM's syntax).
   std::vector<std::string> goodput_;
   // flag name without dashes → (option, value)
   std::map<std::string, std::pair<CLI::Option*, std::string>> values_;
 };
+
+// Parses --goodput values (vLLM's syntax): each value holds one or more
+// "METRIC:MS" items separated by spaces or commas, METRIC one of ttft, tpot,
+// e2el, MS a number >= 0; later items win. Errors: INVALID_ARGUMENT listing
+// every bad item (unknown metric with a "did you mean", bad number).
+absl::Status ParseGoodput(const std::vector<std::string>& values, surge::v1::GoodputConfig* out);
 
 }  // namespace surge::coordinator
 

@@ -1,41 +1,89 @@
 #include "coordinator/config/run_config.h"
 
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <vector>
 
-#include <yaml-cpp/yaml.h>
-
-#include <filesystem>
-
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "worker/http/url.h"
+#include "absl/strings/strip.h"
+#include "coordinator/plan/traffic.h"
 #include "nlohmann/json.hpp"
 #include "worker/http/target_checks.h"
+#include "worker/http/url.h"
 
 namespace surge::coordinator {
+
+std::string DidYouMean(std::string_view word, const std::vector<std::string>& candidates) {
+  const std::string lower = absl::AsciiStrToLower(std::string(word));
+  // Levenshtein distance, one row at a time.
+  auto distance = [](const std::string& a, const std::string& b) {
+    std::vector<size_t> row(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+      size_t diagonal = row[0];
+      row[0] = i;
+      for (size_t j = 1; j <= b.size(); ++j) {
+        const size_t above = row[j];
+        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+        diagonal = above;
+      }
+    }
+    return row[b.size()];
+  };
+  std::string best;
+  size_t best_distance = std::string::npos;
+  for (const std::string& candidate : candidates) {
+    std::string normal = lower;
+    for (char& c : normal) c = c == '-' ? '_' : c;  // a flag name written as a key
+    size_t d = distance(normal, candidate);
+    // "ttft" for "ttft_ms": a unit suffix left out.
+    if (candidate.rfind(normal + "_", 0) == 0) d = std::min<size_t>(d, 1);
+    if (d < best_distance) {
+      best_distance = d;
+      best = candidate;
+    }
+  }
+  const size_t limit = std::max<size_t>(2, lower.size() / 3);
+  return best_distance <= limit ? best : std::string();
+}
+
 namespace {
 
 using surge::v1::RunConfig;
 
-// Errors collected while reading one file, reported together.
+// Errors collected while reading one file, reported together. Unknown keys
+// get a suggestion each; the list of allowed keys is added once at the end.
 class Errors {
  public:
   void Add(const std::string& field, const std::string& value, const std::string& allowed) {
     lines_.push_back(absl::StrCat("  ", field, " = ", value, ": ", allowed));
   }
+  // A line formatted elsewhere ("  <field> = <value>: ...").
+  void AddRaw(std::string line) { lines_.push_back(std::move(line)); }
+  // `key` (under `section`, "" = top level) is not a configuration key.
+  void AddUnknownKey(const std::string& field, const std::string& value, const std::string& key,
+                     const std::string& section);
   absl::Status ToStatus() const {
     if (lines_.empty()) return absl::OkStatus();
+    std::vector<std::string> lines = lines_;
+    if (unknown_keys_) lines.push_back(AllowedKeysLine());
     return absl::InvalidArgumentError(
-        absl::StrCat("invalid configuration:\n", absl::StrJoin(lines_, "\n")));
+        absl::StrCat("invalid configuration:\n", absl::StrJoin(lines, "\n")));
   }
 
  private:
+  static std::string AllowedKeysLine();
   std::vector<std::string> lines_;
+  bool unknown_keys_ = false;
 };
 
 std::string Show(const YAML::Node& node) {
@@ -282,6 +330,108 @@ std::string KeyList(const std::map<std::string, Setter>& keys) {
   return absl::StrJoin(names, ", ");
 }
 
+std::vector<std::string> KeyNames(const std::map<std::string, Setter>& keys) {
+  std::vector<std::string> names;
+  for (const auto& [k, _] : keys) names.push_back(k);
+  return names;
+}
+
+const std::vector<std::string>& GoodputKeys() {
+  static const auto* keys = new std::vector<std::string>{"e2el_ms", "tpot_ms", "ttft_ms"};
+  return *keys;
+}
+
+// AISBench's (and vLLM's) own names for what surge calls otherwise, with the
+// hint printed for them. Keys of AISBench model configs that surge has no use
+// for say so instead of "unknown".
+const std::map<std::string, std::string>& ForeignKeyHints() {
+  static const auto* hints = new std::map<std::string, std::string>{
+      {"batch_size", "AISBench's batch_size is surge's max_concurrency (requests in flight)"},
+      {"max_concurrency_per_worker", "surge's cap is max_concurrency over all workers"},
+      {"max_out_len", "AISBench's max_out_len is surge's random_output_len (max_tokens)"},
+      {"max_tokens", "surge's max_tokens per request is random_output_len"},
+      {"output_len", "surge's output length is random_output_len"},
+      {"input_len", "surge's input length is random_input_len"},
+      {"host_ip",
+       "AISBench's host_ip and host_port are one base_url in surge, e.g. "
+       "base_url: http://127.0.0.1:8080"},
+      {"host_port",
+       "AISBench's host_ip and host_port are one base_url in surge, e.g. "
+       "base_url: http://127.0.0.1:8080"},
+      {"host",
+       "vLLM's host and port are one base_url in surge, e.g. base_url: "
+       "http://127.0.0.1:8000"},
+      {"port",
+       "vLLM's host and port are one base_url in surge, e.g. base_url: "
+       "http://127.0.0.1:8000"},
+      {"url", "surge's server address is base_url (scheme, host, port) plus endpoint (path)"},
+      {"enable_ssl", "for https give base_url: https://... (and ca_cert_path if needed)"},
+      {"api_key",
+       "surge never reads the API key from a configuration: use api_key_file or "
+       "$OPENAI_API_KEY"},
+      {"generation_kwargs",
+       "request body fields (temperature, top_p, ...) go in "
+       "extra_body_json, e.g. extra_body_json: {temperature: 0}"},
+      {"extra_body", "surge's key is extra_body_json"},
+      {"path",
+       "AISBench's path is the model's weights/tokenizer folder; surge does not load "
+       "the model: give the served name as model, the dataset file as dataset_path"},
+      {"tokenizer", "surge does not load a tokenizer; the model name sent is model"},
+      {"retry", "surge does not retry: a failed request is recorded with its reason"},
+      {"request_count", "surge's number of requests is num_prompts"},
+      {"num_requests", "surge's number of requests is num_prompts"},
+      {"dataset", "surge's keys are dataset_name and dataset_path"},
+      {"abbr", "an AISBench-only key; surge names runs by model"},
+      {"attr", "an AISBench-only key; remove it"},
+      {"type", "an AISBench-only key; remove it"},
+      {"trust_remote_code", "an AISBench-only key; surge does not load the model"},
+      {"pred_postprocessor", "an AISBench-only key; surge does not score answers"},
+      {"burstiness", "burstiness belongs under traffic_cfg (AISBench's layout)"},
+      {"ramp_up_strategy", "ramp_up_strategy belongs under traffic_cfg (AISBench's layout)"},
+      {"ramp_up_start_rps", "ramp_up_start_rps belongs under traffic_cfg (AISBench's layout)"},
+      {"ramp_up_end_rps", "ramp_up_end_rps belongs under traffic_cfg (AISBench's layout)"},
+      {"traffic_config", "surge's (and AISBench's) key is traffic_cfg"},
+  };
+  return *hints;
+}
+
+void Errors::AddUnknownKey(const std::string& field, const std::string& value,
+                           const std::string& key, const std::string& section) {
+  unknown_keys_ = true;
+  std::vector<std::string> candidates;
+  if (section == "traffic_cfg") {
+    candidates = KeyNames(TrafficKeys());
+  } else if (section == "goodput") {
+    candidates = GoodputKeys();
+  } else {
+    candidates = KeyNames(TopKeys());
+    candidates.push_back("traffic_cfg");
+    candidates.push_back("goodput");
+    if (auto it = ForeignKeyHints().find(key); it != ForeignKeyHints().end()) {
+      Add(field, value, absl::StrCat("unknown key; ", it->second));
+      return;
+    }
+  }
+  const std::string guess = DidYouMean(key, candidates);
+  if (guess.empty() && section.empty()) {
+    // A misspelt traffic key at the top level (vLLM's flat layout).
+    if (const std::string traffic = DidYouMean(key, KeyNames(TrafficKeys())); !traffic.empty()) {
+      Add(field, value,
+          absl::StrCat("unknown key; did you mean `", traffic, "` (under traffic_cfg)?"));
+      return;
+    }
+  }
+  Add(field, value,
+      guess.empty() ? std::string("unknown key")
+                    : absl::StrCat("unknown key; did you mean `", guess, "`?"));
+}
+
+std::string Errors::AllowedKeysLine() {
+  return absl::StrCat("  (allowed keys: ", KeyList(TopKeys()), ", traffic_cfg: {",
+                      KeyList(TrafficKeys()), "}, goodput: {", absl::StrJoin(GoodputKeys(), ", "),
+                      "})");
+}
+
 std::string Num(double v) { return absl::StrCat(v); }
 
 }  // namespace
@@ -308,9 +458,15 @@ RunConfig DefaultRunConfig() {
   return c;
 }
 
-absl::Status LoadYamlConfig(const std::string& path, RunConfig* config) {
+absl::Status LoadYamlConfig(const std::string& given_path, RunConfig* config) {
   YAML::Node root;
   std::error_code ec;
+  // A run folder stands for its run_config.json.
+  const std::string path = std::filesystem::is_directory(given_path, ec) &&
+                                   std::filesystem::is_regular_file(
+                                       std::filesystem::path(given_path) / "run_config.json", ec)
+                               ? (std::filesystem::path(given_path) / "run_config.json").string()
+                               : given_path;
   if (!std::filesystem::is_regular_file(path, ec)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "invalid configuration:\n  --config = \"", path,
@@ -345,7 +501,7 @@ absl::Status LoadYamlConfig(const std::string& path, RunConfig* config) {
         const std::string field = absl::StrCat("goodput.", sub_key);
         double v;
         if (sub_key != "ttft_ms" && sub_key != "tpot_ms" && sub_key != "e2el_ms") {
-          errors.Add(field, Show(sub.second), "unknown key; allowed in goodput: ttft_ms, tpot_ms, e2el_ms");
+          errors.AddUnknownKey(field, Show(sub.second), sub_key, "goodput");
         } else if (ReadDouble(sub.second, field, errors, &v)) {
           auto* g = config->mutable_goodput();
           if (sub_key == "ttft_ms") g->set_ttft_ms(v);
@@ -366,8 +522,7 @@ absl::Status LoadYamlConfig(const std::string& path, RunConfig* config) {
         const std::string field = absl::StrCat("traffic_cfg.", sub_key);
         auto it = TrafficKeys().find(sub_key);
         if (it == TrafficKeys().end()) {
-          errors.Add(field, Show(sub.second),
-                     absl::StrCat("unknown key; allowed in traffic_cfg: ", KeyList(TrafficKeys())));
+          errors.AddUnknownKey(field, Show(sub.second), sub_key, "traffic_cfg");
           continue;
         }
         it->second(sub.second, field, errors, config);
@@ -376,8 +531,7 @@ absl::Status LoadYamlConfig(const std::string& path, RunConfig* config) {
     }
     auto it = TopKeys().find(key);
     if (it == TopKeys().end()) {
-      errors.Add(key, Show(item.second),
-                 absl::StrCat("unknown key; allowed: traffic_cfg, goodput, ", KeyList(TopKeys())));
+      errors.AddUnknownKey(key, Show(item.second), key, "");
       continue;
     }
     it->second(item.second, key, errors, config);
@@ -405,6 +559,13 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
   if (!(s.empty() || s == "none" || s == "linear" || s == "exponential")) {
     errors.Add("traffic_cfg.ramp_up_strategy", absl::StrCat("\"", s, "\""),
                "must be \"linear\", \"exponential\" or empty/\"none\" (flag --ramp-up-strategy)");
+  }
+  // R-RAMP + R-INST: a configured ramp that is inactive must not fall back to
+  // instant mode (one burst of every request).
+  if (!c.dataset().trace_replay()) {
+    if (absl::Status s = CheckTraffic(ResolveTraffic(c), c.num_prompts()); !s.ok()) {
+      errors.AddRaw(std::string(absl::StripPrefix(s.message(), "invalid configuration:\n")));
+    }
   }
   if (c.num_prompts() < 1) {
     errors.Add("num_prompts", absl::StrCat(c.num_prompts()), "must be >= 1 (flag --num-prompts)");
@@ -563,6 +724,173 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
   }
   non_negative("sim_fault_stall_ms", "--sim-fault-stall-ms", sim.fault_stall_ms());
   return errors.ToStatus();
+}
+
+}  // namespace surge::coordinator
+
+namespace surge::coordinator {
+
+std::vector<std::string> ConfigWarnings(const RunConfig& c) {
+  std::vector<std::string> warnings;
+  const auto& target = c.target();
+  // base_url's path is put before the endpoint: ".../v1" + "/v1/chat/..."
+  // requests "/v1/v1/chat/...". Warned, not changed: the URL is the user's.
+  if (!target.base_url().empty()) {
+    absl::StatusOr<surge::worker::ParsedUrl> url = surge::worker::ParseBaseUrl(target.base_url());
+    const std::string& ep = target.endpoint();
+    if (url.ok() && !url->path_prefix.empty() && ep.size() > 1) {
+      const std::string& prefix = url->path_prefix;
+      const std::string last_segment = prefix.substr(prefix.rfind('/'));
+      const std::string first_segment = ep.substr(0, ep.find('/', 1));
+      if (last_segment.size() > 1 && last_segment == first_segment) {
+        std::string base = target.base_url();
+        while (!base.empty() && base.back() == '/') base.pop_back();
+        warnings.push_back(absl::StrCat(
+            "base_url \"", target.base_url(), "\" ends in ", last_segment, " and endpoint \"", ep,
+            "\" starts with it: every request goes to ", base, ep,
+            " (surge puts the endpoint "
+            "after base_url's path); drop ",
+            last_segment, " from base_url (flag --base-url) if that is not meant"));
+      }
+    }
+  }
+  // Overrides of surge's own request fields that are allowed, but change
+  // what the run measures (ParseExtraBody refuses model, stream, messages,
+  // prompt).
+  absl::StatusOr<nlohmann::json> extra = surge::worker::ParseExtraBody(target.extra_body_json());
+  if (extra.ok() && extra->is_object()) {
+    for (const char* key : {"max_tokens", "max_completion_tokens"}) {
+      if (extra->contains(key)) {
+        warnings.push_back(absl::StrCat("extra_body_json sets \"", key,
+                                        "\" = ", (*extra)[key].dump(),
+                                        " for every request, overriding the per-request "
+                                        "max_tokens from random_output_len and the dataset"));
+      }
+    }
+    if (extra->contains("stream_options")) {
+      const nlohmann::json& options = (*extra)["stream_options"];
+      if (!options.is_object() ||
+          (options.contains("include_usage") && options["include_usage"] != nlohmann::json(true))) {
+        warnings.push_back(
+            "extra_body_json's stream_options drops surge's \"include_usage\": true, so streamed "
+            "answers carry no usage and output token counts are estimated");
+      }
+    }
+  }
+  return warnings;
+}
+
+namespace {
+
+// Header names whose values are credentials: their lines are not saved.
+bool SecretHeaderName(std::string_view line) {
+  const std::string name = absl::AsciiStrToLower(std::string(line.substr(0, line.find(':'))));
+  for (const char* word : {"auth", "key", "token", "secret", "cookie", "password", "credential"}) {
+    if (absl::StrContains(name, word)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string SavedConfigJson(const RunConfig& c, std::vector<std::string>* left_out) {
+  nlohmann::ordered_json j;
+  const auto& t = c.traffic_cfg();
+  const bool replay = c.dataset().trace_replay();
+  const std::string& strategy = t.ramp_up_strategy();
+  const bool strategy_set = !strategy.empty() && strategy != "none";
+  // Traffic keys (SPEC §2); none for a trace replay, whose timestamps set
+  // the schedule. request_rate has no effect under an active ramp (R-TGT).
+  if (!replay) {
+    if (!ResolveTraffic(c).ramp_active) j["request_rate"] = c.request_rate();
+    nlohmann::ordered_json traffic;
+    traffic["burstiness"] = t.burstiness();
+    if (strategy_set) {
+      traffic["ramp_up_strategy"] = strategy;
+      if (t.has_ramp_up_start_rps()) traffic["ramp_up_start_rps"] = t.ramp_up_start_rps();
+      if (t.has_ramp_up_end_rps()) traffic["ramp_up_end_rps"] = t.ramp_up_end_rps();
+    }
+    j["traffic_cfg"] = traffic;
+  }
+  j["num_prompts"] = c.num_prompts();
+  j["seed"] = c.seed();
+  j["max_concurrency"] = c.max_concurrency();
+  j["workers"] = c.workers();
+  j["output_dir"] = c.output_dir();
+  const auto& target = c.target();
+  if (!target.model().empty()) j["model"] = target.model();
+  if (!target.base_url().empty()) j["base_url"] = target.base_url();
+  j["endpoint"] = target.endpoint();
+  j["stream"] = target.stream();
+  j["request_timeout_s"] = target.request_timeout_s();
+  if (!target.ca_cert_path().empty()) j["ca_cert_path"] = target.ca_cert_path();
+  if (target.insecure_skip_verify()) j["insecure_skip_verify"] = true;
+  // The key file's path only; the key itself is never in a configuration.
+  if (!target.api_key_file().empty()) j["api_key_file"] = target.api_key_file();
+  nlohmann::ordered_json headers = nlohmann::ordered_json::array();
+  for (const std::string& line : target.headers()) {
+    if (SecretHeaderName(line)) {
+      if (left_out != nullptr) left_out->push_back(line.substr(0, line.find(':')));
+    } else {
+      headers.push_back(line);
+    }
+  }
+  if (!headers.empty()) j["headers"] = headers;
+  if (!target.extra_body_json().empty()) j["extra_body_json"] = target.extra_body_json();
+  const auto& d = c.dataset();
+  j["dataset_name"] = d.dataset_name();
+  if (!d.dataset_path().empty()) j["dataset_path"] = d.dataset_path();
+  const bool synthetic = d.dataset_name() == "synthetic" || d.dataset_name() == "random";
+  if (synthetic) j["random_input_len"] = d.random_input_len();
+  j["random_output_len"] = d.random_output_len();
+  if (synthetic) {
+    const std::string& dist = d.random_len_dist();
+    j["random_len_dist"] = dist.empty() ? std::string("fixed") : dist;
+    if (dist == "uniform") j["random_range_ratio"] = d.random_range_ratio();
+    if (dist == "gaussian") j["random_len_stddev"] = d.random_len_stddev();
+    if (dist == "zipf") j["random_zipf_s"] = d.has_random_zipf_s() ? d.random_zipf_s() : 1.0;
+  }
+  if (replay) {
+    j["trace_replay"] = true;
+    j["trace_time_scale"] = d.has_trace_time_scale() ? d.trace_time_scale() : 1.0;
+  }
+  // The built-in server's options only when it served the run.
+  if (target.base_url().empty()) {
+    const auto& sim = c.sim_server();
+    j["sim_ttft_ms"] = sim.ttft_ms();
+    j["sim_itl_ms"] = sim.itl_ms();
+    const std::pair<const char*, double> fractions[] = {
+        {"sim_fault_429", sim.fault_429()},
+        {"sim_fault_500", sim.fault_500()},
+        {"sim_fault_503", sim.fault_503()},
+        {"sim_fault_reset", sim.fault_reset()},
+        {"sim_fault_malformed", sim.fault_malformed()},
+        {"sim_fault_stall", sim.fault_stall()},
+        {"sim_fault_split", sim.fault_split()},
+        {"sim_fault_error_event", sim.fault_error_event()},
+    };
+    bool faults = false;
+    for (const auto& [key, fraction] : fractions) {
+      if (fraction != 0) {
+        j[key] = fraction;
+        faults = true;
+      }
+    }
+    if (faults) {
+      j["sim_fault_after_tokens"] = sim.fault_after_tokens();
+      j["sim_fault_stall_ms"] = sim.fault_stall_ms();
+      j["sim_fault_seed"] = sim.fault_seed();
+    }
+  }
+  const auto& g = c.goodput();
+  if (g.has_ttft_ms() || g.has_tpot_ms() || g.has_e2el_ms()) {
+    nlohmann::ordered_json goodput;
+    if (g.has_ttft_ms()) goodput["ttft_ms"] = g.ttft_ms();
+    if (g.has_tpot_ms()) goodput["tpot_ms"] = g.tpot_ms();
+    if (g.has_e2el_ms()) goodput["e2el_ms"] = g.e2el_ms();
+    j["goodput"] = goodput;
+  }
+  return j.dump(2) + "\n";
 }
 
 }  // namespace surge::coordinator

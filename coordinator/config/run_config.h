@@ -4,6 +4,8 @@
 #define SURGE_COORDINATOR_CONFIG_RUN_CONFIG_H_
 
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "surge/v1/config.pb.h"
@@ -17,9 +19,9 @@ namespace surge::coordinator {
 surge::v1::RunConfig DefaultRunConfig();
 
 // Reads the YAML file at `path` into `config`, overwriting only the keys the
-// file sets. Keys are flat AISBench names (request_rate, traffic_cfg.{...},
-// num_prompts, max_concurrency, seed, workers, output_dir, model, base_url,
-// endpoint, stream, request_timeout_s, dataset_name, dataset_path,
+// file sets. A run folder holding a run_config.json stands for that file. Keys are flat AISBench
+// names (request_rate, traffic_cfg.{...}, num_prompts, max_concurrency, seed, workers, output_dir,
+// model, base_url, endpoint, stream, request_timeout_s, dataset_name, dataset_path,
 // random_input_len, random_output_len, sim_ttft_ms, sim_itl_ms; datasets:
 // random_len_dist, random_range_ratio, random_len_stddev, random_zipf_s,
 // trace_replay, trace_time_scale).
@@ -32,6 +34,31 @@ absl::Status LoadYamlConfig(const std::string& path, surge::v1::RunConfig* confi
 // INVALID_ARGUMENT listing every problem, one per line, as
 // "<field path> = <value>: <what is allowed>".
 absl::Status ValidateRunConfig(const surge::v1::RunConfig& config);
+
+// The candidate closest to `word` by edit distance (case-insensitive, '-'
+// read as '_', a left-out "_unit" suffix counts 1), or "" when none is within
+// max(2, len/3) edits. For "did you mean" hints on unknown keys and flags.
+std::string DidYouMean(std::string_view word, const std::vector<std::string>& candidates);
+
+// Things that are allowed but probably not meant, one sentence each (the CLI
+// prints them as WARNING lines): a base_url path ending in the segment the
+// endpoint starts with ("/v1" + "/v1/chat/completions" requests
+// "/v1/v1/chat/completions"; not changed, only warned), and extra_body_json
+// overriding max_tokens / max_completion_tokens or dropping
+// stream_options.include_usage.
+std::vector<std::string> ConfigWarnings(const surge::v1::RunConfig& config);
+
+// The configuration as `--config` reads it back (flat AISBench keys plus the
+// traffic_cfg and goodput mappings; JSON, which is YAML), so that
+// `--config run_config.json` reproduces the run and its plan byte for byte.
+// Keys that had no effect are left out: request_rate under an active ramp,
+// the traffic keys in a trace replay, ramp rates without a strategy, the
+// synthetic length keys for file datasets, the built-in server's keys when a
+// base_url is given. Never holds a secret: no API key (only api_key_file's
+// path), and headers whose name suggests a credential (auth, key, token,
+// secret, cookie, password) are left out, their names appended to
+// `left_out` (may be null).
+std::string SavedConfigJson(const surge::v1::RunConfig& config, std::vector<std::string>* left_out);
 
 }  // namespace surge::coordinator
 

@@ -1,9 +1,9 @@
 #include "coordinator/plan/arrival_schedule.h"
 
-#include <cmath>
-
+#include <algorithm>
 #include <boost/random/gamma_distribution.hpp>
 #include <boost/random/mersenne_twister.hpp>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 
@@ -39,6 +39,17 @@ class CompensatedSum {
   double sum_ = 0;
   double compensation_ = 0;
 };
+
+absl::Status DegeneratePlanError(const ResolvedTraffic& t, size_t n, double last_offset_s) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      "invalid configuration:\n  traffic_cfg.burstiness = ", t.burstiness,
+      ": with this shape the Gamma intervals round to ",
+      std::isfinite(last_offset_s) ? "0" : "a non-finite value", ", so all ", n,
+      " requests would be due at the same instant instead of at ", t.target_rate_rps,
+      " RPS; use a larger burstiness: below about 0.01 the draws underflow (0.5 is "
+      "already bursty, 1 = Poisson, 0 = fixed intervals; flag --burstiness), or a request_rate "
+      "below 0.1 if one burst of every request is meant (instant mode)"));
+}
 
 }  // namespace
 
@@ -80,6 +91,7 @@ absl::StatusOr<ArrivalSchedule> BuildArrivalSchedule(const ResolvedTraffic& traf
     return absl::InvalidArgumentError(
         absl::StrCat("traffic_cfg.burstiness must be >= 0, got ", traffic.burstiness));
   }
+  if (absl::Status s = CheckTraffic(traffic, num_requests); !s.ok()) return s;
   ArrivalSchedule plan;
   plan.traffic = traffic;
   plan.seed = seed;
@@ -126,17 +138,32 @@ absl::StatusOr<ArrivalSchedule> BuildArrivalSchedule(const ResolvedTraffic& traf
     for (size_t i = 0; i < n; ++i) {
       const double theta = 1.0 / (plan.rate_rps[i] * beta);
       plan.interval_s[i] = theta * unit_gamma(engine);
-      plan.offset_s[i] = sum.Add(plan.interval_s[i]);  // R-CUM
+      // R-CUM; the compensated sum can round a zero increment 1 ulp down,
+      // which would make an offset decrease: offsets never do.
+      plan.offset_s[i] = std::max(sum.Add(plan.interval_s[i]), i > 0 ? plan.offset_s[i - 1] : 0.0);
+    }
+    // Gamma draws of a tiny shape β underflow to 0 (and huge β can make θ
+    // underflow): when every request lands on one instant, the rate asked
+    // cannot be represented, and sending would be a burst nobody asked for.
+    const double first = plan.offset_s[0];
+    const double last = plan.offset_s[n - 1];
+    if (!std::isfinite(last) || !(last > 0) || (n > 1 && first == last)) {
+      return DegeneratePlanError(traffic, n, last);
     }
     if (!traffic.ramp_active) {
       // R-NORM: scale so the run lasts exactly N / request_rate, then
-      // recompute Δ_i from the scaled offsets.
-      const double last = plan.offset_s[n - 1];
-      if (last > 0) {
-        const double k = (static_cast<double>(n) / traffic.request_rate_rps) / last;
-        for (size_t i = 0; i < n; ++i) plan.offset_s[i] *= k;
-        plan.offset_s[n - 1] = static_cast<double>(n) / traffic.request_rate_rps;
+      // recompute Δ_i from the scaled offsets. When t_{N-1} is so small
+      // (subnormal) that k overflows, t_i/t_{N-1} (in [0, 1]) is scaled
+      // instead. Rounding never makes a scaled offset pass the total, and
+      // monotone scaling keeps the offsets non-decreasing.
+      const double total = static_cast<double>(n) / traffic.request_rate_rps;
+      const double k = total / last;
+      for (size_t i = 0; i < n; ++i) {
+        const double scaled =
+            std::isfinite(k) ? plan.offset_s[i] * k : (plan.offset_s[i] / last) * total;
+        plan.offset_s[i] = std::min(scaled, total);
       }
+      plan.offset_s[n - 1] = total;
       double previous = 0;
       for (size_t i = 0; i < n; ++i) {
         plan.interval_s[i] = plan.offset_s[i] - previous;

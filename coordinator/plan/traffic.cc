@@ -30,33 +30,58 @@ ResolvedTraffic ResolveTraffic(const surge::v1::RunConfig& config) {
   // R-RAMP: active only when all four conditions hold; otherwise one warning
   // naming the first condition that failed.
   if (t.strategy != RampStrategy::kNone) {
-    const std::string prefix = absl::StrCat("traffic_cfg.ramp_up_strategy is \"", name,
-                                            "\" but ramp-up is inactive: ");
-    const std::string fallback =
-        absl::StrCat("; using request_rate = ", config.request_rate(), " RPS");
+    const std::string start =
+        cfg.has_ramp_up_start_rps() ? absl::StrCat(t.ramp_start_rps) : std::string("none");
+    const std::string end =
+        cfg.has_ramp_up_end_rps() ? absl::StrCat(t.ramp_end_rps) : std::string("none");
     if (!cfg.has_ramp_up_start_rps() || !(t.ramp_start_rps > 0)) {
-      t.warnings.push_back(absl::StrCat(prefix, "traffic_cfg.ramp_up_start_rps must be > 0 (got ",
-                                        cfg.has_ramp_up_start_rps()
-                                            ? absl::StrCat(t.ramp_start_rps)
-                                            : std::string("none"),
-                                        ")", fallback));
+      t.ramp_inactive_field = "traffic_cfg.ramp_up_start_rps";
+      t.ramp_inactive_reason =
+          absl::StrCat("traffic_cfg.ramp_up_start_rps must be > 0 (got ", start, ")");
     } else if (!cfg.has_ramp_up_end_rps() || !(t.ramp_end_rps > 0.1)) {
-      t.warnings.push_back(absl::StrCat(prefix, "traffic_cfg.ramp_up_end_rps must be > 0.1 (got ",
-                                        cfg.has_ramp_up_end_rps() ? absl::StrCat(t.ramp_end_rps)
-                                                                  : std::string("none"),
-                                        ")", fallback));
+      t.ramp_inactive_field = "traffic_cfg.ramp_up_end_rps";
+      t.ramp_inactive_reason =
+          absl::StrCat("traffic_cfg.ramp_up_end_rps must be > 0.1 (got ", end, ")");
     } else if (t.ramp_end_rps < t.ramp_start_rps) {
-      t.warnings.push_back(absl::StrCat(prefix, "traffic_cfg.ramp_up_end_rps (", t.ramp_end_rps,
-                                        ") must be >= traffic_cfg.ramp_up_start_rps (",
-                                        t.ramp_start_rps, ")", fallback));
+      t.ramp_inactive_field = "traffic_cfg.ramp_up_end_rps";
+      t.ramp_inactive_reason =
+          absl::StrCat("traffic_cfg.ramp_up_end_rps (", end,
+                       ") must be >= traffic_cfg.ramp_up_start_rps (", start, ")");
     } else {
       t.ramp_active = true;
+    }
+    if (!t.ramp_active) {
+      t.warnings.push_back(absl::StrCat("traffic_cfg.ramp_up_strategy is \"", name,
+                                        "\" but ramp-up is inactive: ", t.ramp_inactive_reason,
+                                        "; using request_rate = ", config.request_rate(), " RPS"));
     }
   }
   // R-TGT and R-INST.
   t.target_rate_rps = t.ramp_active ? t.ramp_end_rps : t.request_rate_rps;
   t.instant = t.target_rate_rps < kInstantModeBelowRps;
   return t;
+}
+
+}  // namespace surge::coordinator
+
+namespace surge::coordinator {
+
+absl::Status CheckTraffic(const ResolvedTraffic& t, uint64_t num_requests) {
+  if (t.trace_replay || t.strategy == RampStrategy::kNone || t.ramp_active || !t.instant) {
+    return absl::OkStatus();
+  }
+  // The ramp the user asked for is off and R-INST would take over: a paced
+  // run would become one burst of every request. Refused (not warned).
+  const double value =
+      t.ramp_inactive_field == "traffic_cfg.ramp_up_start_rps" ? t.ramp_start_rps : t.ramp_end_rps;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "invalid configuration:\n  ", t.ramp_inactive_field, " = ", value,
+      ": ramp-up is inactive because ", t.ramp_inactive_reason,
+      ", and the fallback request_rate = ", t.request_rate_rps, " is below ", kInstantModeBelowRps,
+      " RPS, so all ", num_requests,
+      " requests would be sent at once (instant mode); make the ramp valid (start > 0, "
+      "end > 0.1, end >= start; flags --ramp-up-start-rps, --ramp-up-end-rps) or give "
+      "request_rate >= 0.1 (flag --request-rate)"));
 }
 
 }  // namespace surge::coordinator

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "surge/v1/config.pb.h"
 
 namespace surge::coordinator {
@@ -34,6 +35,11 @@ struct ResolvedTraffic {
   bool instant = false;
   // One line per R-RAMP condition that failed for a configured strategy.
   std::vector<std::string> warnings;
+  // A strategy was configured but R-RAMP made it inactive: the failed
+  // condition, e.g. "end (10) < start (50)", and the field it names
+  // ("traffic_cfg.ramp_up_end_rps"). Empty when no strategy or active.
+  std::string ramp_inactive_reason;
+  std::string ramp_inactive_field;
   // True for a trace replay plan (replay_schedule.h): the rates are the
   // trace's mean rate and `burstiness` is the trace's moment estimate.
   bool trace_replay = false;
@@ -45,6 +51,12 @@ std::string_view RampStrategyTitle(RampStrategy strategy);
 // Applies R-RAMP, R-TGT and R-INST to a validated config. Pure; never fails
 // (validation is coordinator/config's job).
 ResolvedTraffic ResolveTraffic(const surge::v1::RunConfig& config);
+
+// Refuses traffic that would turn into a burst by accident: a ramp-up the
+// user configured is inactive (R-RAMP) and the fallback request_rate is below
+// 0.1, so R-INST would send all `num_requests` at once. Pure. Errors:
+// INVALID_ARGUMENT, one line "  <field> = <value>: <why>; <what would work>".
+absl::Status CheckTraffic(const ResolvedTraffic& traffic, uint64_t num_requests);
 
 }  // namespace surge::coordinator
 

@@ -1,8 +1,11 @@
 #include "coordinator/results/run_files.h"
 
-#include <charconv>
-#include <ctime>
+#include <unistd.h>
 
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <ctime>
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
@@ -30,6 +33,51 @@ nlohmann::json SecondsOrNull(bool reached, int64_t ns) {
 
 }  // namespace
 
+std::string SafeFileName(const std::string& name) {
+  std::string out;
+  for (char c : name) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    out.push_back(c == '/' || c == '\\' || u < 0x20 || u == 0x7f ? '_' : c);
+  }
+  if (!out.empty() && out[0] == '.') out[0] = '_';
+  constexpr size_t kMaxBytes = 120;
+  if (out.size() > kMaxBytes) {
+    size_t cut = kMaxBytes;
+    // Do not split a UTF-8 character: back up over continuation bytes.
+    while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xC0) == 0x80) --cut;
+    out.resize(cut);
+  }
+  return out.empty() ? "unknown" : out;
+}
+
+absl::Status CheckOutputDir(const fs::path& output_dir) {
+  // The folder itself when it exists, else its nearest existing ancestor
+  // (where CreateRunFolder will create the rest): a folder surge may write in.
+  // Nothing is created here, so a run refused later leaves no trace.
+  std::error_code ec;
+  fs::path existing = output_dir.empty() ? fs::path(".") : output_dir;
+  while (!fs::exists(existing, ec) && existing.has_relative_path() && existing.has_parent_path() &&
+         existing.parent_path() != existing) {
+    existing = existing.parent_path();
+  }
+  if (!fs::exists(existing, ec)) existing = ".";
+  auto problem = [&output_dir](const std::string& why) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("output_dir = \"", output_dir.string(), "\": ", why, " (flag --output-dir)"));
+  };
+  if (!fs::is_directory(existing, ec)) {
+    return problem(absl::StrCat("cannot create the folder: ", existing.string(),
+                                " exists and is not a folder"));
+  }
+  if (access(existing.c_str(), W_OK | X_OK) != 0) {
+    return problem(absl::StrCat(existing == output_dir
+                                    ? "cannot write in it: "
+                                    : "cannot create the folder in " + existing.string() + ": ",
+                                std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<fs::path> CreateRunFolder(const fs::path& output_dir, const std::string& model,
                                          std::chrono::system_clock::time_point wall_now) {
   const std::time_t t = std::chrono::system_clock::to_time_t(wall_now);
@@ -37,7 +85,7 @@ absl::StatusOr<fs::path> CreateRunFolder(const fs::path& output_dir, const std::
   localtime_r(&t, &local);
   char stamp[32];
   std::strftime(stamp, sizeof(stamp), "%Y%m%d_%H%M%S", &local);
-  const std::string model_dir = absl::StrReplaceAll(model.empty() ? "unknown" : model, {{"/", "_"}});
+  const std::string model_dir = SafeFileName(model);
   std::error_code ec;
   fs::create_directories(output_dir, ec);
   if (ec) {
@@ -67,7 +115,8 @@ absl::StatusOr<fs::path> CreateRunFolder(const fs::path& output_dir, const std::
   return absl::InternalError(absl::StrCat("no free run folder name under ", output_dir.string()));
 }
 
-absl::Status WritePlanCsv(const ArrivalSchedule& plan, const fs::path& path) {
+absl::Status WritePlanCsv(const ArrivalSchedule& plan, const fs::path& path,
+                          const std::function<void(uint64_t rows_done)>& progress) {
   std::FILE* f = std::fopen(path.c_str(), "wb");
   if (f == nullptr) return absl::InternalError(absl::StrCat("cannot write ", path.string()));
   std::string buffer = "index,rate_rps,interval_s,offset_s,anomaly\n";
@@ -88,7 +137,9 @@ absl::Status WritePlanCsv(const ArrivalSchedule& plan, const fs::path& path) {
       ok &= std::fwrite(buffer.data(), 1, buffer.size(), f) == buffer.size();
       buffer.clear();
     }
+    if (progress && (i + 1) % (1u << 20) == 0) progress(i + 1);
   }
+  if (progress) progress(plan.size());
   ok &= std::fwrite(buffer.data(), 1, buffer.size(), f) == buffer.size();
   ok &= std::fclose(f) == 0;
   if (!ok) return absl::InternalError(absl::StrCat("write failed: ", path.string()));

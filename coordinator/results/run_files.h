@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -15,9 +16,21 @@
 
 namespace surge::coordinator {
 
-// `{output_dir}/{YYYYMMDD_HHMMSS}/performances/{model}/` in local time, with
-// `_1`, `_2`, … appended to the timestamp folder when it exists; `/` in the
-// model name becomes `_` (R-PLOT-1). Creates the folders. Errors: INTERNAL
+// A user-given name (model, dataset stem) as one safe folder or file name:
+// '/', '\\' and control characters become '_', a leading '.' becomes '_' (so
+// ".", ".." and hidden names cannot occur), at most 120 bytes (cut at a UTF-8
+// character boundary), and "unknown" for an empty name. Pure.
+std::string SafeFileName(const std::string& name);
+
+// Checks before any long work that `output_dir` can be used: the folder, or
+// when missing its nearest existing ancestor, is a folder this process may
+// write in. Creates nothing. Errors: FAILED_PRECONDITION naming output_dir
+// and the reason.
+absl::Status CheckOutputDir(const std::filesystem::path& output_dir);
+
+// `{output_dir}/{YYYYMMDD_HHMMSS}/performances/{SafeFileName(model)}/` in
+// local time, with `_1`, `_2`, … appended to the timestamp folder when it
+// exists (R-PLOT-1). Creates the folders. Errors: INTERNAL
 // naming the path when it cannot be created.
 absl::StatusOr<std::filesystem::path> CreateRunFolder(
     const std::filesystem::path& output_dir, const std::string& model,
@@ -26,7 +39,10 @@ absl::StatusOr<std::filesystem::path> CreateRunFolder(
 // Writes `{dataset}_plan.csv`: header `index,rate_rps,interval_s,offset_s,anomaly`,
 // one row per request in index order, numbers with 17 significant digits so
 // they read back exactly (R-OUT-2). Errors: INTERNAL on I/O failure.
-absl::Status WritePlanCsv(const ArrivalSchedule& plan, const std::filesystem::path& path);
+// `progress`, when given, is called with the rows written so far about every
+// 1 M rows and once at the end.
+absl::Status WritePlanCsv(const ArrivalSchedule& plan, const std::filesystem::path& path,
+                          const std::function<void(uint64_t rows_done)>& progress = {});
 
 // "OK", "FAILED", "LOST", "NOT_SENT" → "ok", "failed", "lost", "not_sent".
 std::string StatusName(surge::v1::RequestStatus status);

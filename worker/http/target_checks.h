@@ -7,6 +7,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -67,8 +68,9 @@ inline absl::StatusOr<HeaderLine> ParseHeaderLine(const std::string& line) {
 
 // Parses TargetConfig.extra_body_json (flag --extra-body): "" gives null (no
 // extra body); otherwise the text must be a JSON object that does not set
-// "stream" (whether answers stream is TargetConfig.stream: the client reads
-// them accordingly). Errors: INVALID_ARGUMENT saying what is wrong.
+// "model", "stream", "messages" or "prompt": surge sets those itself, names
+// the model in the run folder and summary, and reads answers according to
+// TargetConfig.stream. Errors: INVALID_ARGUMENT saying what is wrong.
 inline absl::StatusOr<nlohmann::json> ParseExtraBody(const std::string& text) {
   if (text.empty()) return nlohmann::json();
   nlohmann::json json;
@@ -81,9 +83,18 @@ inline absl::StatusOr<nlohmann::json> ParseExtraBody(const std::string& text) {
     return absl::InvalidArgumentError(
         "must be a JSON object, e.g. {\"temperature\":0,\"ignore_eos\":true}");
   }
-  if (json.contains("stream")) {
-    return absl::InvalidArgumentError(
-        "must not set \"stream\"; use the stream setting (YAML key stream) instead");
+  // The fields surge itself sets and names in its folder and summary.
+  static constexpr std::pair<const char*, const char*> kOwnFields[] = {
+      {"model", "use the model setting (flag --model, YAML key model)"},
+      {"stream", "use the stream setting (YAML key stream)"},
+      {"messages", "the prompts come from the dataset (flag --dataset-name)"},
+      {"prompt", "the prompts come from the dataset (flag --dataset-name)"},
+  };
+  for (const auto& [field, instead] : kOwnFields) {
+    if (json.contains(field)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("must not set \"", field, "\" (surge sets it and reports it); ", instead));
+    }
   }
   return json;
 }

@@ -1,13 +1,14 @@
 // Configuration reader and validator (R-CFG-1, R-UI-2).
-#include <unistd.h>
-
 #include "coordinator/config/run_config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
+#include "absl/strings/str_cat.h"
 
 namespace surge::coordinator {
 namespace {
@@ -77,10 +78,13 @@ colour: blue
   ASSERT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   const std::string m(s.message());
   EXPECT_THAT(m, HasSubstr("request_rate = \"fast\": must be a number"));
-  EXPECT_THAT(m, HasSubstr("traffic_cfg.burstyness = \"0.5\": unknown key; allowed in "
-                           "traffic_cfg: burstiness, ramp_up_end_rps"));
+  EXPECT_THAT(m, HasSubstr("traffic_cfg.burstyness = \"0.5\": unknown key; did you mean "
+                           "`burstiness`?"));
   EXPECT_THAT(m, HasSubstr("num_prompts = \"-4\": must be a whole number >= 0"));
-  EXPECT_THAT(m, HasSubstr("colour = \"blue\": unknown key"));
+  EXPECT_THAT(m, HasSubstr("colour = \"blue\": unknown key\n"));
+  // The allowed keys once, at the end, with the traffic_cfg ones.
+  EXPECT_THAT(m, HasSubstr("(allowed keys: api_key_file, base_url,"));
+  EXPECT_THAT(m, HasSubstr("traffic_cfg: {burstiness, ramp_up_end_rps"));
 }
 
 TEST(RunConfigTest, ValidatorRejectsOutOfRangeValues) {
@@ -111,6 +115,181 @@ TEST(RunConfigTest, BadYamlNamesTheFile) {
   EXPECT_THAT(std::string(missing.message()), HasSubstr("--config = \"/nonexistent/surge.yaml\": no such file"));
   const absl::Status directory = LoadYamlConfig(::testing::TempDir(), &c);
   EXPECT_THAT(std::string(directory.message()), HasSubstr("is not a regular file"));
+}
+
+}  // namespace
+}  // namespace surge::coordinator
+
+namespace surge::coordinator {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+size_t CountOf(const std::string& text, const std::string& word) {
+  size_t n = 0;
+  for (size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) ++n;
+  return n;
+}
+
+// Issue 8 item 7: AISBench's own names point to surge's, typos get a "did
+// you mean", and the allowed list is printed once however many keys are
+// unknown.
+TEST(RunConfigHintsTest, AisbenchNamesAndTyposGetHintsAndTheListOnce) {
+  surge::v1::RunConfig c;
+  const absl::Status s = LoadText(R"(batch_size: 8
+max_out_len: 256
+host_ip: localhost
+host_port: 8080
+generation_kwargs: {temperature: 0}
+api_key: sk-secret
+burstyness: 0.5
+requst_rate: 3
+traffic_cfg:
+  ramp_up_strat: linear
+goodput:
+  ttft: 25
+)",
+                                  &c);
+  ASSERT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  const std::string m(s.message());
+  EXPECT_THAT(m, HasSubstr("  batch_size = \"8\": unknown key; AISBench's batch_size is surge's "
+                           "max_concurrency"));
+  EXPECT_THAT(m, HasSubstr("  max_out_len = \"256\": unknown key; AISBench's max_out_len is "
+                           "surge's random_output_len"));
+  EXPECT_THAT(m, HasSubstr("  host_ip = \"localhost\": unknown key; AISBench's host_ip and "
+                           "host_port are one base_url"));
+  EXPECT_THAT(m, HasSubstr("  host_port = \"8080\": unknown key; AISBench's host_ip"));
+  EXPECT_THAT(m, HasSubstr("  generation_kwargs = a mapping: unknown key; request body fields "
+                           "(temperature, top_p, ...) go in extra_body_json"));
+  EXPECT_THAT(m, HasSubstr("  api_key = \"sk-secret\": unknown key; surge never reads the API "
+                           "key from a configuration: use api_key_file"));
+  EXPECT_THAT(m, HasSubstr("  burstyness = \"0.5\": unknown key; did you mean `burstiness` "
+                           "(under traffic_cfg)?"));
+  EXPECT_THAT(m, HasSubstr("  requst_rate = \"3\": unknown key; did you mean `request_rate`?"));
+  EXPECT_THAT(m, HasSubstr("  traffic_cfg.ramp_up_strat = \"linear\": unknown key; did you mean "
+                           "`ramp_up_strategy`?"));
+  EXPECT_THAT(m, HasSubstr("  goodput.ttft = \"25\": unknown key; did you mean `ttft_ms`?"));
+  EXPECT_EQ(CountOf(m, "allowed keys"), 1u);
+  EXPECT_EQ(CountOf(m, "sim_fault_stall_ms"), 1u);  // the list, once
+}
+
+TEST(RunConfigHintsTest, DidYouMeanIsBoundedByEditDistance) {
+  const std::vector<std::string> keys = {"burstiness", "request_rate", "seed"};
+  EXPECT_EQ(DidYouMean("burstyness", keys), "burstiness");
+  EXPECT_EQ(DidYouMean("request-rate", keys), "request_rate");
+  EXPECT_EQ(DidYouMean("Seed", keys), "seed");
+  EXPECT_EQ(DidYouMean("colour", keys), "");
+  EXPECT_EQ(DidYouMean("x", keys), "");
+}
+
+// Issue 8 item 7: run_config.json is read back by --config (JSON is YAML)
+// and gives the same configuration for everything that had an effect.
+TEST(SavedConfigTest, ReadsBackToTheSameConfiguration) {
+  surge::v1::RunConfig c;
+  ASSERT_TRUE(LoadText(R"(request_rate: 12.5
+traffic_cfg:
+  burstiness: 0.3
+num_prompts: 77
+seed: 18446744073709551615
+max_concurrency: 9
+workers: 3
+output_dir: out/x
+model: "org/model \"q\" é"
+base_url: https://127.0.0.1:9443/api
+endpoint: /v1/completions
+stream: false
+request_timeout_s: 0.25
+headers: ["X-Trace: abc", "X-Api-Key: sk-secret", "Authorization-Extra: s3"]
+extra_body_json: {temperature: 0.5, ignore_eos: true}
+dataset_name: synthetic
+random_input_len: 64
+random_output_len: 7
+random_len_dist: uniform
+random_range_ratio: 0.1
+goodput:
+  ttft_ms: 25
+)",
+                       &c)
+                  .ok());
+  std::vector<std::string> left_out;
+  const std::string json = SavedConfigJson(c, &left_out);
+  EXPECT_THAT(json, Not(HasSubstr("sk-secret")));
+  EXPECT_THAT(json, Not(HasSubstr("s3")));
+  EXPECT_THAT(left_out, ::testing::ElementsAre("X-Api-Key", "Authorization-Extra"));
+  EXPECT_THAT(json, Not(HasSubstr("sim_ttft_ms")));  // a base_url is given: no built-in server
+  surge::v1::RunConfig back;
+  const absl::Status s = LoadText(json, &back);
+  ASSERT_TRUE(s.ok()) << s << "\n" << json;
+  ASSERT_TRUE(ValidateRunConfig(back).ok());
+  // Equal field by field, except the headers left out and the sim keys.
+  surge::v1::RunConfig expected = c;
+  expected.mutable_target()->clear_headers();
+  expected.mutable_target()->add_headers("X-Trace: abc");
+  *expected.mutable_sim_server() = back.sim_server();
+  expected.mutable_target()->set_extra_body_json(c.target().extra_body_json());
+  EXPECT_EQ(back.SerializeAsString(), expected.SerializeAsString())
+      << back.DebugString() << "\nvs\n"
+      << expected.DebugString();
+}
+
+TEST(SavedConfigTest, LeavesOutValuesThatHadNoEffect) {
+  surge::v1::RunConfig c = DefaultRunConfig();
+  c.set_request_rate(100);  // ignored under an active ramp (R-TGT)
+  c.mutable_traffic_cfg()->set_ramp_up_strategy("linear");
+  c.mutable_traffic_cfg()->set_ramp_up_start_rps(1);
+  c.mutable_traffic_cfg()->set_ramp_up_end_rps(5);
+  c.mutable_dataset()->set_dataset_name("jsonl");
+  c.mutable_dataset()->set_dataset_path("/data/p.jsonl");
+  const std::string json = SavedConfigJson(c, nullptr);
+  EXPECT_THAT(json, Not(HasSubstr("request_rate")));
+  EXPECT_THAT(json, HasSubstr("\"ramp_up_end_rps\": 5.0"));
+  EXPECT_THAT(json, Not(HasSubstr("random_input_len")));       // synthetic only
+  EXPECT_THAT(json, HasSubstr("\"random_output_len\": 128"));  // jsonl's default max_tokens
+  EXPECT_THAT(json, HasSubstr("\"sim_ttft_ms\""));  // no base_url: the built-in server ran
+  EXPECT_THAT(json, Not(HasSubstr("sim_fault")));   // no faults asked
+  EXPECT_THAT(json, Not(HasSubstr("goodput")));
+  // Ramp rates without a strategy had no effect either.
+  surge::v1::RunConfig plain = DefaultRunConfig();
+  plain.mutable_traffic_cfg()->set_ramp_up_start_rps(3);
+  EXPECT_THAT(SavedConfigJson(plain, nullptr), Not(HasSubstr("ramp_up")));
+}
+
+// Issue 8 item 7: ".../v1" + "/v1/chat/completions" is warned with the URL.
+TEST(ConfigWarningsTest, DoubledPathSegmentIsWarnedWithTheUrlRequested) {
+  surge::v1::RunConfig c = DefaultRunConfig();
+  c.mutable_target()->set_base_url("http://127.0.0.1:8000/v1/");
+  const std::vector<std::string> w = ConfigWarnings(c);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_THAT(w[0], HasSubstr("base_url \"http://127.0.0.1:8000/v1/\" ends in /v1 and endpoint "
+                              "\"/v1/chat/completions\" starts with it: every request goes to "
+                              "http://127.0.0.1:8000/v1/v1/chat/completions"));
+  c.mutable_target()->set_base_url("http://127.0.0.1:8000");
+  EXPECT_TRUE(ConfigWarnings(c).empty());
+  c.mutable_target()->set_base_url("http://127.0.0.1:8000/openai");
+  EXPECT_TRUE(ConfigWarnings(c).empty());
+}
+
+// Issue 8 item 7: extra_body_json may not replace the fields surge sets and
+// reports; max_tokens and stream_options may, with a warning.
+TEST(ConfigWarningsTest, ExtraBodyCannotOverrideSurgesOwnFields) {
+  for (const char* field : {"model", "stream", "messages", "prompt"}) {
+    surge::v1::RunConfig c = DefaultRunConfig();
+    c.mutable_target()->set_extra_body_json(absl::StrCat("{\"", field, "\": \"zzz\"}"));
+    const absl::Status s = ValidateRunConfig(c);
+    ASSERT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << field;
+    EXPECT_THAT(std::string(s.message()),
+                HasSubstr(absl::StrCat("  extra_body_json = \"{\"", field,
+                                       "\": \"zzz\"}\": must not set \"", field, "\"")));
+  }
+  surge::v1::RunConfig c = DefaultRunConfig();
+  c.mutable_target()->set_extra_body_json(
+      R"({"max_tokens": 16, "stream_options": {"include_usage": false}})");
+  EXPECT_TRUE(ValidateRunConfig(c).ok());
+  const std::vector<std::string> w = ConfigWarnings(c);
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_THAT(w[0], HasSubstr("extra_body_json sets \"max_tokens\" = 16 for every request"));
+  EXPECT_THAT(w[1], HasSubstr("output token counts are estimated"));
 }
 
 }  // namespace

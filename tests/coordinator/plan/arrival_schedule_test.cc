@@ -244,5 +244,153 @@ TEST(RampTest, InactiveRampWarnsOnceAndNamesTheCondition) {
   EXPECT_DOUBLE_EQ(t.target_rate_rps, 5);
 }
 
+// Issue 8 item 4: a ramp the user asked for that R-RAMP makes inactive must
+// not fall back to instant mode (all requests at once) silently.
+TEST(RampTest, InactiveRampFallingBackToInstantModeIsRefused) {
+  surge::v1::RunConfig config = DefaultRunConfig();  // request_rate not given: 0
+  config.set_num_prompts(200);
+  config.mutable_traffic_cfg()->set_ramp_up_strategy("linear");
+  config.mutable_traffic_cfg()->set_ramp_up_start_rps(50);
+  config.mutable_traffic_cfg()->set_ramp_up_end_rps(10);
+  const ResolvedTraffic t = ResolveTraffic(config);
+  EXPECT_FALSE(t.ramp_active);
+  EXPECT_TRUE(t.instant);
+  const absl::Status s = CheckTraffic(t, 200);
+  ASSERT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  const std::string m(s.message());
+  EXPECT_THAT(m, ::testing::HasSubstr("  traffic_cfg.ramp_up_end_rps = 10: ramp-up is inactive "
+                                      "because traffic_cfg.ramp_up_end_rps (10) must be >= "
+                                      "traffic_cfg.ramp_up_start_rps (50)"));
+  EXPECT_THAT(m, ::testing::HasSubstr("all 200 requests would be sent at once"));
+  EXPECT_THAT(m, ::testing::HasSubstr("request_rate >= 0.1 (flag --request-rate)"));
+  // The builder refuses it too (the plan module is the rule's one home).
+  EXPECT_EQ(BuildArrivalSchedule(t, 200, 0).status().code(), absl::StatusCode::kInvalidArgument);
+  // The validator reports it with the other problems.
+  EXPECT_THAT(std::string(ValidateRunConfig(config).message()),
+              ::testing::HasSubstr("traffic_cfg.ramp_up_end_rps = 10: ramp-up is inactive"));
+
+  // A strategy alone (no rates) is the same kind: it names the start rate.
+  surge::v1::RunConfig bare = DefaultRunConfig();
+  bare.mutable_traffic_cfg()->set_ramp_up_strategy("exponential");
+  EXPECT_THAT(std::string(CheckTraffic(ResolveTraffic(bare), 1000).message()),
+              ::testing::HasSubstr("  traffic_cfg.ramp_up_start_rps = 0: ramp-up is inactive"));
+
+  // With a fallback rate >= 0.1 R-RAMP's warning stands and the plan is paced.
+  config.set_request_rate(4);
+  const ResolvedTraffic paced = ResolveTraffic(config);
+  EXPECT_TRUE(CheckTraffic(paced, 200).ok());
+  ASSERT_EQ(paced.warnings.size(), 1u);
+  auto plan = BuildArrivalSchedule(paced, 200, 0);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_DOUBLE_EQ(plan->offset_s.back(), 50.0);  // 200 requests at 4 RPS
+  // An explicit rate below 0.1 without a ramp is still instant mode (R-INST).
+  surge::v1::RunConfig slow = DefaultRunConfig();
+  slow.set_request_rate(0.05);
+  EXPECT_TRUE(CheckTraffic(ResolveTraffic(slow), 200).ok());
+  EXPECT_TRUE(ResolveTraffic(slow).instant);
+}
+
+// Issue 8 item 4: β = 1e-5 makes every Gamma draw underflow to 0; the plan
+// would put every request at offset 0 while 4 RPS was asked.
+TEST(DegeneratePlanTest, UnderflowingBurstinessIsAnErrorNamingBurstiness) {
+  ResolvedTraffic t;
+  t.request_rate_rps = t.target_rate_rps = 4;
+  t.burstiness = 1e-5;
+  auto plan = BuildArrivalSchedule(t, 4, /*seed=*/0);
+  ASSERT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(plan.status().message()),
+              ::testing::HasSubstr("  traffic_cfg.burstiness = 1e-05: with this shape the Gamma "
+                                   "intervals round to 0, so all 4 requests would be due at the "
+                                   "same instant instead of at 4 RPS; use a larger burstiness: "
+                                   "below about 0.01 the draws underflow"));
+  // The same with a ramp (no R-NORM there).
+  ResolvedTraffic ramp = ConstantRamp(4, 1e-5);
+  EXPECT_EQ(BuildArrivalSchedule(ramp, 4, 0).status().code(), absl::StatusCode::kInvalidArgument);
+  // θ = 1/(λβ) underflowing for a huge β is the same kind.
+  t.burstiness = 1e308;
+  t.request_rate_rps = t.target_rate_rps = 1000;
+  EXPECT_EQ(BuildArrivalSchedule(t, 4, 0).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// R-NORM when t_{N-1} is subnormal: k = (N/λ)/t_{N-1} overflows to inf, and
+// k·t_i would be inf, or NaN for t_i = 0. β = 1e-3 with seed 118 draws raw
+// offsets {0, about 2.5e-314 s} for N = 2 (found by search; pinned here with
+// the ramp path, which does not scale).
+TEST(DegeneratePlanTest, SubnormalLastOffsetStillScalesToFiniteOffsets) {
+  auto raw = BuildArrivalSchedule(ConstantRamp(4, 1e-3), 2, /*seed=*/118);
+  ASSERT_TRUE(raw.ok());
+  ASSERT_EQ(raw->offset_s[0], 0);
+  ASSERT_GT(raw->offset_s[1], 0);
+  ASSERT_LT(raw->offset_s[1], 2.2250738585072014e-308);  // subnormal
+  ASSERT_FALSE(std::isfinite(0.5 / raw->offset_s[1]));   // k overflows
+  ResolvedTraffic t;
+  t.request_rate_rps = t.target_rate_rps = 4;
+  t.burstiness = 1e-3;
+  auto plan = BuildArrivalSchedule(t, 2, 118);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->offset_s[0], 0);  // was NaN (0 · inf)
+  EXPECT_EQ(plan->offset_s[1], 0.5);
+  EXPECT_EQ(plan->interval_s[0], 0);
+  EXPECT_EQ(plan->interval_s[1], 0.5);
+}
+
+// Property (issue 8 item 4): for any β, seed, N and ramp, either a plan whose
+// offsets are finite and never decrease, with intervals >= 0 and (without a
+// ramp) the last offset exactly N/rate, or a clean INVALID_ARGUMENT naming
+// burstiness. Never NaN, inf or a negative interval.
+TEST(PlanPropertyTest, OffsetsNeverDecreaseForAnyBurstinessAndSeed) {
+  const double betas[] = {1e-12, 1e-8, 1e-5, 1e-3, 0.01, 0.1, 1, 10, 1e6, 1e12, 1e300};
+  const uint64_t sizes[] = {1, 2, 3, 17, 1000, 3000};
+  size_t plans = 0, refused = 0;
+  for (const bool with_ramp : {false, true}) {
+    for (const double beta : betas) {
+      for (const uint64_t n : sizes) {
+        const int seeds = n >= 1000 ? 6 : 40;
+        for (int seed = 0; seed < seeds; ++seed) {
+          ResolvedTraffic t;
+          if (with_ramp) {
+            t = ConstantRamp(1, beta);
+            t.ramp_start_rps = 2;
+            t.ramp_end_rps = t.target_rate_rps = 50;
+          } else {
+            t.request_rate_rps = t.target_rate_rps = 4;
+            t.burstiness = beta;
+          }
+          SCOPED_TRACE(::testing::Message() << "beta " << beta << " n " << n << " seed " << seed
+                                            << " ramp " << with_ramp);
+          auto plan = BuildArrivalSchedule(t, n, static_cast<uint64_t>(seed));
+          if (!plan.ok()) {
+            ++refused;
+            ASSERT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
+            ASSERT_THAT(std::string(plan.status().message()),
+                        ::testing::HasSubstr("traffic_cfg.burstiness = "));
+            continue;
+          }
+          ++plans;
+          ASSERT_EQ(plan->size(), n);
+          double previous = 0;
+          for (size_t i = 0; i < n; ++i) {
+            ASSERT_TRUE(std::isfinite(plan->offset_s[i])) << i;
+            ASSERT_TRUE(std::isfinite(plan->interval_s[i])) << i;
+            ASSERT_GE(plan->interval_s[i], 0) << i;
+            ASSERT_GE(plan->offset_s[i], previous) << i;
+            previous = plan->offset_s[i];
+          }
+          if (!with_ramp) {
+            ASSERT_EQ(plan->offset_s.back(), static_cast<double>(n) / 4);
+          }
+          ASSERT_GT(plan->offset_s.back(), 0);
+          if (n > 1) {
+            ASSERT_LT(plan->offset_s.front(), plan->offset_s.back());
+          }
+        }
+      }
+    }
+  }
+  // Both outcomes occur: the ordinary βs plan, the underflowing ones refuse.
+  EXPECT_GT(plans, 500u);
+  EXPECT_GT(refused, 100u);
+}
+
 }  // namespace
 }  // namespace surge::coordinator

@@ -1,0 +1,94 @@
+// The flags and --config together (R-CFG-1, R-UI-2; issue 8 item 7): every
+// problem of the file and the command line in one pass, unknown flags with a
+// suggestion, and vLLM's --goodput forms.
+#include "coordinator/cli/run_options.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace surge::coordinator {
+namespace {
+
+using ::testing::HasSubstr;
+
+absl::StatusOr<surge::v1::RunConfig> Resolve(const std::string& command_line) {
+  CLI::App app;
+  RunOptions options;
+  CLI::App* plan = app.add_subcommand("plan");
+  options.Register(*plan);
+  app.parse("plan " + command_line);
+  return options.Resolve();
+}
+
+std::string WriteYaml(const std::string& text) {
+  const auto path = std::filesystem::path(::testing::TempDir()) /
+                    ("run_options_test_" + std::to_string(getpid()) + ".yaml");
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+TEST(RunOptionsTest, FileFlagAndRangeProblemsAreReportedTogether) {
+  const std::string yaml = WriteYaml("batch_size: 4\nrequest_rate: 5\nnum_prompts: -3\n");
+  auto config =
+      Resolve("--config " + yaml + " --request-rate abc --burstyness 2 --random-range-ratio 2");
+  ASSERT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
+  const std::string m(config.status().message());
+  EXPECT_THAT(m, HasSubstr("  --burstyness 2: unknown flag; did you mean --burstiness?"));
+  EXPECT_THAT(m, HasSubstr("  batch_size = \"4\": unknown key; AISBench's batch_size is "
+                           "surge's max_concurrency"));
+  EXPECT_THAT(m, HasSubstr("  num_prompts = \"-3\": must be a whole number >= 0"));
+  EXPECT_THAT(m, HasSubstr("  request_rate = \"abc\": must be a number (flag --request-rate)"));
+  EXPECT_THAT(m, HasSubstr("  random_range_ratio = 2: must be a number in [0, 1)"));
+  // The list of allowed keys comes once, last.
+  EXPECT_EQ(m.find("(allowed keys:"), m.rfind("(allowed keys:"));
+  EXPECT_EQ(m.substr(m.rfind('\n') + 1).rfind("  (allowed keys:", 0), 0u) << m;
+}
+
+TEST(RunOptionsTest, GoodputAcceptsTheReadmeFormAndVllmForms) {
+  for (const std::string& flags :
+       {std::string("--goodput \"ttft:25 e2el:1000\""), std::string("--goodput ttft:25 e2el:1000"),
+        std::string("--goodput ttft:25 --goodput e2el:1000")}) {
+    auto config = Resolve(flags);
+    ASSERT_TRUE(config.ok()) << flags << ": " << config.status();
+    EXPECT_EQ(config->goodput().ttft_ms(), 25) << flags;
+    EXPECT_EQ(config->goodput().e2el_ms(), 1000) << flags;
+    EXPECT_FALSE(config->goodput().has_tpot_ms()) << flags;
+  }
+}
+
+TEST(RunOptionsTest, GoodputErrorsNameTheMetricAndTheValue) {
+  surge::v1::GoodputConfig g;
+  const absl::Status s = ParseGoodput({"ttf:25 e2el:x", "tpot"}, &g);
+  ASSERT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  const std::string m(s.message());
+  EXPECT_THAT(m, HasSubstr("  goodput = \"ttf:25\": unknown metric \"ttf\" (did you mean "
+                           "`ttft`?); allowed: ttft, tpot, e2el (flag --goodput)"));
+  EXPECT_THAT(m, HasSubstr("  goodput = \"e2el:x\": e2el needs a number of milliseconds >= 0, "
+                           "got \"x\""));
+  EXPECT_THAT(m, HasSubstr("  goodput = \"tpot\": must be METRIC:MS"));
+  EXPECT_TRUE(ParseGoodput({"TTFT:1.5,tpot:2"}, &g).ok());
+  EXPECT_EQ(g.ttft_ms(), 1.5);
+  EXPECT_EQ(g.tpot_ms(), 2);
+  EXPECT_EQ(ParseGoodput({"ttft:-1"}, &g).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(RunOptionsTest, InactiveRampIntoInstantModeIsAConfigurationError) {
+  auto config = Resolve(
+      "--ramp-up-strategy linear --ramp-up-start-rps 50 --ramp-up-end-rps 10 --num-prompts 200");
+  ASSERT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(config.status().message()),
+              HasSubstr("traffic_cfg.ramp_up_end_rps = 10: ramp-up is inactive"));
+  EXPECT_TRUE(Resolve("--ramp-up-strategy linear --ramp-up-start-rps 50 --ramp-up-end-rps 10 "
+                      "--request-rate 4")
+                  .ok());
+}
+
+}  // namespace
+}  // namespace surge::coordinator
