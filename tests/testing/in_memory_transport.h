@@ -72,6 +72,15 @@ class InMemoryRouter final : public Transport {
     return inbox_.Take(timeout);
   }
   Mailbox& inbox() { return inbox_; }
+  // Delivers a frame of any bytes to worker `name` (tests of undecodable
+  // frames); false when no such worker is connected.
+  bool PutRawToWorker(const std::string& name, std::string bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = workers_.find(name);
+    if (it == workers_.end()) return false;
+    it->second->PutRaw("", std::move(bytes));
+    return true;
+  }
 
  private:
   std::mutex mu_;

@@ -195,8 +195,9 @@ TEST(DispatcherTest, RawByteInOneRecordErrorKeepsEveryRecordOfItsBatch) {
   EXPECT_EQ(w.exit_code, surge::worker::kExitDone);
 }
 
-// Frames that are not Envelopes are skipped and counted; the run goes on
-// and ends normally.
+// Frames that are not Envelopes are skipped and counted (by the
+// coordinator; the worker skips them too); the run goes on and ends
+// normally.
 TEST(DispatcherTest, UndecodableFramesAreCountedAndSkipped) {
   const ArrivalSchedule plan = ConstantPlan(1000, 40);
   FixedPayloads payloads;
@@ -211,6 +212,8 @@ TEST(DispatcherTest, UndecodableFramesAreCountedAndSkipped) {
   for (int i = 0; i < 500; ++i) router.inbox().PutRaw("a", "\xff\xff\xff not protobuf");
   LocalWorker w;
   StartWorker(router, "a", 0, w);
+  // The worker's side too: undecodable frames ahead of its Welcome.
+  for (int i = 0; i < 300; ++i) ASSERT_TRUE(router.PutRawToWorker("a", "\xff\xfe junk"));
   auto outcome = dispatcher.Run();
   w.thread.join();
   ASSERT_TRUE(outcome.ok()) << outcome.status();
@@ -313,6 +316,70 @@ TEST(DispatcherTest, LostRecordOfAnIdleWorkerDoesNotStallTheRun) {
   // The idle grace is 3 s; the run ends soon after it, far from a hang.
   EXPECT_GE(took_s, 3.0);
   EXPECT_LT(took_s, 15.0);
+}
+
+// A worker whose transport refuses record batches for a while (a full send
+// queue) keeps them and sends them again: no record is dropped.
+class RefusesFirstRecordBatches final : public surge::Transport {
+ public:
+  RefusesFirstRecordBatches(std::unique_ptr<surge::Transport> inner, int refusals)
+      : inner_(std::move(inner)), refusals_(refusals) {}
+  absl::Status Send(const std::string& peer, const surge::v1::Envelope& message) override {
+    if (message.has_record_batch() && refusals_ > 0) {
+      --refusals_;
+      return absl::UnavailableError("send queue to the coordinator is full");
+    }
+    return inner_->Send(peer, message);
+  }
+  absl::StatusOr<std::optional<Inbound>> Receive(std::chrono::milliseconds timeout) override {
+    return inner_->Receive(timeout);
+  }
+  int refusals_left() const { return refusals_; }
+
+ private:
+  std::unique_ptr<surge::Transport> inner_;
+  int refusals_;  // touched by the worker's thread only
+};
+
+TEST(DispatcherTest, RecordBatchesTheTransportRefusesAreSentAgain) {
+  const ArrivalSchedule plan = ConstantPlan(1000, 100);
+  FixedPayloads payloads;
+  InMemoryRouter router;
+  DispatcherOptions options;
+  options.num_workers = 1;
+  options.run_id = "test";
+  options.start_lead = std::chrono::milliseconds(100);
+  std::vector<surge::v1::RequestRecord> records;
+  Dispatcher dispatcher(RealClock(), router, plan, payloads, options,
+                        [&](const surge::v1::RequestRecord& r) { records.push_back(r); });
+  RefusesFirstRecordBatches transport(router.Connect("a"), 5);
+  int exit_code = -1;
+  std::thread worker([&] {
+    surge::worker::WorkerSessionOptions o;
+    o.requested_index = 0;
+    surge::worker::WorkerSession session(
+        RealClock(), transport,
+        [](const surge::v1::Welcome&)
+            -> absl::StatusOr<std::unique_ptr<surge::worker::RequestSender>> {
+          return std::unique_ptr<surge::worker::RequestSender>(
+              std::make_unique<FakeRequestSender>(RealClock()));
+        },
+        o);
+    exit_code = session.Run();
+  });
+  auto outcome = dispatcher.Run();
+  worker.join();
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_EQ(transport.refusals_left(), 0);
+  EXPECT_EQ(outcome->records_lost_in_transit, 0u);
+  EXPECT_EQ(outcome->rejected_records, 0u);
+  ASSERT_EQ(records.size(), 100u);
+  std::set<uint64_t> seen;
+  for (const auto& r : records) {
+    EXPECT_TRUE(seen.insert(r.index()).second) << "duplicate " << r.index();
+    EXPECT_EQ(r.status(), surge::v1::OK) << r.index();
+  }
+  EXPECT_EQ(exit_code, surge::worker::kExitDone);
 }
 
 }  // namespace
