@@ -121,7 +121,7 @@ int WorkerSession::Run() {
         Envelope hello;
         auto* h = hello.mutable_hello();
         h->set_requested_index(options_.requested_index);
-        h->set_host(HostName());
+        h->set_host(ToValidUtf8(HostName()));  // the OS's bytes: proto needs UTF-8
         h->set_pid(static_cast<uint32_t>(getpid()));
         (void)SendEnvelope(std::move(hello));
         next_hello = clock_.Now() + options_.hello_period;
@@ -147,7 +147,8 @@ int WorkerSession::Run() {
   if (!sender_or.ok()) {
     LogError(absl::StrCat("cannot create the HTTP sender: ", sender_or.status().ToString()));
     Envelope bye;
-    bye.mutable_goodbye()->set_reason(std::string(sender_or.status().message()));
+    // May quote a TLS library's or a file's text.
+    bye.mutable_goodbye()->set_reason(ToValidUtf8(std::string(sender_or.status().message())));
     (void)SendEnvelope(std::move(bye));
     return kExitSenderFailed;
   }

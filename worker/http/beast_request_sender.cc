@@ -798,6 +798,27 @@ class BeastRequestSender::Impl {
     // The stream's own end marks: "data: [DONE]", a choice's finish_reason.
     bool saw_done = false;
     bool saw_finish = false;
+    // One SSE event's data: [DONE], or JSON with content, usage and
+    // finish_reason; false (and stream_error set) for a bad one.
+    auto on_event = [&](const std::string& event, int64_t now_ns) {
+      if (event == "[DONE]") {
+        saw_done = true;
+        return true;
+      }
+      absl::StatusOr<ParsedAnswer> parsed = ParseStreamEvent(kind_, event);
+      if (!parsed.ok()) {
+        // Not JSON: a bad chunk; an {"error": ...} event: the server's.
+        stream_error = absl::StrCat(parsed.status().code() == absl::StatusCode::kInvalidArgument
+                                        ? "bad_chunk: "
+                                        : "stream_error: ",
+                                    std::string(parsed.status().message()));
+        return false;
+      }
+      if (!parsed->content.empty()) metrics.OnContentEvent(now_ns, parsed->content.size());
+      if (parsed->usage.has_value()) metrics.OnUsage(*parsed->usage);
+      saw_finish = saw_finish || parsed->finished;
+      return true;
+    };
     error_code ec;
     std::vector<char> buf(kReadChunk);
     while (!parser.is_done()) {
@@ -812,22 +833,7 @@ class BeastRequestSender::Impl {
         const std::string_view bytes(buf.data(), n);
         if (sse) {
           for (std::string& event : sse_parser.Feed(bytes)) {
-            if (event == "[DONE]") {
-              saw_done = true;
-              continue;
-            }
-            absl::StatusOr<ParsedAnswer> parsed = ParseStreamEvent(kind_, event);
-            if (!parsed.ok()) {
-              // Not JSON: a bad chunk; an {"error": ...} event: the server's.
-              stream_error = absl::StrCat(
-                  parsed.status().code() == absl::StatusCode::kInvalidArgument ? "bad_chunk: "
-                                                                               : "stream_error: ",
-                  std::string(parsed.status().message()));
-              break;
-            }
-            if (!parsed->content.empty()) metrics.OnContentEvent(now_ns, parsed->content.size());
-            if (parsed->usage.has_value()) metrics.OnUsage(*parsed->usage);
-            saw_finish = saw_finish || parsed->finished;
+            if (!on_event(event, now_ns)) break;
           }
         } else if (ok_status || body.size() < kErrorBodyKeep) {
           body.append(bytes);
@@ -838,6 +844,13 @@ class BeastRequestSender::Impl {
       if (!stream_error.empty()) break;
     }
 
+    if (sse && !ec && stream_error.empty()) {
+      // The body ended cleanly: an event left unterminated by the last
+      // blank line (e.g. "data: [DONE]\n" then the end) still counts.
+      for (const std::string& event : sse_parser.Finish()) {
+        if (!on_event(event, metrics.last_byte_ns())) break;
+      }
+    }
     if (!stream_error.empty()) {
       metrics.FillRecord(estimated_input, record);
       record.set_e2el_ns(0);

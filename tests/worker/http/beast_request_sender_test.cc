@@ -480,6 +480,13 @@ INSTANTIATE_TEST_SUITE_P(
         FailureCase{"FinishReasonThenLastChunk",
                     SseHeader() + Chunk(kToken) + Chunk(kFinish) + LastChunk(), surge::v1::OK, "",
                     200},
+        // The last event without its closing blank line still counts at a
+        // clean end of the body.
+        FailureCase{"DoneWithoutBlankLineThenLastChunk",
+                    SseHeader() + Chunk(kToken) + Chunk("data: [DONE]\n") + LastChunk(),
+                    surge::v1::OK, "", 200},
+        FailureCase{"CloseDelimitedDoneWithoutLineEnd",
+                    kCloseDelimitedSse + kToken + "data: [DONE]", surge::v1::OK, "", 200},
         // A finish_reason is no excuse for a body cut inside its framing.
         FailureCase{"FinishReasonThenCutChunking", SseHeader() + Chunk(kToken) + Chunk(kFinish),
                     surge::v1::FAILED, "closed_mid_stream", 200}),
