@@ -428,17 +428,21 @@ absl::StatusOr<DispatchOutcome> Dispatcher::Run() {
         Send(w, std::move(stop));
       }
     }
+    // Up to 4096 messages per turn, each one handled once it is taken (the
+    // turn ends before a receive, never with a message taken and dropped).
     auto in = transport_.Receive(std::chrono::milliseconds(5));
-    for (int k = 0; k < 4096 && (!in.ok() || in->has_value()); ++k) {
-      // An undecodable frame is skipped: the frames behind it still count.
+    for (int k = 1;; ++k) {
       if (in.ok()) {
+        if (!in->has_value()) break;
         Handle((*in)->peer, (*in)->message);
       } else {
+        // An undecodable frame is skipped: the frames behind it still count.
         OnReceiveError(in.status());
+        if (!absl::IsDataLoss(in.status())) break;
       }
+      if (k >= 4096) break;
       in = transport_.Receive(std::chrono::milliseconds(0));
     }
-    if (!in.ok()) OnReceiveError(in.status());
     now = clock_.Now();
     if (now - last_sweep >= kSweepPeriod) {
       if (now - last_sweep > kStallGuard) {

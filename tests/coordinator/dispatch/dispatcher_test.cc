@@ -382,5 +382,65 @@ TEST(DispatcherTest, RecordBatchesTheTransportRefusesAreSentAgain) {
   EXPECT_EQ(exit_code, surge::worker::kExitDone);
 }
 
+// The dispatcher takes up to 4096 messages per turn; the message taken when
+// the turn ends must be handled, not dropped. Here a worker's record sits
+// right behind 4096 heartbeats: it used to be the one dropped, and its
+// request ended lost instead of ok.
+class FloodOnStart final : public surge::Transport {
+ public:
+  explicit FloodOnStart(InMemoryRouter& router) : router_(router) {}
+  absl::Status Send(const std::string& peer, const surge::v1::Envelope& message) override {
+    if (message.has_start()) {
+      // Queued before the dispatcher's first turn, all at once.
+      for (int i = 0; i < 4096; ++i) {
+        surge::v1::Envelope hb;
+        hb.set_protocol_version(surge::v1::PROTOCOL_VERSION_CURRENT);
+        hb.mutable_heartbeat()->set_hb_seq(i + 1);
+        hb.mutable_heartbeat()->set_inflight(1);
+        router_.inbox().Put(peer, hb);
+      }
+      surge::v1::Envelope batch;
+      batch.set_protocol_version(surge::v1::PROTOCOL_VERSION_CURRENT);
+      auto* r = batch.mutable_record_batch()->add_records();
+      r->set_index(0);
+      r->set_attempt(0);
+      r->set_status(surge::v1::OK);
+      r->set_sent(true);
+      router_.inbox().Put(peer, batch);
+    }
+    return router_.Send(peer, message);
+  }
+  absl::StatusOr<std::optional<Inbound>> Receive(std::chrono::milliseconds timeout) override {
+    return router_.Receive(timeout);
+  }
+
+ private:
+  InMemoryRouter& router_;
+};
+
+TEST(DispatcherTest, TheMessageTakenWhenATurnEndsIsHandled) {
+  const ArrivalSchedule plan = ConstantPlan(10, 1);
+  FixedPayloads payloads;
+  InMemoryRouter router;
+  FloodOnStart transport(router);
+  DispatcherOptions options;
+  options.num_workers = 1;
+  options.run_id = "test";
+  options.start_lead = std::chrono::milliseconds(100);
+  std::vector<surge::v1::RequestRecord> records;
+  Dispatcher dispatcher(RealClock(), transport, plan, payloads, options,
+                        [&](const surge::v1::RequestRecord& r) { records.push_back(r); });
+  auto peer = router.Connect("w");
+  surge::v1::Envelope hello;
+  hello.set_protocol_version(surge::v1::PROTOCOL_VERSION_CURRENT);
+  hello.mutable_hello()->set_requested_index(0);
+  ASSERT_TRUE(peer->Send("", hello).ok());
+  auto outcome = dispatcher.Run();
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].status(), surge::v1::OK) << records[0].error();
+  EXPECT_EQ(outcome->workers_lost, 0u);
+}
+
 }  // namespace
 }  // namespace surge::coordinator
