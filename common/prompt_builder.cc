@@ -74,8 +74,11 @@ std::string BuildAssignmentPrompt(const surge::v1::Assignment& assignment) {
   return prompt;
 }
 
-uint32_t EstimateTokens(std::string_view text) {
-  return static_cast<uint32_t>((text.size() + kCharsPerToken - 1) / kCharsPerToken);
+uint32_t EstimateTokens(std::string_view text) { return EstimateTokensForBytes(text.size()); }
+
+uint32_t EstimateTokensForBytes(uint64_t bytes) {
+  const uint64_t tokens = (bytes + kCharsPerToken - 1) / kCharsPerToken;
+  return tokens > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(tokens);
 }
 
 }  // namespace surge

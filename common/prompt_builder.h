@@ -36,8 +36,14 @@ std::string BuildAssignmentPrompt(const surge::v1::Assignment& assignment);
 inline constexpr uint32_t kPrefixBlockTokens = 512;
 
 // ceil(bytes / kCharsPerToken): the token count surge assumes for a text it
-// did not tokenize (sim server usage, estimated counts).
+// did not tokenize (dataset prompts' input tokens, sim server usage, and the
+// output tokens of an answer whose server sent no usage, streamed or not).
+// Bytes of UTF-8: the same as characters for English text.
 uint32_t EstimateTokens(std::string_view text);
+
+// The same estimate for `bytes` bytes of text (a streamed answer's content
+// summed over its events). Saturates at UINT32_MAX.
+uint32_t EstimateTokensForBytes(uint64_t bytes);
 
 }  // namespace surge
 

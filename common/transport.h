@@ -27,7 +27,8 @@ class Transport {
  public:
   virtual ~Transport() = default;
   // Sends `message` to `peer` (ignored on the worker side). Errors:
-  // UNAVAILABLE when the peer is gone or the queue is full.
+  // UNAVAILABLE when the peer is gone or the queue is full; INTERNAL when
+  // `message` cannot be serialized (nothing is sent).
   virtual absl::Status Send(const std::string& peer, const surge::v1::Envelope& message) = 0;
   // Waits at most `timeout` for one message; nullopt on timeout. Errors:
   // DATA_LOSS for a frame that is not an Envelope, INTERNAL on socket errors.

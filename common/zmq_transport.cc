@@ -81,7 +81,9 @@ absl::Status ZmqRouterTransport::Send(const std::string& peer,
   try {
     zmq::message_t id(peer.data(), peer.size());
     zmq::message_t body(message.ByteSizeLong());
-    message.SerializeToArray(body.data(), static_cast<int>(body.size()));
+    if (!message.SerializeToArray(body.data(), static_cast<int>(body.size()))) {
+      return absl::InternalError("message cannot be serialized (not sent)");
+    }
     if (!impl_->socket.send(id, zmq::send_flags::sndmore | zmq::send_flags::dontwait) ||
         !impl_->socket.send(body, zmq::send_flags::dontwait)) {
       return absl::UnavailableError(absl::StrCat("send queue to ", peer, " is full"));
@@ -139,7 +141,9 @@ absl::Status ZmqDealerTransport::Send(const std::string& /*peer*/,
                                       const surge::v1::Envelope& message) {
   try {
     zmq::message_t body(message.ByteSizeLong());
-    message.SerializeToArray(body.data(), static_cast<int>(body.size()));
+    if (!message.SerializeToArray(body.data(), static_cast<int>(body.size()))) {
+      return absl::InternalError("message cannot be serialized (not sent)");
+    }
     if (!impl_->socket.send(body, zmq::send_flags::dontwait)) {
       return absl::UnavailableError("send queue to the coordinator is full");
     }

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
+#include "common/utf8.h"
 #include "worker/send_loop.h"
 
 namespace surge::worker {
@@ -41,14 +42,37 @@ absl::Status WorkerSession::SendEnvelope(Envelope envelope) {
   return transport_.Send("", envelope);
 }
 
-void WorkerSession::FlushRecords(bool force) {
+void WorkerSession::AddToOutbox(surge::v1::RequestRecord record) {
+  // The sender quotes server text in `error`; a proto string with invalid
+  // UTF-8 would make the whole batch undecodable for the coordinator.
+  const bool repaired = MakeValidUtf8(record.mutable_error());
+  std::lock_guard<std::mutex> lock(outbox_mu_);
+  if (repaired && repaired_errors_++ == 0) {
+    LogWarning(absl::StrCat("request ", record.index(),
+                            ": error text had invalid UTF-8; replaced by U+FFFD"));
+  }
+  outbox_.push_back(std::move(record));
+}
+
+void WorkerSession::OnReceiveError(const absl::Status& status) {
+  if (!absl::IsDataLoss(status)) {
+    LogWarning(status.ToString());
+    return;
+  }
+  if (undecodable_frames_++ == 0) {
+    LogWarning(absl::StrCat("skipped an undecodable message from the coordinator (",
+                            status.ToString(), "); further ones are counted, not logged"));
+  }
+}
+
+bool WorkerSession::FlushRecords(bool force) {
   std::vector<surge::v1::RequestRecord> pending;
   {
     std::lock_guard<std::mutex> lock(outbox_mu_);
-    if (outbox_.empty()) return;
+    if (outbox_.empty()) return true;
     if (!force && outbox_.size() < kMaxBatchRecords &&
         clock_.Now() - last_flush_ < options_.record_flush) {
-      return;
+      return true;
     }
     pending.swap(outbox_);
   }
@@ -57,18 +81,28 @@ void WorkerSession::FlushRecords(bool force) {
   while (i < pending.size()) {
     Envelope envelope;
     auto* batch = envelope.mutable_record_batch();
+    const size_t first = i;
     size_t bytes = 0;
     while (i < pending.size() && batch->records_size() < static_cast<int>(kMaxBatchRecords) &&
            (bytes == 0 || bytes + pending[i].ByteSizeLong() <= kMaxBatchBytes)) {
       bytes += pending[i].ByteSizeLong();
-      *batch->add_records() = std::move(pending[i]);
+      *batch->add_records() = pending[i];
       ++i;
     }
-    batch->set_batch_seq(++batch_seq_);
+    batch->set_batch_seq(batch_seq_ + 1);
     if (absl::Status s = SendEnvelope(std::move(envelope)); !s.ok()) {
-      LogWarning(absl::StrCat("record batch not sent: ", s.ToString()));
+      // Not sent: keep this batch and the rest, ahead of newer records.
+      if (failed_batches_++ == 0) {
+        LogWarning(absl::StrCat("record batch not sent (kept, will retry): ", s.ToString()));
+      }
+      std::lock_guard<std::mutex> lock(outbox_mu_);
+      outbox_.insert(outbox_.begin(), std::make_move_iterator(pending.begin() + first),
+                     std::make_move_iterator(pending.end()));
+      return false;
     }
+    ++batch_seq_;
   }
+  return true;
 }
 
 int WorkerSession::Run() {
@@ -87,12 +121,13 @@ int WorkerSession::Run() {
         Envelope hello;
         auto* h = hello.mutable_hello();
         h->set_requested_index(options_.requested_index);
-        h->set_host(HostName());
+        h->set_host(ToValidUtf8(HostName()));  // the OS's bytes: proto needs UTF-8
         h->set_pid(static_cast<uint32_t>(getpid()));
         (void)SendEnvelope(std::move(hello));
         next_hello = clock_.Now() + options_.hello_period;
       }
       auto in = transport_.Receive(options_.poll);
+      if (!in.ok()) OnReceiveError(in.status());
       if (!in.ok() || !in->has_value()) continue;
       const Envelope& e = (*in)->message;
       if (e.has_reject()) {
@@ -112,7 +147,8 @@ int WorkerSession::Run() {
   if (!sender_or.ok()) {
     LogError(absl::StrCat("cannot create the HTTP sender: ", sender_or.status().ToString()));
     Envelope bye;
-    bye.mutable_goodbye()->set_reason(std::string(sender_or.status().message()));
+    // May quote a TLS library's or a file's text.
+    bye.mutable_goodbye()->set_reason(ToValidUtf8(std::string(sender_or.status().message())));
     (void)SendEnvelope(std::move(bye));
     return kExitSenderFailed;
   }
@@ -129,10 +165,8 @@ int WorkerSession::Run() {
   SendLoopOptions loop_options;
   loop_options.worker_index = welcome.worker_index();
   loop_options.max_inflight = welcome.max_inflight();
-  SendLoop loop(clock_, *sender, loop_options, [this](surge::v1::RequestRecord record) {
-    std::lock_guard<std::mutex> lock(outbox_mu_);
-    outbox_.push_back(std::move(record));
-  });
+  SendLoop loop(clock_, *sender, loop_options,
+                [this](surge::v1::RequestRecord record) { AddToOutbox(std::move(record)); });
   // The lease starts at Welcome, so a coordinator that dies before the first
   // heartbeat ack still stops this worker (DISTRIBUTED.md §3).
   int64_t lease_expiry_ns = ToNanos(clock_.Now()) + lease_ns;
@@ -172,7 +206,7 @@ int WorkerSession::Run() {
 
     auto in = transport_.Receive(options_.poll);
     if (!in.ok()) {
-      LogWarning(in.status().ToString());
+      OnReceiveError(in.status());
       continue;
     }
     if (!in->has_value()) continue;
@@ -214,11 +248,15 @@ int WorkerSession::Run() {
     r.set_planned_ns(a.offset_ns());
     r.set_status(surge::v1::NOT_SENT);
     r.set_error(absl::StrCat("not_sent: ", stop_reason.empty() ? "stopped" : stop_reason));
-    std::lock_guard<std::mutex> lock(outbox_mu_);
-    outbox_.push_back(std::move(r));
+    AddToOutbox(std::move(r));
   }
   sender->Shutdown(std::chrono::milliseconds(drain_ms));
-  FlushRecords(true);
+  // A full send queue empties as the coordinator reads: retry for a while
+  // (bounded) before giving up on the last records.
+  const Clock::TimePoint flush_deadline = clock_.Now() + std::chrono::seconds(2);
+  while (!FlushRecords(true) && clock_.Now() < flush_deadline) {
+    clock_.SleepUntilCoarse(clock_.Now() + std::chrono::milliseconds(20));
+  }
   Envelope bye;
   bye.mutable_goodbye()->set_reason(stop_reason);
   bye.mutable_goodbye()->set_last_batch_seq(batch_seq_);

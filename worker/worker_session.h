@@ -53,7 +53,14 @@ class WorkerSession {
 
  private:
   absl::Status SendEnvelope(surge::v1::Envelope envelope);
-  void FlushRecords(bool force);
+  // Sends the outbox in batches when due (or now when `force`). A batch the
+  // transport does not take goes back to the front of the outbox and is
+  // tried again: records are never dropped. Returns false when some stay.
+  bool FlushRecords(bool force);
+  // A failed Receive: an undecodable frame is counted and logged once.
+  void OnReceiveError(const absl::Status& status);
+  // Every record enters the outbox here, its error text made valid UTF-8.
+  void AddToOutbox(surge::v1::RequestRecord record);
 
   Clock& clock_;
   Transport& transport_;
@@ -63,8 +70,12 @@ class WorkerSession {
   uint64_t batch_seq_ = 0;
   std::string run_id_;
 
+  uint64_t undecodable_frames_ = 0;  // frames from the coordinator skipped
+  uint64_t failed_batches_ = 0;      // batches the transport refused (retried)
+
   std::mutex outbox_mu_;
   std::vector<surge::v1::RequestRecord> outbox_;
+  uint64_t repaired_errors_ = 0;  // records whose error text had bad UTF-8
   Clock::TimePoint last_flush_{};
 };
 

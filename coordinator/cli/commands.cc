@@ -408,9 +408,16 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe) {
       {"reassigned", outcome.ok() ? outcome->reassigned : 0},
       {"rejected_records", outcome.ok() ? outcome->rejected_records : 0},
       {"workers_lost", outcome.ok() ? outcome->workers_lost : 0},
+      {"undecodable_frames", outcome.ok() ? outcome->undecodable_frames : 0},
+      {"records_lost_in_transit", outcome.ok() ? outcome->records_lost_in_transit : 0},
       {"clock_offsets_ns", std::vector<int64_t>(workers, 0)},
       {"clock_note", "local workers share the coordinator's CLOCK_MONOTONIC: offset 0 exactly"},
   };
+  if (outcome.ok() && outcome->undecodable_frames > 0) {
+    LogWarning(absl::StrCat(
+        outcome->undecodable_frames, " undecodable messages from workers were skipped (",
+        outcome->records_lost_in_transit, " requests recorded as record_lost)"));
+  }
   WriteRunResults(p.folder, p.dataset, p.plan, records, config, context);
   std::cout << "results: " << p.folder.string() << std::endl;
   if (!outcome.ok()) return Fail(outcome.status(), kExitFailure);

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "common/utf8.h"
 #include "coordinator/plan/traffic.h"
 #include "nlohmann/json.hpp"
 #include "worker/http/target_checks.h"
@@ -578,6 +579,23 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
     errors.Add("output_dir", "\"\"", "must be a folder path (flag --output-dir)");
   }
   const auto& target = c.target();
+  // These texts reach the workers inside proto messages, whose strings must
+  // be valid UTF-8 (a worker could not decode its Welcome otherwise).
+  auto utf8 = [&](const std::string& field, const std::string& v) {
+    if (!IsValidUtf8(v)) {
+      errors.Add(field, absl::StrCat("\"", ToValidUtf8(v), "\""),
+                 "must be valid UTF-8 text (shown with U+FFFD for the bad bytes)");
+    }
+  };
+  utf8("model", target.model());
+  utf8("endpoint", target.endpoint());
+  utf8("base_url", target.base_url());
+  utf8("extra_body_json", target.extra_body_json());
+  utf8("ca_cert_path", target.ca_cert_path());
+  utf8("api_key_file", target.api_key_file());
+  for (int i = 0; i < target.headers_size(); ++i) {
+    utf8(absl::StrCat("headers[", i, "]"), target.headers(i));
+  }
   const std::string& url = target.base_url();
   if (!url.empty()) {
     // The same parser the workers use, so a URL that passes here connects.

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/prompt_builder.h"
+#include "common/utf8.h"
 #include "coordinator/dataset/length_distribution.h"
 
 namespace surge::coordinator {
@@ -213,6 +214,11 @@ absl::Status ForEachJsonObjectLine(
     if (IsBlank(line)) continue;
     const std::string where = absl::StrCat("dataset_path ", path, " line ", line_no);
     const Json row = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (row.is_discarded() && !IsValidUtf8(line)) {
+      // JSON text is UTF-8; say so rather than "not JSON" for one stray byte.
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ": not valid UTF-8 text (JSON must be UTF-8): \"", ToValidUtf8(line, 80), "\""));
+    }
     if (row.is_discarded() || !row.is_object()) {
       return absl::InvalidArgumentError(absl::StrCat(where, ": not a JSON object"));
     }
@@ -334,9 +340,9 @@ absl::StatusOr<DatasetRows> ReadShareGptRows(const std::string& path, uint64_t m
         "dataset_path ", path, ": a ShareGPT file must be one JSON array of conversations"));
   }
   if (sax.syntax_error()) {
-    return absl::InvalidArgumentError(absl::StrCat("dataset_path ", path, " line ",
-                                                   LineOfByte(path, sax.error_position()),
-                                                   ": not valid JSON: ", sax.error_text()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("dataset_path ", path, " line ", LineOfByte(path, sax.error_position()),
+                     ": not valid JSON: ", ToValidUtf8(sax.error_text())));
   }
   (void)complete;
   if (skipped > 0) {

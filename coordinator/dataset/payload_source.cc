@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/utf8.h"
 #include "coordinator/dataset/file_datasets.h"
 #include "coordinator/dataset/length_distribution.h"
 
@@ -128,7 +129,12 @@ void FillAssignmentPayload(Payload payload, surge::v1::Assignment* assignment) {
   assignment->set_input_tokens(payload.input_tokens);
   assignment->set_max_tokens(payload.max_tokens);
   assignment->set_prompt_seed(payload.prompt_seed);
-  if (!payload.prompt_text.empty()) assignment->set_prompt_text(std::move(payload.prompt_text));
+  if (!payload.prompt_text.empty()) {
+    // The readers parse JSON, which already refuses invalid UTF-8; this
+    // keeps any other source from making the assignment batch undecodable.
+    MakeValidUtf8(&payload.prompt_text);
+    assignment->set_prompt_text(std::move(payload.prompt_text));
+  }
   assignment->mutable_prefix_block_ids()->Assign(payload.prefix_block_ids.begin(),
                                                  payload.prefix_block_ids.end());
 }

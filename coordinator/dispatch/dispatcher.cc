@@ -19,6 +19,11 @@ constexpr auto kStallGuard = std::chrono::milliseconds(500);
 constexpr auto kGoodbyeWait = std::chrono::milliseconds(3000);
 // Margin beyond the lease for "provably unsent" (DISTRIBUTED.md §6, ε).
 constexpr int64_t kReassignMarginNs = 50 * 1000 * 1000;
+// How long a live worker must report itself idle (no request in flight or
+// queued, no assignment sent to it since) while still owning past-due
+// requests before those are given up as lost in transit. Far above the
+// worker's record flush period (50 ms) and heartbeat period (250 ms).
+constexpr auto kIdleGrace = std::chrono::seconds(3);
 
 }  // namespace
 
@@ -79,7 +84,7 @@ absl::Status Dispatcher::AwaitWorkers() {
     }
     auto in = transport_.Receive(std::chrono::milliseconds(10));
     if (!in.ok()) {
-      LogWarning(in.status().ToString());
+      OnReceiveError(in.status());
       continue;
     }
     if (!in->has_value()) continue;
@@ -154,6 +159,9 @@ void Dispatcher::Handle(const std::string& peer, Envelope& e) {
   w->last_heard = clock_.Now();
   if (e.has_heartbeat()) {
     w->inflight = e.heartbeat().inflight();
+    const bool idle = e.heartbeat().inflight() == 0 && e.heartbeat().queued() == 0;
+    if (idle && !w->idle) w->idle_since = clock_.Now();
+    w->idle = idle;
     Envelope ack;
     auto* a = ack.mutable_heartbeat_ack();
     a->set_hb_seq(e.heartbeat().hb_seq());
@@ -199,6 +207,7 @@ void Dispatcher::FlushPending(Worker& w, bool last) {
   batch->set_assign_seq(++w.assign_seq);
   for (auto& a : w.pending) *batch->add_assignments() = std::move(a);
   batch->set_last(last);
+  if (!w.pending.empty()) w.idle = false;  // its heartbeats must say idle again
   w.pending.clear();
   Send(w, std::move(e));
 }
@@ -298,6 +307,49 @@ void Dispatcher::SweepLiveness(Clock::TimePoint now) {
   }
 }
 
+void Dispatcher::OnReceiveError(const absl::Status& status) {
+  if (!absl::IsDataLoss(status)) {
+    LogWarning(status.ToString());
+    return;
+  }
+  // One line for the first; the summary gives the count (never a line per
+  // frame: a broken peer could send thousands).
+  if (outcome_.undecodable_frames++ == 0) {
+    LogWarning(absl::StrCat("skipped an undecodable message from a worker (", status.ToString(),
+                            "); further ones are counted, not logged"));
+  }
+}
+
+void Dispatcher::SweepIdleOwners(Clock::TimePoint now) {
+  const int64_t due_before_ns =
+      NowRelNs(now) - std::chrono::duration_cast<std::chrono::nanoseconds>(kIdleGrace).count();
+  for (auto& w : workers_) {
+    if (!w.alive || w.outstanding == 0 || !w.idle || now - w.idle_since < kIdleGrace) continue;
+    uint64_t given_up = 0;
+    for (uint64_t i = 0; i < cursor_; ++i) {
+      if (state_[i] != State::kAssigned || owner_[i] != w.index || offset_ns_[i] > due_before_ns) {
+        continue;
+      }
+      surge::v1::RequestRecord r;
+      r.set_index(i);
+      r.set_attempt(attempt_[i]);
+      r.set_worker(w.index);
+      r.set_status(surge::v1::LOST);
+      r.set_error(absl::StrCat("record_lost: worker ", w.index,
+                               " has been idle without reporting this request"));
+      Finalize(std::move(r));
+      ++given_up;
+    }
+    if (given_up > 0) {
+      outcome_.records_lost_in_transit += given_up;
+      LogWarning(
+          absl::StrCat("worker ", w.index, " has been idle for ",
+                       std::chrono::duration_cast<std::chrono::milliseconds>(kIdleGrace).count(),
+                       " ms while owning ", given_up, " requests: recorded as lost (record_lost)"));
+    }
+  }
+}
+
 void Dispatcher::FinishUnassigned(const std::string& reason) {
   auto not_sent = [&](uint64_t i) {
     surge::v1::RequestRecord r;
@@ -376,12 +428,21 @@ absl::StatusOr<DispatchOutcome> Dispatcher::Run() {
         Send(w, std::move(stop));
       }
     }
+    // Up to 4096 messages per turn, each one handled once it is taken (the
+    // turn ends before a receive, never with a message taken and dropped).
     auto in = transport_.Receive(std::chrono::milliseconds(5));
-    for (int k = 0; k < 4096 && in.ok() && in->has_value(); ++k) {
-      Handle((*in)->peer, (*in)->message);
+    for (int k = 1;; ++k) {
+      if (in.ok()) {
+        if (!in->has_value()) break;
+        Handle((*in)->peer, (*in)->message);
+      } else {
+        // An undecodable frame is skipped: the frames behind it still count.
+        OnReceiveError(in.status());
+        if (!absl::IsDataLoss(in.status())) break;
+      }
+      if (k >= 4096) break;
       in = transport_.Receive(std::chrono::milliseconds(0));
     }
-    if (!in.ok()) LogWarning(in.status().ToString());
     now = clock_.Now();
     if (now - last_sweep >= kSweepPeriod) {
       if (now - last_sweep > kStallGuard) {
@@ -389,7 +450,10 @@ absl::StatusOr<DispatchOutcome> Dispatcher::Run() {
         for (auto& w : workers_) w.last_heard += lag;
       }
       last_sweep = now;
-      if (!stopping) SweepLiveness(now);
+      if (!stopping) {
+        SweepLiveness(now);
+        SweepIdleOwners(now);
+      }
     }
     const bool any_alive =
         std::any_of(workers_.begin(), workers_.end(), [](const Worker& w) { return w.alive; });
@@ -426,6 +490,7 @@ absl::StatusOr<DispatchOutcome> Dispatcher::Run() {
                      [this](const Worker& w) { return w.alive && !w.said_goodbye && !(exited_ && exited_(w.index)); })) {
     auto in = transport_.Receive(std::chrono::milliseconds(10));
     if (in.ok() && in->has_value()) Handle((*in)->peer, (*in)->message);
+    if (!in.ok()) OnReceiveError(in.status());
   }
   if (aborted) {
     return absl::AbortedError(absl::StrCat("every worker was lost; ", outcome_.records,

@@ -76,6 +76,13 @@ struct DispatchOutcome {
   // dropped and counted; 0 in a healthy run.
   uint64_t rejected_records = 0;
   uint64_t workers_lost = 0;
+  // Frames from workers that were not an Envelope (DATA_LOSS from the
+  // transport): skipped and counted; 0 in a healthy run.
+  uint64_t undecodable_frames = 0;
+  // Requests finalized LOST "record_lost: ..." because their worker reported
+  // itself idle (nothing in flight, nothing queued) for kIdleGrace while
+  // still owning them: their record or assignment was lost in transit.
+  uint64_t records_lost_in_transit = 0;
   // t0 on the coordinator's steady clock, ns.
   int64_t t0_ns = 0;
 };
@@ -114,6 +121,10 @@ class Dispatcher {
     size_t outstanding = 0;
     uint64_t assign_seq = 0;
     uint32_t inflight = 0;  // from the last heartbeat
+    // Since when every heartbeat says nothing in flight and nothing queued,
+    // with no assignment sent since (idle = false otherwise).
+    bool idle = false;
+    Clock::TimePoint idle_since{};
     std::vector<surge::v1::Assignment> pending;
   };
 
@@ -127,6 +138,11 @@ class Dispatcher {
   void SweepLiveness(Clock::TimePoint now);
   void DeclareDead(Worker& worker, Clock::TimePoint now, const std::string& why);
   void FinishUnassigned(const std::string& reason);
+  // A failed Receive: counts and logs (the first undecodable frame only).
+  void OnReceiveError(const absl::Status& status);
+  // Finalizes as LOST the past-due requests of workers idle for the grace
+  // period: nothing else would ever end them (see records_lost_in_transit).
+  void SweepIdleOwners(Clock::TimePoint now);
   int64_t NowRelNs(Clock::TimePoint now) const { return ToNanos(now) - t0_ns_; }
   Worker* FindWorker(const std::string& peer);
 

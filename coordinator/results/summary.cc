@@ -66,6 +66,7 @@ std::vector<std::pair<std::string, nlohmann::json>> CommonRows(const RunSummary&
       {"Request Throughput (req/s)", Number(s.request_throughput_rps)},
       {"Total Input Tokens", s.input_tokens},
       {"Total Generated Tokens", s.output_tokens},
+      {"Estimated Output Token Counts", s.output_tokens_estimated},
       {"Input Token Throughput (token/s)", Number(s.input_token_throughput)},
       {"Output Token Throughput (token/s)", Number(s.output_token_throughput)},
       {"Total Token Throughput (token/s)", Number(s.total_token_throughput)},
@@ -160,6 +161,7 @@ RunSummary Summarize(const std::vector<surge::v1::RequestRecord>& records,
     if (e2el_r > 0) out_throughput.push_back(r.output_tokens() / e2el_r);
     s.input_tokens += r.input_tokens();
     s.output_tokens += r.output_tokens();
+    s.output_tokens_estimated += r.output_tokens_estimated();
     if (s.has_goodput) {
       bool good = true;
       if (goodput->has_ttft_ms()) good &= ttft_r * 1e3 <= goodput->ttft_ms();
@@ -218,6 +220,10 @@ nlohmann::json SummaryToJson(const RunSummary& s, const nlohmann::json& context)
   j["itl_s"] = seconds(s.itl_s);
   j["total_input_tokens"] = s.input_tokens;
   j["total_output_tokens"] = s.output_tokens;
+  j["output_tokens_estimated"] = {
+      {"requests", s.output_tokens_estimated},
+      {"of_succeeded", s.succeeded},
+      {"rule", "no usage from the server: ceil(UTF-8 bytes of the answer text / 4)"}};
   j["output_token_throughput"] = Number(s.output_token_throughput);
   j["mean_concurrency"] = Number(s.mean_concurrency);
   j["max_concurrency"] = s.max_concurrency;
@@ -287,6 +293,10 @@ std::string FormatSummaryTable(const RunSummary& s) {
   row("Concurrency mean / max", absl::StrCat(Fixed(s.mean_concurrency, 2), " / ", s.max_concurrency));
   row("Output token throughput (tok/s)", Fixed(s.output_token_throughput));
   row("Total token throughput (tok/s)", Fixed(s.total_token_throughput));
+  if (s.output_tokens_estimated > 0) {
+    absl::StrAppend(&out, "  Output tokens estimated for ", s.output_tokens_estimated, " of ",
+                    s.succeeded, " requests (no usage from the server; ~4 chars/token)\n");
+  }
   if (s.has_goodput) row("Goodput (RPS)", absl::StrCat(Fixed(s.goodput_rps), " (", s.good_requests, " good)"));
   row("Send lateness p50/p99/max (ms)", absl::StrCat(Fixed(s.lateness_s.p50 * 1e3), " / ",
                                                      Fixed(s.lateness_s.p99 * 1e3), " / ",

@@ -53,6 +53,11 @@ struct RunSummary {
   MetricStats input_tokens_stats, output_tokens_stats, output_token_throughput_stats;
   // Token totals over OK requests.
   uint64_t input_tokens = 0, output_tokens = 0;
+  // OK requests whose output token count surge estimated because the server
+  // sent no usage (record.output_tokens_estimated; ceil(UTF-8 bytes of the
+  // answer's text / 4), EstimateTokens): their TPOT and token totals rest on
+  // the estimate. Reported next to the totals in all three outputs.
+  uint64_t output_tokens_estimated = 0;
   // Totals / duration_s, tokens/s.
   double input_token_throughput = 0, output_token_throughput = 0, total_token_throughput = 0;
   // In-flight requests: mean = Σ(send → end) / duration ("Concurrency"),

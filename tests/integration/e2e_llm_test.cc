@@ -3,27 +3,28 @@
 // reason; an all-503 run still writes everything; an https target with a
 // certificate the test makes itself; trace replay of the production trace.
 // All traffic stays on 127.0.0.1; every run is bounded by `timeout`.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 #include <sstream>
 
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
-
 #include "tests/integration/run_folder_check.h"
 #include "tests/integration/surge_process.h"
+#include "tests/worker/http/canned_server.h"
 #include "tests/worker/http/self_signed_cert.h"
 
 namespace surge::testing {
@@ -118,6 +119,69 @@ TEST(LlmEndToEndTest, AllServiceUnavailableStillWritesEverything) {
     EXPECT_EQ(d["status"], "failed");
     EXPECT_EQ(d["http_status"], 503);
   }
+}
+
+// Issue 8 items 1, 2 and 6(a) through the real processes (coordinator and a
+// worker process talking protobuf over ZeroMQ), against a scripted server
+// with no usage in its answers: the 3rd answer carries a raw 0xFF byte in a
+// chunk, the 4th ends cleanly without [DONE] or finish_reason. Before the
+// fix the raw byte made the coordinator drop the whole record batch and the
+// run stayed "draining" until killed. Now: every record arrives, the bad one
+// is failed bad_chunk (error text valid UTF-8), the cut one
+// incomplete_stream, and the summary says the token counts are estimates.
+TEST(LlmEndToEndTest, ServerBytesNeverBreakTheRunAndCutStreamsFail) {
+  std::atomic<int> posts{0};
+  const std::string sse_header =
+      "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n";
+  CannedServer server([&](const std::string& request) {
+    if (request.rfind("GET ", 0) == 0) {
+      return HttpAnswer(200, "OK", R"({"data":[{"id":"m"}]})");
+    }
+    const int n = posts++;
+    if (n == 2) {
+      return sse_header +
+             "data: {\"choices\":[{\"delta\":{\"content\":\"A\xff"
+             "B\"}}]}\n\n" +
+             "data: [DONE]\n\n";
+    }
+    const std::string hello = "data: {\"choices\":[{\"delta\":{\"content\":\"Hello\"}}]}\n\n";
+    if (n == 3) return sse_header + hello;  // cut: no [DONE], no finish_reason
+    return sse_header + hello + "data: [DONE]\n\n";
+  });
+  const fs::path out = FreshDir("surge_llm_server_bytes");
+  const Result r = RunSurge("run --base-url " + server.base_url() +
+                                " --model m --num-prompts 5 --request-rate 20 --workers 1 "
+                                "--random-input-len 16 --random-output-len 4 --output-dir " +
+                                out.string(),
+                            /*timeout_s=*/60);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, ::testing::Not(HasSubstr("DATA_LOSS")));
+  EXPECT_THAT(r.output, HasSubstr("Output tokens estimated for 3 of 3 requests (no usage from the "
+                                  "server; ~4 chars/token)"));
+  const fs::path folder = ResultsFolder(r.output);
+  const RunFolderReport report = CheckRunFolder(folder, "synthetic");
+  EXPECT_TRUE(report.problems.empty()) << report.Describe();
+  std::map<std::string, int> by_reason;
+  for (const auto& d : Details(folder, "synthetic")) {
+    const std::string error = d["error"];
+    ++by_reason[d["status"].get<std::string>() + " " + error.substr(0, error.find(':'))];
+    if (error.rfind("bad_chunk", 0) == 0) {
+      EXPECT_THAT(error, HasSubstr("A\xEF\xBF\xBD"
+                                   "B"));  // U+FFFD for the raw byte
+    }
+    if (error == "incomplete_stream") {
+      EXPECT_GT(d["ttft_s"].get<double>(), 0);  // what arrived is kept
+      EXPECT_EQ(d["output_tokens"], 2);         // ceil(5 / 4)
+    }
+    if (d["status"] == "ok") {
+      EXPECT_EQ(d["output_tokens"], 2);
+    }
+  }
+  EXPECT_EQ(by_reason, (std::map<std::string, int>{
+                           {"ok ", 3}, {"failed bad_chunk", 1}, {"failed incomplete_stream", 1}}));
+  const nlohmann::json summary = ReadJson(folder / "synthetic.json");
+  EXPECT_EQ(summary["output_tokens_estimated"]["requests"], 3);
+  EXPECT_EQ(posts.load(), 5);
 }
 
 TEST(LlmEndToEndTest, HttpsTargetWithTheTestsOwnCertificate) {

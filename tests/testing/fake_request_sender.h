@@ -43,6 +43,7 @@ class FakeRequestSender final : public surge::worker::RequestSender {
     r.set_ttft_ns(1000);
     r.set_e2el_ns(2000);
     r.set_output_tokens(a.max_tokens());
+    if (shape_) shape_(r);
     {
       std::lock_guard<std::mutex> lock(mu_);
       sent_.push_back(Sent{a.index(), now});
@@ -94,6 +95,8 @@ class FakeRequestSender final : public surge::worker::RequestSender {
     return cancelled_;
   }
   void set_after_send(std::function<void(uint64_t)> f) { after_send_ = std::move(f); }
+  // Changes each record before it is reported (set before the first Send).
+  void set_shape(std::function<void(surge::v1::RequestRecord&)> f) { shape_ = std::move(f); }
 
  private:
   Clock& clock_;
@@ -104,6 +107,7 @@ class FakeRequestSender final : public surge::worker::RequestSender {
   std::vector<Sent> cancelled_;
   std::vector<std::pair<surge::v1::RequestRecord, surge::worker::SendCallback>> held_;
   std::function<void(uint64_t)> after_send_;
+  std::function<void(surge::v1::RequestRecord&)> shape_;
 };
 
 }  // namespace surge::testing

@@ -1,40 +1,59 @@
 // A linked pair of Transports over queues, for dispatcher and worker tests
-// without sockets. Thread-safe.
+// without sockets. Messages travel as serialized bytes, like on the wire: a
+// message protobuf cannot parse back (e.g. invalid UTF-8 in a string field)
+// comes out of Receive as DATA_LOSS, as from ZmqRouterTransport. Thread-safe.
 #ifndef SURGE_TESTS_TESTING_IN_MEMORY_TRANSPORT_H_
 #define SURGE_TESTS_TESTING_IN_MEMORY_TRANSPORT_H_
 
 #include <condition_variable>
 #include <deque>
 #include <map>
-#include <optional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "common/transport.h"
 
 namespace surge::testing {
 
-// One mailbox: messages with their sender's name.
+// One mailbox: frames (serialized Envelopes) with their sender's name.
 class Mailbox {
  public:
-  void Put(Inbound in) {
+  void Put(const std::string& peer, const surge::v1::Envelope& message) {
+    std::string bytes;
+    (void)message.SerializeToString(&bytes);
+    PutRaw(peer, std::move(bytes));
+  }
+  // A frame of any bytes (tests of undecodable frames).
+  void PutRaw(const std::string& peer, std::string bytes) {
     std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back(std::move(in));
+    queue_.emplace_back(peer, std::move(bytes));
     cv_.notify_one();
   }
-  std::optional<Inbound> Take(std::chrono::milliseconds timeout) {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (!cv_.wait_for(lock, timeout, [this] { return !queue_.empty(); })) return std::nullopt;
-    Inbound in = std::move(queue_.front());
-    queue_.pop_front();
-    return in;
+  absl::StatusOr<std::optional<Inbound>> Take(std::chrono::milliseconds timeout) {
+    std::pair<std::string, std::string> frame;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (!cv_.wait_for(lock, timeout, [this] { return !queue_.empty(); })) return std::nullopt;
+      frame = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    Inbound in;
+    in.peer = std::move(frame.first);
+    if (!in.message.ParseFromString(frame.second)) {
+      return absl::DataLossError(
+          absl::StrCat("frame of ", frame.second.size(), " bytes is not an Envelope"));
+    }
+    return std::optional<Inbound>(std::move(in));
   }
 
  private:
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Inbound> queue_;
+  std::deque<std::pair<std::string, std::string>> queue_;
 };
 
 // The coordinator's end: Send(peer) delivers to the worker named `peer`.
@@ -46,13 +65,22 @@ class InMemoryRouter final : public Transport {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = workers_.find(peer);
     if (it == workers_.end()) return absl::UnavailableError("no such peer");
-    it->second->Put(Inbound{"", message});
+    it->second->Put("", message);
     return absl::OkStatus();
   }
   absl::StatusOr<std::optional<Inbound>> Receive(std::chrono::milliseconds timeout) override {
     return inbox_.Take(timeout);
   }
   Mailbox& inbox() { return inbox_; }
+  // Delivers a frame of any bytes to worker `name` (tests of undecodable
+  // frames); false when no such worker is connected.
+  bool PutRawToWorker(const std::string& name, std::string bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = workers_.find(name);
+    if (it == workers_.end()) return false;
+    it->second->PutRaw("", std::move(bytes));
+    return true;
+  }
 
  private:
   std::mutex mu_;
@@ -65,7 +93,7 @@ class InMemoryDealer final : public Transport {
   InMemoryDealer(std::string name, Mailbox& router_inbox, std::shared_ptr<Mailbox> own)
       : name_(std::move(name)), router_inbox_(router_inbox), own_(std::move(own)) {}
   absl::Status Send(const std::string&, const surge::v1::Envelope& message) override {
-    router_inbox_.Put(Inbound{name_, message});
+    router_inbox_.Put(name_, message);
     return absl::OkStatus();
   }
   absl::StatusOr<std::optional<Inbound>> Receive(std::chrono::milliseconds timeout) override {

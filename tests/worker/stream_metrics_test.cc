@@ -37,13 +37,13 @@ TEST(StreamMetricsTest, FixedChunkTimesGiveTheFieldsDefinitions) {
       if (data == "[DONE]") continue;
       auto parsed = ParseStreamEvent(ApiKind::kChat, data);
       ASSERT_TRUE(parsed.ok()) << parsed.status();
-      if (!parsed->content.empty()) metrics.OnContentEvent(now);
+      if (!parsed->content.empty()) metrics.OnContentEvent(now, parsed->content.size());
       if (parsed->usage.has_value()) metrics.OnUsage(*parsed->usage);
     }
     metrics.OnLastByte(now);
   }
   surge::v1::RequestRecord record;
-  metrics.FillRecord(/*estimated_input_tokens=*/9, metrics.content_events(), record);
+  metrics.FillRecord(/*estimated_input_tokens=*/9, record);
   EXPECT_EQ(record.ttft_ns(), 500 * kMs);  // the role-only chunk at 50 ms is not a token
   EXPECT_THAT(record.itl_ns(), ElementsAre(100 * kMs, 100 * kMs));
   EXPECT_EQ(record.e2el_ns(), 710 * kMs);

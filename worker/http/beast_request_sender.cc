@@ -35,6 +35,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "common/prompt_builder.h"
+#include "common/utf8.h"
 #include "nlohmann/json.hpp"
 #include "worker/http/api_key.h"
 #include "worker/http/openai_request.h"
@@ -447,6 +448,9 @@ class BeastRequestSender::Impl {
   // Runs the callback exactly once and retires the request.
   void Finish(const std::shared_ptr<RequestState>& st, RequestRecord record) {
     if (st->finished.exchange(true)) return;
+    // Every error text quotes something from outside (a body, a TLS or
+    // system message): it must be valid UTF-8 to travel in a proto string.
+    MakeValidUtf8(record.mutable_error());
     SendCallback callback = std::move(st->on_done);
     // Retire first, so inflight() already excludes this request inside and
     // after its callback. Shutdown still waits for a running callback: it
@@ -791,7 +795,30 @@ class BeastRequestSender::Impl {
     SseParser sse_parser;
     std::string body;  // non-SSE body (kept whole for 200, a prefix otherwise)
     std::string stream_error;
+    // The stream's own end marks: "data: [DONE]", a choice's finish_reason.
     bool saw_done = false;
+    bool saw_finish = false;
+    // One SSE event's data: [DONE], or JSON with content, usage and
+    // finish_reason; false (and stream_error set) for a bad one.
+    auto on_event = [&](const std::string& event, int64_t now_ns) {
+      if (event == "[DONE]") {
+        saw_done = true;
+        return true;
+      }
+      absl::StatusOr<ParsedAnswer> parsed = ParseStreamEvent(kind_, event);
+      if (!parsed.ok()) {
+        // Not JSON: a bad chunk; an {"error": ...} event: the server's.
+        stream_error = absl::StrCat(parsed.status().code() == absl::StatusCode::kInvalidArgument
+                                        ? "bad_chunk: "
+                                        : "stream_error: ",
+                                    std::string(parsed.status().message()));
+        return false;
+      }
+      if (!parsed->content.empty()) metrics.OnContentEvent(now_ns, parsed->content.size());
+      if (parsed->usage.has_value()) metrics.OnUsage(*parsed->usage);
+      saw_finish = saw_finish || parsed->finished;
+      return true;
+    };
     error_code ec;
     std::vector<char> buf(kReadChunk);
     while (!parser.is_done()) {
@@ -806,21 +833,7 @@ class BeastRequestSender::Impl {
         const std::string_view bytes(buf.data(), n);
         if (sse) {
           for (std::string& event : sse_parser.Feed(bytes)) {
-            if (event == "[DONE]") {
-              saw_done = true;
-              continue;
-            }
-            absl::StatusOr<ParsedAnswer> parsed = ParseStreamEvent(kind_, event);
-            if (!parsed.ok()) {
-              // Not JSON: a bad chunk; an {"error": ...} event: the server's.
-              stream_error = absl::StrCat(
-                  parsed.status().code() == absl::StatusCode::kInvalidArgument ? "bad_chunk: "
-                                                                               : "stream_error: ",
-                  std::string(parsed.status().message()));
-              break;
-            }
-            if (!parsed->content.empty()) metrics.OnContentEvent(now_ns);
-            if (parsed->usage.has_value()) metrics.OnUsage(*parsed->usage);
+            if (!on_event(event, now_ns)) break;
           }
         } else if (ok_status || body.size() < kErrorBodyKeep) {
           body.append(bytes);
@@ -831,15 +844,22 @@ class BeastRequestSender::Impl {
       if (!stream_error.empty()) break;
     }
 
+    if (sse && !ec && stream_error.empty()) {
+      // The body ended cleanly: an event left unterminated by the last
+      // blank line (e.g. "data: [DONE]\n" then the end) still counts.
+      for (const std::string& event : sse_parser.Finish()) {
+        if (!on_event(event, metrics.last_byte_ns())) break;
+      }
+    }
     if (!stream_error.empty()) {
-      metrics.FillRecord(estimated_input, metrics.content_events(), record);
+      metrics.FillRecord(estimated_input, record);
       record.set_e2el_ns(0);
       record.set_status(surge::v1::FAILED);
       record.set_error(stream_error);
       co_return false;
     }
     if (ec) {
-      metrics.FillRecord(estimated_input, metrics.content_events(), record);
+      metrics.FillRecord(estimated_input, record);
       if (sse && saw_done && metrics.content_events() > 0 && IsClosedByPeer(ec) &&
           !st->aborted.load() && !st->timed_out) {
         // [DONE] arrived; only the chunked terminator is missing.
@@ -849,7 +869,10 @@ class BeastRequestSender::Impl {
       record.set_e2el_ns(0);
       if (IsClosedByPeer(ec) && !st->aborted.load() && !st->timed_out) {
         record.set_status(surge::v1::FAILED);
-        record.set_error("closed_mid_stream");
+        // A whole answer cut before its Content-Length or its last chunk:
+        // incomplete_body (it would otherwise surface as bad JSON, or even
+        // parse when the cut falls after a complete JSON value).
+        record.set_error(ok_status && !sse ? "incomplete_body" : "closed_mid_stream");
       } else {
         FailIo(*st, "stream_error", ec, record);
       }
@@ -858,14 +881,23 @@ class BeastRequestSender::Impl {
 
     const bool keep_alive = parser.keep_alive();
     if (!ok_status) {
-      metrics.FillRecord(estimated_input, 0, record);
+      metrics.FillRecord(estimated_input, record);
       record.set_status(surge::v1::FAILED);
-      record.set_error(absl::StrCat("http_", status, ": ", body.substr(0, kErrorBodyChars)));
+      record.set_error(absl::StrCat("http_", status, ": ", ToValidUtf8(body, kErrorBodyChars)));
       co_return keep_alive;
     }
     if (sse) {
-      metrics.FillRecord(estimated_input, metrics.content_events(), record);
-      if (metrics.content_events() == 0) {
+      metrics.FillRecord(estimated_input, record);
+      if (!saw_done && !saw_finish) {
+        // The body ended by its framing (a close for a close-delimited
+        // body, the last chunk, Content-Length reached), but the stream
+        // never said it was over: neither [DONE] nor a finish_reason. The
+        // answer may be cut; keep what arrived (TTFT, ITL, tokens) but do
+        // not call it a success, and no E2EL for an answer not known whole.
+        record.set_e2el_ns(0);
+        record.set_status(surge::v1::FAILED);
+        record.set_error("incomplete_stream");
+      } else if (metrics.content_events() == 0) {
         record.set_status(surge::v1::FAILED);
         record.set_error("no_content");
       } else {
@@ -875,14 +907,16 @@ class BeastRequestSender::Impl {
     }
     absl::StatusOr<ParsedAnswer> answer = ParseCompletionBody(kind_, body);
     if (!answer.ok()) {
-      metrics.FillRecord(estimated_input, 0, record);
+      metrics.FillRecord(estimated_input, record);
       record.set_status(surge::v1::FAILED);
       record.set_error(absl::StrCat("bad_response: ", std::string(answer.status().message())));
       co_return keep_alive;
     }
-    if (!answer->content.empty()) metrics.OnWholeAnswer(metrics.last_byte_ns());
+    if (!answer->content.empty()) {
+      metrics.OnWholeAnswer(metrics.last_byte_ns(), answer->content.size());
+    }
     if (answer->usage.has_value()) metrics.OnUsage(*answer->usage);
-    metrics.FillRecord(estimated_input, EstimateTokens(answer->content), record);
+    metrics.FillRecord(estimated_input, record);
     if (answer->content.empty() && record.output_tokens() == 0) {
       record.set_status(surge::v1::FAILED);
       record.set_error("no_content");

@@ -51,24 +51,32 @@ namespace surge::worker {
 //  - itl_ns: gaps between successive content events;
 //  - e2el_ns: sent → last byte of the response.
 // Token counts come from the server's usage when present
-// (output_tokens_estimated = false), else output_tokens = number of content
-// events (or EstimateTokens of the text for a non-streamed answer) and
-// input_tokens = EstimateTokens(prompt).
+// (output_tokens_estimated = false), else output_tokens = EstimateTokens of
+// the generated text (streamed: the content of all events together; one
+// rule for both paths, never one token per event) and input_tokens =
+// EstimateTokens(prompt).
 //
-// Outcomes: OK on HTTP 200 with a complete response (a stream must carry at
-// least one content event). Otherwise FAILED with `error` one of
+// Outcomes: OK on HTTP 200 with a complete response: a stream is complete
+// when "data: [DONE]" arrived, or a finish_reason arrived and the body then
+// ended cleanly by its framing; it must carry at least one content event.
+// Otherwise FAILED with `error` one of
 // "http_<code>: <first 200 chars of body>", "connect: <msg>",
 // "tls: <msg>" (handshake failed, e.g. "tls: certificate verify failed
 // (SSL routines): self-signed certificate"), "send: <msg>",
 // "connection_closed: <msg>" (closed before any answer byte),
-// "closed_mid_stream", "bad_chunk: <msg>" (an SSE event whose data is not a
+// "closed_mid_stream" (closed inside the body's HTTP framing),
+// "incomplete_stream" (a stream whose body ended cleanly without [DONE] or a
+// finish_reason; TTFT, ITL and tokens so far kept, e2el_ns 0),
+// "incomplete_body" (a non-streamed 200 answer cut before its Content-Length
+// or last chunk), "bad_chunk: <msg>" (an SSE event whose data is not a
 // JSON object), "stream_error: <msg>" (an {"error": ...} event:
 // "stream_error: server error: <message>"; malformed HTTP or chunking),
 // "bad_response: <msg>" (bad non-streamed JSON),
 // "no_content", "timeout" (target.request_timeout_s elapsed, counted from
 // the start of the request, connect included). Requests
 // aborted by Shutdown are LOST with "drain_timeout". http_status is set
-// whenever a status line arrived. Nothing is ever thrown to the caller.
+// whenever a status line arrived. `error` is always valid UTF-8 (server text
+// is quoted through ToValidUtf8). Nothing is ever thrown to the caller.
 //
 // Thread-safety: all methods are thread-safe. Callbacks run on one of the
 // I/O threads; they must not call Shutdown() or destroy the sender.

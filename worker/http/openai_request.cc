@@ -4,12 +4,18 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/utf8.h"
 #include "nlohmann/json.hpp"
 
 namespace surge::worker {
 namespace {
 
 using Json = nlohmann::json;
+
+// Bytes of a bad event or answer quoted in the error.
+constexpr size_t kQuotedBytes = 120;
+// Bytes of a server's error message kept.
+constexpr size_t kServerMessageBytes = 200;
 
 // Reads a non-negative integer member; nullopt when absent or of another type.
 std::optional<uint32_t> ReadCount(const Json& object, const char* key) {
@@ -41,7 +47,7 @@ absl::StatusOr<ParsedAnswer> Parse(ApiKind kind, std::string_view text, const ch
   Json json = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (json.is_discarded() || !json.is_object()) {
     return absl::InvalidArgumentError(absl::StrCat("bad JSON in ", whole ? "answer" : "event", ": ",
-                                                   std::string(text.substr(0, 120))));
+                                                   ToValidUtf8(text, kQuotedBytes)));
   }
   ParsedAnswer answer;
   if (auto err = json.find("error"); err != json.end() && !err->is_null()) {
@@ -52,7 +58,8 @@ absl::StatusOr<ParsedAnswer> Parse(ApiKind kind, std::string_view text, const ch
     } else if (err->is_string()) {
       message = err->get<std::string>();
     }
-    return absl::InternalError(absl::StrCat("server error: ", message.substr(0, 200)));
+    return absl::InternalError(
+        absl::StrCat("server error: ", ToValidUtf8(message, kServerMessageBytes)));
   }
   bool has_choices = false;
   if (auto choices = json.find("choices"); choices != json.end() && choices->is_array()) {
@@ -72,6 +79,10 @@ absl::StatusOr<ParsedAnswer> Parse(ApiKind kind, std::string_view text, const ch
         }
       } else {
         AppendString(choice, "text", answer.content);
+      }
+      if (auto reason = choice.find("finish_reason");
+          reason != choice.end() && reason->is_string()) {
+        answer.finished = true;
       }
     }
   }

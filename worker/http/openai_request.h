@@ -49,12 +49,19 @@ struct ParsedAnswer {
   std::string content;
   // Present when the JSON has a "usage" object with token counts.
   std::optional<Usage> usage;
+  // True when choices[0].finish_reason is a string (the server says the
+  // answer is complete: "stop", "length", ...); false when null or absent.
+  bool finished = false;
 };
 
 // Parses the JSON of one SSE event of a streamed answer.
-// Errors: INVALID_ARGUMENT "bad JSON in event: ..." when `data` is not a
-// JSON object; INTERNAL "server error: <message>" when it is an OpenAI-style
-// {"error": {...}} object (vLLM sends those mid-stream).
+// Errors: INVALID_ARGUMENT "bad JSON in event: <first 120 bytes>" when
+// `data` is not a JSON object (invalid UTF-8 inside a JSON string counts:
+// JSON text is UTF-8); INTERNAL "server error: <message, at most 200
+// bytes>" when it is an OpenAI-style {"error": {...}} object (vLLM sends
+// those mid-stream). The quoted server text in every message is made valid
+// UTF-8 (ToValidUtf8: U+FFFD for bad bytes, cut at a character boundary),
+// so it can go into a proto string as it is.
 absl::StatusOr<ParsedAnswer> ParseStreamEvent(ApiKind kind, std::string_view data);
 
 // Parses a whole non-streamed answer body. Same errors as ParseStreamEvent;

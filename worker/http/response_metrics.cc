@@ -1,8 +1,11 @@
 #include "worker/http/response_metrics.h"
 
+#include "common/prompt_builder.h"
+
 namespace surge::worker {
 
-void ResponseMetrics::OnContentEvent(int64_t now_ns) {
+void ResponseMetrics::OnContentEvent(int64_t now_ns, size_t content_bytes) {
+  content_bytes_ += content_bytes;
   if (content_events_ == 0) {
     first_content_ns_ = now_ns;
   } else {
@@ -12,13 +15,14 @@ void ResponseMetrics::OnContentEvent(int64_t now_ns) {
   ++content_events_;
 }
 
-void ResponseMetrics::OnWholeAnswer(int64_t now_ns) {
+void ResponseMetrics::OnWholeAnswer(int64_t now_ns, size_t content_bytes) {
+  content_bytes_ = content_bytes;
   first_content_ns_ = now_ns;
   last_content_ns_ = now_ns;
   content_events_ = 1;
 }
 
-void ResponseMetrics::FillRecord(uint32_t estimated_input_tokens, uint32_t counted_output_tokens,
+void ResponseMetrics::FillRecord(uint32_t estimated_input_tokens,
                                  surge::v1::RequestRecord& record) const {
   record.set_sent_ns(sent_ns_);
   record.set_ttft_ns(content_events_ > 0 ? first_content_ns_ - sent_ns_ : 0);
@@ -31,7 +35,7 @@ void ResponseMetrics::FillRecord(uint32_t estimated_input_tokens, uint32_t count
     record.set_input_tokens(usage_->prompt_tokens > 0 ? usage_->prompt_tokens
                                                       : estimated_input_tokens);
   } else {
-    record.set_output_tokens(counted_output_tokens);
+    record.set_output_tokens(EstimateTokensForBytes(content_bytes_));
     record.set_output_tokens_estimated(true);
     record.set_input_tokens(estimated_input_tokens);
   }

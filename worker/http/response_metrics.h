@@ -4,6 +4,7 @@
 #ifndef SURGE_WORKER_HTTP_RESPONSE_METRICS_H_
 #define SURGE_WORKER_HTTP_RESPONSE_METRICS_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -20,13 +21,14 @@ class ResponseMetrics {
   // `sent_ns`: when the request's first byte was handed to the socket (R-ACT-2).
   explicit ResponseMetrics(int64_t sent_ns) : sent_ns_(sent_ns) {}
 
-  // A streamed event with non-empty generated content arrived at `now_ns`.
-  // The first one sets TTFT; each later one adds an ITL sample (the gap to
-  // the previous content event).
-  void OnContentEvent(int64_t now_ns);
-  // A whole (non-streamed) answer with non-empty content arrived at `now_ns`:
-  // TTFT is the time to the whole answer, no ITL samples.
-  void OnWholeAnswer(int64_t now_ns);
+  // A streamed event with `content_bytes` > 0 bytes of generated content
+  // arrived at `now_ns`. The first one sets TTFT; each later one adds an ITL
+  // sample (the gap to the previous content event). The bytes add up for the
+  // output-token estimate.
+  void OnContentEvent(int64_t now_ns, size_t content_bytes);
+  // A whole (non-streamed) answer with `content_bytes` > 0 bytes of content
+  // arrived at `now_ns`: TTFT is the time to the whole answer, no ITL samples.
+  void OnWholeAnswer(int64_t now_ns, size_t content_bytes);
   // The server reported usage (the last report wins).
   void OnUsage(const Usage& usage) { usage_ = usage; }
   // The last byte of the response arrived at `now_ns` (E2EL).
@@ -37,14 +39,19 @@ class ResponseMetrics {
   int64_t last_byte_ns() const { return last_byte_ns_; }
   // Number of content events (or 1 for a whole answer with content).
   uint32_t content_events() const { return content_events_; }
+  // Bytes of generated content so far (all events together).
+  uint64_t content_bytes() const { return content_bytes_; }
   bool has_usage() const { return usage_.has_value(); }
 
   // Writes sent_ns, ttft_ns, itl_ns, e2el_ns, input_tokens, output_tokens and
   // output_tokens_estimated. Token counts come from the server's usage when
-  // it sent one; otherwise output_tokens = `counted_output_tokens` (estimated)
-  // and input_tokens = `estimated_input_tokens`.
-  void FillRecord(uint32_t estimated_input_tokens, uint32_t counted_output_tokens,
-                  surge::v1::RequestRecord& record) const;
+  // it sent one; otherwise input_tokens = `estimated_input_tokens` and
+  // output_tokens = EstimateTokensForBytes(content_bytes()) with
+  // output_tokens_estimated = true: the same ~4 bytes/token rule for a
+  // streamed answer (over the concatenated content of all its events) as
+  // for a whole one. Counting SSE events instead would be wrong whenever a
+  // server puts several tokens into one event.
+  void FillRecord(uint32_t estimated_input_tokens, surge::v1::RequestRecord& record) const;
 
  private:
   int64_t sent_ns_;
@@ -52,6 +59,7 @@ class ResponseMetrics {
   int64_t last_content_ns_ = 0;
   int64_t last_byte_ns_ = 0;
   uint32_t content_events_ = 0;
+  uint64_t content_bytes_ = 0;
   std::vector<int64_t> itl_ns_;
   std::optional<Usage> usage_;
 };

@@ -38,6 +38,16 @@ std::vector<std::string> SseParser::Feed(std::string_view bytes) {
   return out;
 }
 
+std::vector<std::string> SseParser::Finish() {
+  std::vector<std::string> out;
+  if (!line_.empty()) ProcessLine(out);
+  if (has_data_) out.push_back(std::move(data_));
+  data_.clear();
+  has_data_ = false;
+  skip_lf_ = false;
+  return out;
+}
+
 void SseParser::ProcessLine(std::vector<std::string>& out) {
   if (line_.empty()) {
     if (has_data_) out.push_back(std::move(data_));

@@ -30,6 +30,12 @@ class SseParser {
   // the events completed by them, in stream order.
   std::vector<std::string> Feed(std::string_view bytes);
 
+  // Ends the stream (the body ended cleanly): an unterminated last line is
+  // taken as a line, and an event with data that no blank line closed is
+  // returned (a lenient reading of the spec, which drops it: servers that
+  // end with "data: [DONE]\n" mean it). Then the parser is empty.
+  std::vector<std::string> Finish();
+
   // True when bytes of an unfinished line or event are held back.
   bool HasPartialEvent() const { return !line_.empty() || has_data_; }
 

@@ -107,6 +107,22 @@ TEST(RunConfigTest, ValidatorRejectsOutOfRangeValues) {
   EXPECT_THAT(m, HasSubstr("dataset_path = \"\": must name a Mooncake trace"));
 }
 
+// Texts that travel to the workers in proto strings must be valid UTF-8: a
+// worker could not decode a Welcome carrying a raw 0xFF (issue 8 item 1).
+TEST(RunConfigTest, ValidatorRejectsTextThatIsNotUtf8) {
+  surge::v1::RunConfig c = DefaultRunConfig();
+  c.mutable_target()->set_model("m\xff");
+  c.mutable_target()->add_headers("X-Name: caf\xe9");  // Latin-1 é
+  const absl::Status status = ValidateRunConfig(c);
+  ASSERT_FALSE(status.ok());
+  const std::string m(status.message());
+  EXPECT_THAT(m, HasSubstr("model = \"m\xEF\xBF\xBD\": must be valid UTF-8 text"));
+  EXPECT_THAT(m, HasSubstr("headers[0] = \"X-Name: caf\xEF\xBF\xBD\": must be valid UTF-8"));
+  c.mutable_target()->set_model("mod\xC3\xA8le");  // valid UTF-8 is fine
+  c.mutable_target()->clear_headers();
+  EXPECT_TRUE(ValidateRunConfig(c).ok()) << ValidateRunConfig(c);
+}
+
 TEST(RunConfigTest, BadYamlNamesTheFile) {
   surge::v1::RunConfig c;
   const absl::Status s = LoadText("request_rate: [1, 2\n", &c);

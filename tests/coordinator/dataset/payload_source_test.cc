@@ -1,11 +1,10 @@
 // Dataset files (R-MET-3): jsonl, sharegpt, mooncake shared prefixes, and
 // trace replay's offsets and plan.
-#include <unistd.h>
-
 #include "coordinator/dataset/payload_source.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -14,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/prompt_builder.h"
+#include "common/utf8.h"
 #include "coordinator/plan/replay_schedule.h"
 
 namespace surge::coordinator {
@@ -108,6 +108,10 @@ TEST(JsonlDatasetTest, BadLinesNameTheFileAndLine) {
       {"{\"messages\": [{\"role\": \"user\"}]}", "messages[0].content is missing"},
       {"{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"image_url\"}]}]}",
        "only text content parts"},
+      // A raw byte that is not UTF-8 (issue 8 item 1): named as such, quoted
+      // with U+FFFD.
+      {"{\"prompt\": \"caf\xe9\"}",
+       "not valid UTF-8 text (JSON must be UTF-8): \"{\"prompt\": \"caf\xEF\xBF\xBD\"}\""},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.third_line);
@@ -220,6 +224,17 @@ TEST(ShareGptDatasetTest, ErrorsNameTheFileAndWhere) {
   auto n = MakePayloadSource(Dataset("sharegpt", none), 5, 0);
   ASSERT_FALSE(n.ok());
   EXPECT_THAT(Message(n.status()), HasSubstr("no conversation with a human turn"));
+
+  // Invalid UTF-8 in a turn (issue 8 item 1): a JSON error naming the line,
+  // and the message itself is valid UTF-8.
+  const fs::path bytes =
+      WriteFile("sharegpt_utf8.json",
+                "[\n{\"conversations\": [{\"from\": \"human\", \"value\": \"caf\xe9\"}]}\n]\n");
+  auto u = MakePayloadSource(Dataset("sharegpt", bytes), 5, 0);
+  ASSERT_FALSE(u.ok());
+  EXPECT_THAT(Message(u.status()), HasSubstr("line 2"));
+  EXPECT_THAT(Message(u.status()), HasSubstr("UTF-8"));
+  EXPECT_TRUE(IsValidUtf8(Message(u.status())));
 }
 
 // ---------------------------------------------------------------- mooncake

@@ -205,6 +205,40 @@ TEST(SummaryTest, TpotItlConcurrencyAndGoodput) {
   EXPECT_EQ(j["common"]["Success Requests"], 3);
 }
 
+// Issue 8 item 6(a): how many output token counts are estimates is said in
+// the console table, {dataset}.json and {dataset}.csv; TPOT uses the count
+// the record carries (the estimate when there is no usage).
+TEST(SummaryTest, CountsEstimatedOutputTokens) {
+  std::vector<surge::v1::RequestRecord> records = {
+      OkRecord(0, 0.0, 0.1, 4.2, 1024),  // 4,096 chars, no usage: estimated
+      OkRecord(1, 0.1, 0.1, 4.2, 1024), OkRecord(2, 0.2, 0.1, 1.1, 11),  // the server's usage
+  };
+  records[0].set_output_tokens_estimated(true);
+  records[1].set_output_tokens_estimated(true);
+  surge::v1::RequestRecord failed;
+  failed.set_index(3);
+  failed.set_status(surge::v1::FAILED);
+  failed.set_error("incomplete_stream");
+  failed.set_output_tokens_estimated(true);  // not OK: not in the totals
+  records.push_back(failed);
+  const RunSummary s = Summarize(records);
+  EXPECT_EQ(s.output_tokens_estimated, 2u);
+  EXPECT_NEAR(s.tpot_s.min, (4.2 - 0.1) / 1023, 1e-9);  // the estimate, not 82 events
+  EXPECT_THAT(FormatSummaryTable(s),
+              HasSubstr("  Output tokens estimated for 2 of 3 requests (no usage from the "
+                        "server; ~4 chars/token)\n"));
+  EXPECT_THAT(SummaryToCsv(s), HasSubstr("\nEstimated Output Token Counts,2\n"));
+  const nlohmann::json j = SummaryToJson(s, nlohmann::json::object());
+  EXPECT_EQ(j["output_tokens_estimated"]["requests"], 2);
+  EXPECT_EQ(j["output_tokens_estimated"]["of_succeeded"], 3);
+  EXPECT_EQ(j["common"]["Estimated Output Token Counts"], 2);
+  // None estimated: no console line.
+  records[0].set_output_tokens_estimated(false);
+  records[1].set_output_tokens_estimated(false);
+  EXPECT_THAT(FormatSummaryTable(Summarize(records)),
+              ::testing::Not(HasSubstr("Output tokens estimated")));
+}
+
 TEST(SummaryTest, AllFailedStillSummarizes) {
   std::vector<surge::v1::RequestRecord> records(3);
   for (int i = 0; i < 3; ++i) {

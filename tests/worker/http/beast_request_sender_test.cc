@@ -15,6 +15,7 @@
 
 #include "common/clock.h"
 #include "common/prompt_builder.h"
+#include "common/utf8.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -435,6 +436,11 @@ TEST_P(BeastRequestSenderFailureTest, MapsToRecord) {
 
 const std::string kRole = "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\n";
 const std::string kToken = "data: {\"choices\":[{\"delta\":{\"content\":\"t\"}}]}\n\n";
+const std::string kFinish = "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n";
+// An SSE answer with neither a length nor chunking: the body ends when the
+// server closes the connection (CannedServer closes after the answer).
+const std::string kCloseDelimitedSse =
+    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n";
 
 INSTANTIATE_TEST_SUITE_P(
     Cases, BeastRequestSenderFailureTest,
@@ -458,7 +464,32 @@ INSTANTIATE_TEST_SUITE_P(
                     200},
         FailureCase{"GarbageStatusLine", "SPDY/9 what\r\n\r\n", surge::v1::FAILED,
                     "stream_error: ", 0},
-        FailureCase{"ClosedBeforeAnswer", "", surge::v1::FAILED, "connection_closed: ", 0}),
+        FailureCase{"ClosedBeforeAnswer", "", surge::v1::FAILED, "connection_closed: ", 0},
+        // Issue 8 item 2: the body ends cleanly by its framing, but the
+        // stream never said it was over (no [DONE], no finish_reason).
+        FailureCase{"LastChunkWithoutDoneOrFinishReason", SseHeader() + Chunk(kToken) + LastChunk(),
+                    surge::v1::FAILED, "incomplete_stream", 200},
+        FailureCase{"CloseDelimitedWithoutDone", kCloseDelimitedSse + kToken, surge::v1::FAILED,
+                    "incomplete_stream", 200},
+        FailureCase{"CloseDelimitedWithDone", kCloseDelimitedSse + kToken + "data: [DONE]\n\n",
+                    surge::v1::OK, "", 200},
+        FailureCase{"ContentLengthWithoutDone", HttpAnswer(200, "OK", kToken, "text/event-stream"),
+                    surge::v1::FAILED, "incomplete_stream", 200},
+        // A finish_reason followed by a clean end of the body is complete
+        // even without [DONE] (servers that omit it).
+        FailureCase{"FinishReasonThenLastChunk",
+                    SseHeader() + Chunk(kToken) + Chunk(kFinish) + LastChunk(), surge::v1::OK, "",
+                    200},
+        // The last event without its closing blank line still counts at a
+        // clean end of the body.
+        FailureCase{"DoneWithoutBlankLineThenLastChunk",
+                    SseHeader() + Chunk(kToken) + Chunk("data: [DONE]\n") + LastChunk(),
+                    surge::v1::OK, "", 200},
+        FailureCase{"CloseDelimitedDoneWithoutLineEnd",
+                    kCloseDelimitedSse + kToken + "data: [DONE]", surge::v1::OK, "", 200},
+        // A finish_reason is no excuse for a body cut inside its framing.
+        FailureCase{"FinishReasonThenCutChunking", SseHeader() + Chunk(kToken) + Chunk(kFinish),
+                    surge::v1::FAILED, "closed_mid_stream", 200}),
     [](const ::testing::TestParamInfo<FailureCase>& info) { return info.param.name; });
 
 TEST(BeastRequestSenderWireTest, BadNonStreamingJsonIsBadResponse) {
@@ -559,6 +590,161 @@ TEST(FetchFirstModelTest, HttpsClosedPortIsUnavailable) {
   EXPECT_EQ(model.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(std::string(model.status().message()),
               StartsWith("cannot reach https://127.0.0.1:1/v1/models: connect: "));
+}
+
+// Issue 8 item 1, the exact input: a chunk whose content holds a raw 0xFF
+// byte, then [DONE]. JSON text must be UTF-8, so the event is a bad chunk;
+// the error quotes it with U+FFFD in place of the byte, so the record can
+// travel in a proto string.
+TEST(BeastRequestSenderWireTest, RawByteInAChunkIsBadChunkWithValidUtf8Error) {
+  const std::string event =
+      "data: {\"choices\":[{\"delta\":{\"content\":\"A\xff"
+      "B\"}}]}\n\n";
+  CannedServer server([&](const std::string&) {
+    return SseHeader() + Chunk(event) + Chunk("data: [DONE]\n\n") + LastChunk();
+  });
+  auto sender = MakeSender(RealClock(), Target(server.port(), "/v1/chat/completions", true));
+  ASSERT_NE(sender, nullptr);
+  const RequestRecord r = SendAndWait(*sender, MakeAssignment(0, 4));
+  EXPECT_EQ(r.status(), surge::v1::FAILED);
+  EXPECT_EQ(r.error(),
+            "bad_chunk: bad JSON in event: {\"choices\":[{\"delta\":{\"content\":\"A\xEF\xBF\xBD"
+            "B\"}}]}");
+  EXPECT_TRUE(IsValidUtf8(r.error()));
+  // And protobuf takes it: serialize and parse back.
+  RequestRecord back;
+  ASSERT_TRUE(back.ParseFromString(r.SerializeAsString()));
+  EXPECT_EQ(back.error(), r.error());
+}
+
+// The same kind for an error body: raw bytes and a multi-byte character
+// right at the 200-byte cut.
+TEST(BeastRequestSenderWireTest, ErrorBodyIsQuotedAsValidUtf8CutAtACharacter) {
+  // 199 'z' then "é" (2 bytes): the cut at 200 bytes would split it.
+  const std::string body = std::string(199, 'z') + "\xC3\xA9" + "\xff\xfe tail";
+  CannedServer server([&](const std::string&) { return HttpAnswer(500, "Oops", body); });
+  auto sender = MakeSender(RealClock(), Target(server.port(), "/v1/chat/completions", true));
+  ASSERT_NE(sender, nullptr);
+  const RequestRecord r = SendAndWait(*sender, MakeAssignment(0, 4));
+  EXPECT_EQ(r.status(), surge::v1::FAILED);
+  EXPECT_EQ(r.error(), "http_500: " + std::string(199, 'z'));
+  EXPECT_TRUE(IsValidUtf8(r.error()));
+  CannedServer raw([&](const std::string&) {
+    return HttpAnswer(502, "Bad",
+                      "a\xff"
+                      "b");
+  });
+  auto sender2 = MakeSender(RealClock(), Target(raw.port(), "/v1/chat/completions", true));
+  ASSERT_NE(sender2, nullptr);
+  const RequestRecord r2 = SendAndWait(*sender2, MakeAssignment(1, 4));
+  EXPECT_EQ(r2.error(),
+            "http_502: a\xEF\xBF\xBD"
+            "b");
+}
+
+// Issue 8 item 2, the exact input: HTTP/1.1 200, text/event-stream,
+// Connection: close, no length, no chunking; one content chunk at 0.1 s,
+// then a clean close without [DONE] or finish_reason. Failed
+// incomplete_stream, with TTFT and the tokens that did arrive kept.
+TEST(BeastRequestSenderWireTest, StreamClosedCleanlyWithoutEndMarkIsIncompleteStream) {
+  const std::string event = "data: {\"choices\":[{\"delta\":{\"content\":\"Hello\"}}]}\n\n";
+  CannedServer server(
+      [&](const std::string&) {
+        return std::vector<CannedServer::Piece>{{0, kCloseDelimitedSse}, {100, event}};
+      },
+      /*close_after=*/true);
+  auto sender = MakeSender(RealClock(), Target(server.port(), "/v1/chat/completions", true));
+  ASSERT_NE(sender, nullptr);
+  const RequestRecord r = SendAndWait(*sender, MakeAssignment(0, 4));
+  EXPECT_EQ(r.status(), surge::v1::FAILED);
+  EXPECT_EQ(r.error(), "incomplete_stream");
+  EXPECT_EQ(r.http_status(), 200u);
+  EXPECT_GE(r.ttft_ns(), 95 * kMs);
+  EXPECT_LT(r.ttft_ns(), 100 * kMs + kSlackNs);
+  EXPECT_EQ(r.output_tokens(), 2u);  // ceil(5 bytes "Hello" / 4), no usage
+  EXPECT_TRUE(r.output_tokens_estimated());
+  EXPECT_EQ(r.e2el_ns(), 0);  // not a whole answer
+}
+
+// Non-streamed answers shorter than their framing says: incomplete_body.
+TEST(BeastRequestSenderWireTest, ShortContentLengthBodyIsIncompleteBody) {
+  // A complete JSON value, but the header promised 100 more bytes.
+  const std::string body = R"({"choices":[{"text":"abcdefgh"}]})";
+  CannedServer server([&](const std::string&) {
+    return "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+           std::to_string(body.size() + 100) + "\r\n\r\n" + body;
+  });
+  auto sender = MakeSender(RealClock(), Target(server.port(), "/v1/completions", false));
+  ASSERT_NE(sender, nullptr);
+  const RequestRecord r = SendAndWait(*sender, MakeAssignment(0, 4));
+  EXPECT_EQ(r.status(), surge::v1::FAILED);
+  EXPECT_EQ(r.error(), "incomplete_body");
+  EXPECT_EQ(r.http_status(), 200u);
+}
+
+TEST(BeastRequestSenderWireTest, ChunkedBodyCutBeforeLastChunkIsIncompleteBody) {
+  CannedServer server([](const std::string&) {
+    return "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+           "Transfer-Encoding: chunked\r\n\r\n" +
+           Chunk(R"({"choices":[{"text":"abcdefgh"}]})");
+  });
+  auto sender = MakeSender(RealClock(), Target(server.port(), "/v1/completions", false));
+  ASSERT_NE(sender, nullptr);
+  const RequestRecord r = SendAndWait(*sender, MakeAssignment(0, 4));
+  EXPECT_EQ(r.status(), surge::v1::FAILED);
+  EXPECT_EQ(r.error(), "incomplete_body");
+}
+
+// Issue 8 item 6(a): no usage from the server, 4,096 characters of content
+// in 82 events of 50 (the last one 46). Output tokens are estimated from the
+// text (ceil(4096 / 4) = 1024), not counted as one per event (82), and the
+// non-streamed answer with the same text gives the same count.
+TEST(BeastRequestSenderWireTest, OutputTokensAreEstimatedFromTextNotCountedPerEvent) {
+  std::string content;
+  std::string events;
+  for (int i = 0; i < 82; ++i) {
+    const std::string piece(i < 81 ? 50 : 46, static_cast<char>('a' + i % 26));
+    content += piece;
+    events += Chunk("data: {\"choices\":[{\"delta\":{\"content\":\"" + piece + "\"}}]}\n\n");
+  }
+  ASSERT_EQ(content.size(), 4096u);
+  CannedServer streaming([&](const std::string&) {
+    return SseHeader() + events + Chunk(kFinish) + Chunk("data: [DONE]\n\n") + LastChunk();
+  });
+  auto sender = MakeSender(RealClock(), Target(streaming.port(), "/v1/chat/completions", true));
+  ASSERT_NE(sender, nullptr);
+  const RequestRecord r = SendAndWait(*sender, MakeAssignment(0, 4));
+  EXPECT_EQ(r.status(), surge::v1::OK) << r.error();
+  EXPECT_EQ(r.output_tokens(), 1024u);
+  EXPECT_TRUE(r.output_tokens_estimated());
+
+  CannedServer whole([&](const std::string&) {
+    return HttpAnswer(200, "OK", R"({"choices":[{"message":{"content":")" + content + R"("}}]})");
+  });
+  auto sender2 = MakeSender(RealClock(), Target(whole.port(), "/v1/chat/completions", false));
+  ASSERT_NE(sender2, nullptr);
+  const RequestRecord r2 = SendAndWait(*sender2, MakeAssignment(1, 4));
+  EXPECT_EQ(r2.status(), surge::v1::OK) << r2.error();
+  EXPECT_EQ(r2.output_tokens(), 1024u);
+  EXPECT_TRUE(r2.output_tokens_estimated());
+}
+
+// Server usage, when sent, wins over the estimate.
+TEST(BeastRequestSenderWireTest, ServerUsageWinsOverTheEstimate) {
+  CannedServer server([&](const std::string&) {
+    return SseHeader() + Chunk(kToken) + Chunk(kFinish) +
+           Chunk(
+               "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":"
+               "9}}\n\n") +
+           Chunk("data: [DONE]\n\n") + LastChunk();
+  });
+  auto sender = MakeSender(RealClock(), Target(server.port(), "/v1/chat/completions", true));
+  ASSERT_NE(sender, nullptr);
+  const RequestRecord r = SendAndWait(*sender, MakeAssignment(0, 4));
+  EXPECT_EQ(r.status(), surge::v1::OK) << r.error();
+  EXPECT_EQ(r.output_tokens(), 9u);
+  EXPECT_EQ(r.input_tokens(), 7u);
+  EXPECT_FALSE(r.output_tokens_estimated());
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
@@ -24,11 +25,26 @@ namespace surge::testing {
 
 class CannedServer {
  public:
+  // One piece of a timed answer: wait `delay_ms`, then write `bytes`.
+  struct Piece {
+    int delay_ms;
+    std::string bytes;
+  };
+
   // `respond` maps the raw request (headers and body) to the bytes written
   // back; "" closes the connection without an answer. With `close_after`
   // the connection is closed after each answer.
   explicit CannedServer(std::function<std::string(const std::string&)> respond,
                         bool close_after = true)
+      : CannedServer(
+            [respond = std::move(respond)](const std::string& request) {
+              return std::vector<Piece>{{0, respond(request)}};
+            },
+            close_after) {}
+
+  // The same with an answer written in timed pieces (e.g. one SSE event at
+  // 100 ms, then a close); no pieces, or one empty piece, closes at once.
+  CannedServer(std::function<std::vector<Piece>(const std::string&)> respond, bool close_after)
       : respond_(std::move(respond)), close_after_(close_after) {
     listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
     int one = 1;
@@ -107,13 +123,21 @@ class CannedServer {
           std::lock_guard<std::mutex> lock(mu_);
           requests_.push_back(request);
         }
-        const std::string answer = respond_(request);
-        if (answer.empty()) break;  // close without answering
-        size_t off = 0;
-        while (off < answer.size()) {
-          const ssize_t n = ::send(fd, answer.data() + off, answer.size() - off, MSG_NOSIGNAL);
-          if (n <= 0) break;
-          off += static_cast<size_t>(n);
+        const std::vector<Piece> answer = respond_(request);
+        if (answer.empty() || (answer.size() == 1 && answer[0].bytes.empty())) {
+          break;  // close without answering
+        }
+        for (const Piece& piece : answer) {
+          if (piece.delay_ms > 0) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(piece.delay_ms));
+          }
+          size_t off = 0;
+          while (off < piece.bytes.size()) {
+            const ssize_t n =
+                ::send(fd, piece.bytes.data() + off, piece.bytes.size() - off, MSG_NOSIGNAL);
+            if (n <= 0) break;
+            off += static_cast<size_t>(n);
+          }
         }
         if (close_after_) break;
       }
@@ -121,7 +145,7 @@ class CannedServer {
     }
   }
 
-  std::function<std::string(const std::string&)> respond_;
+  std::function<std::vector<Piece>(const std::string&)> respond_;
   const bool close_after_;
   int listen_fd_ = -1;
   uint16_t port_ = 0;

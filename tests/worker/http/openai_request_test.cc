@@ -118,35 +118,98 @@ TEST(ParseCompletionBodyTest, ChatAndCompletions) {
   EXPECT_FALSE(ParseCompletionBody(ApiKind::kChat, R"({"id":"x"})").ok());
 }
 
+// finish_reason marks a complete answer; null or absent does not.
+TEST(ParseStreamEventTest, FinishReason) {
+  auto done =
+      ParseStreamEvent(ApiKind::kChat, R"({"choices":[{"delta":{},"finish_reason":"stop"}]})");
+  ASSERT_TRUE(done.ok());
+  EXPECT_TRUE(done->finished);
+  auto running = ParseStreamEvent(
+      ApiKind::kChat, R"({"choices":[{"delta":{"content":"x"},"finish_reason":null}]})");
+  ASSERT_TRUE(running.ok());
+  EXPECT_FALSE(running->finished);
+  auto text = ParseStreamEvent(ApiKind::kCompletions,
+                               R"({"choices":[{"text":"x","finish_reason":"length"}]})");
+  ASSERT_TRUE(text.ok());
+  EXPECT_TRUE(text->finished);
+  auto usage_only =
+      ParseStreamEvent(ApiKind::kChat, R"({"choices":[],"usage":{"completion_tokens":1}})");
+  ASSERT_TRUE(usage_only.ok());
+  EXPECT_FALSE(usage_only->finished);
+}
+
+// Quoted server text is valid UTF-8 and cut at a character boundary.
+TEST(ParseStreamEventTest, QuotedTextIsValidUtf8) {
+  auto bad = ParseStreamEvent(ApiKind::kChat,
+                              "{\"x\":\"A\xff"
+                              "B\"}");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(),
+            "bad JSON in event: {\"x\":\"A\xEF\xBF\xBD"
+            "B\"}");
+  // 119 ASCII bytes then a 2-byte character: the 120-byte quote stops before it.
+  const std::string long_event = std::string(119, '{') + "\xC3\xA9";
+  auto cut = ParseStreamEvent(ApiKind::kChat, long_event);
+  ASSERT_FALSE(cut.ok());
+  EXPECT_EQ(cut.status().message(), "bad JSON in event: " + std::string(119, '{'));
+}
+
 TEST(ResponseMetricsTest, StreamTimeline) {
   ResponseMetrics metrics(1000);
   metrics.OnLastByte(1500);  // header-only read: no content yet
-  metrics.OnContentEvent(2000);
-  metrics.OnContentEvent(2100);
-  metrics.OnContentEvent(2350);
+  metrics.OnContentEvent(2000, 5);
+  metrics.OnContentEvent(2100, 4);
+  metrics.OnContentEvent(2350, 3);
   metrics.OnLastByte(2400);
   surge::v1::RequestRecord record;
-  metrics.FillRecord(/*estimated_input_tokens=*/9, /*counted_output_tokens=*/3, record);
+  metrics.FillRecord(/*estimated_input_tokens=*/9, record);
   EXPECT_EQ(record.sent_ns(), 1000);
   EXPECT_EQ(record.ttft_ns(), 1000);
   EXPECT_THAT(record.itl_ns(), ElementsAre(100, 250));
   EXPECT_EQ(record.e2el_ns(), 1400);
+  // No usage: ceil(12 content bytes / 4) = 3, not one per event.
   EXPECT_EQ(record.output_tokens(), 3u);
   EXPECT_TRUE(record.output_tokens_estimated());
   EXPECT_EQ(record.input_tokens(), 9u);
 
   metrics.OnUsage(Usage{40, 30});
-  metrics.FillRecord(9, 3, record);
+  metrics.FillRecord(9, record);
   EXPECT_EQ(record.output_tokens(), 30u);
   EXPECT_FALSE(record.output_tokens_estimated());
   EXPECT_EQ(record.input_tokens(), 40u);
   EXPECT_THAT(record.itl_ns(), ElementsAre(100, 250));  // not appended twice
 }
 
+// Issue 8 item 6(a): one estimator for streamed and whole answers, over the
+// text: many tokens per event (a batching server) are not undercounted.
+TEST(ResponseMetricsTest, EstimateIsOverTheTextForBothPaths) {
+  ResponseMetrics streamed(0);
+  for (int i = 0; i < 82; ++i) streamed.OnContentEvent(1000 + i, i < 81 ? 50 : 46);
+  surge::v1::RequestRecord a;
+  streamed.FillRecord(0, a);
+  EXPECT_EQ(a.output_tokens(), 1024u);  // ceil(4096 / 4), not 82
+  EXPECT_TRUE(a.output_tokens_estimated());
+  ResponseMetrics whole(0);
+  whole.OnWholeAnswer(1000, 4096);
+  surge::v1::RequestRecord b;
+  whole.FillRecord(0, b);
+  EXPECT_EQ(b.output_tokens(), 1024u);
+  // Rounding up: 1 byte is 1 token, 5 bytes 2.
+  ResponseMetrics one(0);
+  one.OnContentEvent(5, 1);
+  surge::v1::RequestRecord c;
+  one.FillRecord(0, c);
+  EXPECT_EQ(c.output_tokens(), 1u);
+  one.OnContentEvent(6, 4);
+  one.FillRecord(0, c);
+  EXPECT_EQ(c.output_tokens(), 2u);
+}
+
 TEST(ResponseMetricsTest, NoContentMeansNoTtft) {
   ResponseMetrics metrics(1000);
   surge::v1::RequestRecord record;
-  metrics.FillRecord(1, 0, record);
+  metrics.FillRecord(1, record);
+  EXPECT_EQ(record.output_tokens(), 0u);
   EXPECT_EQ(record.ttft_ns(), 0);
   EXPECT_EQ(record.e2el_ns(), 0);
   EXPECT_TRUE(record.itl_ns().empty());

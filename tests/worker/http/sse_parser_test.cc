@@ -121,5 +121,21 @@ TEST(SseParserTest, ByteOrderMarkIsSkippedEvenWhenSplit) {
               ElementsAre("a"));
 }
 
+// At a clean end of the body, an event no blank line closed still counts
+// (issue 8 item 2: "data: [DONE]\n" then the end is a complete stream).
+TEST(SseParserTest, FinishReturnsTheUnterminatedLastEvent) {
+  SseParser a;
+  EXPECT_THAT(a.Feed("data: x\n\ndata: [DONE]\n"), ElementsAre("x"));
+  EXPECT_THAT(a.Finish(), ElementsAre("[DONE]"));
+  EXPECT_FALSE(a.HasPartialEvent());
+  SseParser b;  // no line end at all
+  EXPECT_THAT(b.Feed("data: [DO"), IsEmpty());
+  EXPECT_THAT(b.Feed("NE]"), IsEmpty());
+  EXPECT_THAT(b.Finish(), ElementsAre("[DONE]"));
+  SseParser c;  // nothing held back: nothing returned
+  EXPECT_THAT(c.Feed("data: y\n\n: comment\n"), ElementsAre("y"));
+  EXPECT_THAT(c.Finish(), IsEmpty());
+}
+
 }  // namespace
 }  // namespace surge::worker
