@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -203,7 +204,9 @@ int WorkerSession::Run() {
   }
 
   // Drain: stop releasing, report what was never released, give in-flight
-  // requests drain_ms, then abort them (they become LOST drain_timeout).
+  // requests up to drain_ms, then cut them off (they become INTERRUPTED with
+  // what is known of them). A later Stop (the user's second Ctrl-C, or the
+  // coordinator's end of run) shortens the drain to its own drain_ms.
   loop.Stop();
   pacer.join();
   for (const auto& a : loop.TakeUnreleased()) {
@@ -217,7 +220,32 @@ int WorkerSession::Run() {
     std::lock_guard<std::mutex> lock(outbox_mu_);
     outbox_.push_back(std::move(r));
   }
-  sender->Shutdown(std::chrono::milliseconds(drain_ms));
+  Clock::TimePoint drain_end = clock_.Now() + std::chrono::milliseconds(drain_ms);
+  while (exit_code == kExitDone && sender->inflight() > 0 && clock_.Now() < drain_end) {
+    const Clock::TimePoint now = clock_.Now();
+    if (now >= next_heartbeat) {
+      Envelope hb;
+      auto* h = hb.mutable_heartbeat();
+      h->set_hb_seq(++hb_seq);
+      h->set_t1_worker_ns(ToNanos(now));
+      h->set_inflight(static_cast<uint32_t>(sender->inflight()));
+      (void)SendEnvelope(std::move(hb));
+      next_heartbeat = now + heartbeat_period;
+    }
+    if (ToNanos(now) > lease_expiry_ns + 1000000000) break;  // coordinator gone
+    FlushRecords(false);
+    auto in = transport_.Receive(options_.poll);
+    if (!in.ok() || !in->has_value()) continue;
+    const Envelope& e = (*in)->message;
+    if (e.has_stop()) {
+      drain_end = std::min(drain_end, clock_.Now() + std::chrono::milliseconds(e.stop().drain_ms()));
+    } else if (e.has_heartbeat_ack()) {
+      lease_expiry_ns = std::max(lease_expiry_ns, e.heartbeat_ack().t1_worker_ns() + lease_ns);
+    } else if (e.has_reject()) {
+      break;
+    }
+  }
+  sender->Shutdown(std::chrono::milliseconds(0));
   FlushRecords(true);
   Envelope bye;
   bye.mutable_goodbye()->set_reason(stop_reason);

@@ -166,6 +166,14 @@ const std::map<std::string, Setter>& TopKeys() {
       {"seed", Uint([](RunConfig* c, uint64_t v) { c->set_seed(v); })},
       {"workers",
        Uint([](RunConfig* c, uint64_t v) { c->set_workers(static_cast<uint32_t>(std::min<uint64_t>(v, 1u << 30))); })},
+      {"abort_after_connect_failures", Uint([](RunConfig* c, uint64_t v) {
+         c->set_abort_after_connect_failures(static_cast<uint32_t>(std::min<uint64_t>(v, 1u << 30)));
+       })},
+      {"workers_force",
+       [](const YAML::Node& n, const std::string& f, Errors& e, RunConfig* c) {
+         bool v;
+         if (ReadBool(n, f, e, &v)) c->set_workers_force(v);
+       }},
       {"output_dir", String([](RunConfig* c, const std::string& v) { c->set_output_dir(v); })},
       {"model",
        String([](RunConfig* c, const std::string& v) { c->mutable_target()->set_model(v); })},
@@ -292,6 +300,7 @@ RunConfig DefaultRunConfig() {
   c.set_num_prompts(1000);
   c.set_seed(0);
   c.set_output_dir("outputs/default");
+  c.set_abort_after_connect_failures(10);
   c.mutable_target()->set_endpoint("/v1/chat/completions");
   c.mutable_target()->set_stream(true);
   c.mutable_target()->set_request_timeout_s(600);

@@ -28,7 +28,8 @@ absl::StatusOr<std::filesystem::path> CreateRunFolder(
 // they read back exactly (R-OUT-2). Errors: INTERNAL on I/O failure.
 absl::Status WritePlanCsv(const ArrivalSchedule& plan, const std::filesystem::path& path);
 
-// "OK", "FAILED", "LOST", "NOT_SENT" → "ok", "failed", "lost", "not_sent".
+// "OK", "FAILED", "LOST", "NOT_SENT", "INTERRUPTED" → "ok", "failed", "lost",
+// "not_sent", "interrupted".
 std::string StatusName(surge::v1::RequestStatus status);
 
 // One JSON object per request record, appended and flushed per batch so an

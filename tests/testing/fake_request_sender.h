@@ -64,9 +64,14 @@ class FakeRequestSender final : public surge::worker::RequestSender {
       std::lock_guard<std::mutex> lock(mu_);
       held.swap(held_);
     }
+    // As BeastRequestSender: what is still in flight is cut off and keeps
+    // what is known of it.
+    const int64_t now = ToNanos(clock_.Now());
     for (auto& [r, done] : held) {
-      r.set_status(surge::v1::LOST);
-      r.set_error("drain_timeout");
+      r.set_status(surge::v1::INTERRUPTED);
+      r.set_error("interrupted: cut_off_at_stop");
+      r.set_e2el_ns(0);
+      r.set_interrupted_ns(now);
       done(std::move(r));
     }
   }
