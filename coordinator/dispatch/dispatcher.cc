@@ -64,6 +64,7 @@ void Dispatcher::Send(Worker& worker, Envelope envelope) {
 
 absl::Status Dispatcher::AwaitWorkers() {
   const Clock::TimePoint give_up = clock_.Now() + options_.hello_timeout;
+  Clock::TimePoint next_exit_check = clock_.Now();
   auto ready = [this] {
     return static_cast<int>(std::count_if(workers_.begin(), workers_.end(),
                                           [](const Worker& w) { return w.ready; }));
@@ -78,10 +79,16 @@ absl::Status Dispatcher::AwaitWorkers() {
           "only ", ready(), " of ", options_.num_workers, " workers were ready (", workers_.size(),
           " connected) within ", options_.hello_timeout.count(), " ms"));
     }
-    for (auto& w : workers_) {
-      if (exited_ && exited_(w.index)) {
-        return absl::UnavailableError(
-            absl::StrCat("worker ", w.index, " exited before the start"));
+    // Process checks (one waitpid per worker) every 100 ms, not per message:
+    // with hundreds of workers heartbeating they would starve the loop that
+    // acknowledges those heartbeats.
+    if (clock_.Now() >= next_exit_check) {
+      next_exit_check = clock_.Now() + kSweepPeriod;
+      for (auto& w : workers_) {
+        if (exited_ && exited_(w.index)) {
+          return absl::UnavailableError(
+              absl::StrCat("worker ", w.index, " exited before the start"));
+        }
       }
     }
     auto in = transport_.Receive(std::chrono::milliseconds(10));

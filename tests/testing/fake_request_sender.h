@@ -43,6 +43,7 @@ class FakeRequestSender final : public surge::worker::RequestSender {
     r.set_ttft_ns(1000);
     r.set_e2el_ns(2000);
     r.set_output_tokens(a.max_tokens());
+    if (result_) result_(r);
     {
       std::lock_guard<std::mutex> lock(mu_);
       sent_.push_back(Sent{a.index(), now});
@@ -99,6 +100,9 @@ class FakeRequestSender final : public surge::worker::RequestSender {
     return cancelled_;
   }
   void set_after_send(std::function<void(uint64_t)> f) { after_send_ = std::move(f); }
+  // Changes each record before it is answered (or held), e.g. into a
+  // connection failure. Set it before the first Send.
+  void set_result(std::function<void(surge::v1::RequestRecord&)> f) { result_ = std::move(f); }
 
  private:
   Clock& clock_;
@@ -109,6 +113,7 @@ class FakeRequestSender final : public surge::worker::RequestSender {
   std::vector<Sent> cancelled_;
   std::vector<std::pair<surge::v1::RequestRecord, surge::worker::SendCallback>> held_;
   std::function<void(uint64_t)> after_send_;
+  std::function<void(surge::v1::RequestRecord&)> result_;
 };
 
 }  // namespace surge::testing
