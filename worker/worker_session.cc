@@ -142,6 +142,11 @@ int WorkerSession::Run() {
 
   uint64_t hb_seq = 0;
   Clock::TimePoint next_heartbeat = clock_.Now();
+  // Before Start nothing can be released, so a late heartbeat ack (the
+  // coordinator is busy welcoming hundreds of workers on a loaded machine)
+  // is no reason to leave: until Start the worker waits up to hello_timeout.
+  bool started = false;
+  const Clock::TimePoint start_give_up = clock_.Now() + options_.hello_timeout;
   std::string stop_reason;
   uint32_t drain_ms = 0;
   int exit_code = kExitDone;
@@ -163,7 +168,7 @@ int WorkerSession::Run() {
     // R-DIST-7: a coordinator silent past the lease stops the pacer at once
     // (the pacer checks the lease itself); one second later the worker gives
     // up and exits.
-    if (ToNanos(now) > lease_expiry_ns + 1000000000) {
+    if (started ? ToNanos(now) > lease_expiry_ns + 1000000000 : now > start_give_up) {
       LogError("coordinator lost (no heartbeat acknowledged); stopping");
       stop_reason = "coordinator_lost";
       exit_code = kExitCoordinatorLost;
@@ -179,6 +184,7 @@ int WorkerSession::Run() {
     if (!in->has_value()) continue;
     Envelope& e = (*in)->message;
     if (e.has_start()) {
+      started = true;
       loop.SetStart(e.start().t0_coord_ns() - clock_offset_ns);
     } else if (e.has_assignment_batch()) {
       auto* list = e.mutable_assignment_batch()->mutable_assignments();

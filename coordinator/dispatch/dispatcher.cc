@@ -367,7 +367,15 @@ void Dispatcher::BeginStop(Clock::TimePoint now, const std::string& reason,
 }
 
 absl::StatusOr<DispatchOutcome> Dispatcher::Run() {
-  if (absl::Status s = AwaitWorkers(); !s.ok()) return s;
+  if (absl::Status s = AwaitWorkers(); !s.ok()) {
+    // Nothing was assigned: release the workers that did come.
+    for (auto& w : workers_) {
+      Envelope stop;
+      stop.mutable_stop()->set_reason("start_failed");
+      Send(w, std::move(stop));
+    }
+    return s;
+  }
   const size_t n = state_.size();
   Clock::TimePoint now = clock_.Now();
   // t0 lies start_lead ahead so that the first window reaches every worker

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -376,6 +377,68 @@ TEST(EndToEndTest, TooManyWorkersAreCappedWithAWarning) {
   EXPECT_EQ(report.summary["run"]["workers_lost"], 0);
   EXPECT_EQ(report.summary["run"]["send_unknown"], 0);
   EXPECT_EQ(report.summary["run"]["stop_reason"], "completed");
+}
+
+// Issue 8 item 5: a worker that dies holding requests makes them `lost`;
+// the console says how many workers were lost and the run exits 1 (its
+// numbers are incomplete), with every file written.
+TEST(EndToEndTest, LostRequestsAreReportedAndExitOne) {
+  const fs::path dir = FreshDir("surge_e2e_worker_killed");
+  fs::create_directories(dir);
+  const SimServerProcess server =
+      StartSimServerProcess({"--ttft-ms", "1500", "--itl-ms", "1"}, dir / "server.log");
+  ASSERT_GT(server.pid, 0);
+  if (server.port.empty()) StopProcess(server.pid);
+  ASSERT_FALSE(server.port.empty()) << "sim server did not start";
+  const fs::path log = dir / "run.log";
+  const pid_t pid = SpawnSurge(
+      {"run", "--base-url", "http://127.0.0.1:" + server.port, "--model", "m", "--num-prompts",
+       "60", "--request-rate", "20", "--workers", "2", "--random-input-len", "16",
+       "--random-output-len", "2", "--output-dir", (dir / "out").string()},
+      log);
+  ASSERT_GT(pid, 0);
+  for (int i = 0; i < 100 && ReadText(log).find("started 60 requests") == std::string::npos; ++i) {
+    usleep(100000);
+  }
+  usleep(1000000);  // ~20 requests out, none answered yet (1.5 s to the first token)
+  // Worker 1 is the surge child whose command line says "--worker-index 1".
+  pid_t victim = -1;
+  std::istringstream children(
+      ReadText("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children"));
+  for (pid_t child; children >> child;) {
+    std::string cmdline = ReadText("/proc/" + std::to_string(child) + "/cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find("worker --connect") != std::string::npos &&
+        cmdline.find("--worker-index 1 ") != std::string::npos) {
+      victim = child;
+    }
+  }
+  ASSERT_GT(victim, 0) << "worker 1 not found among surge's children";
+  kill(victim, SIGKILL);
+  int status = 0;
+  for (int i = 0; i < 300 && waitpid(pid, &status, WNOHANG) == 0; ++i) usleep(100000);
+  if (waitpid(pid, &status, WNOHANG) == 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+  }
+  StopProcess(server.pid);
+  const std::string output = ReadText(log);
+  ASSERT_TRUE(WIFEXITED(status)) << output;
+  EXPECT_EQ(WEXITSTATUS(status), 1) << output;
+  const fs::path folder = ResultsFolder(output);
+  ASSERT_FALSE(folder.empty()) << output;
+  const RunFolderReport report = CheckRunFolder(folder, "synthetic");
+  EXPECT_TRUE(report.problems.empty()) << report.Describe();
+  EXPECT_EQ(report.records, 60u);
+  const nlohmann::json& s = report.summary;
+  const int lost = s["requests"]["lost"].get<int>();
+  EXPECT_GT(lost, 0) << output;
+  EXPECT_EQ(s["run"]["workers_lost"], 1);
+  EXPECT_EQ(s["run"]["send_unknown"], lost);
+  EXPECT_THAT(output, HasSubstr("workers lost: 1, reassigned: " +
+                                std::to_string(s["run"]["reassigned"].get<int>()) +
+                                ", send_unknown: " + std::to_string(lost)));
+  EXPECT_THAT(output, HasSubstr(std::to_string(lost) + " requests are lost"));
 }
 
 }  // namespace

@@ -185,9 +185,9 @@ TEST(DispatcherTest, RunStartsOnlyWhenEveryWorkerIsReady) {
   EXPECT_THAT(std::string(outcome.status().message()),
               ::testing::HasSubstr("only 1 of 2 workers were ready (2 connected)"));
   EXPECT_TRUE(records.empty());
-  // The live worker got no Start and no work; it gives up on its own (its
-  // lease runs out), having sent nothing.
+  // The live worker got no Start and no work, and was told to stop.
   live.thread.join();
+  EXPECT_EQ(live.exit_code, surge::worker::kExitDone);
   EXPECT_TRUE(live.sender->sent().empty());
 }
 
