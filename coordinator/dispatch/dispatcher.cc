@@ -224,6 +224,7 @@ void Dispatcher::Finalize(surge::v1::RequestRecord record) {
   ++outcome_.records;
   sent_records_ += record.sent();
   ok_records_ += record.status() == surge::v1::OK;
+  not_sent_records_ += record.status() == surge::v1::NOT_SENT;
   outcome_.send_unknown += record.status() == surge::v1::LOST;
   CountConnectFailure(record);
   sink_(record);
@@ -406,6 +407,8 @@ absl::StatusOr<DispatchOutcome> Dispatcher::Run() {
       p.records = outcome_.records;
       p.sent = sent_records_;
       p.ok = ok_records_;
+      p.not_sent = not_sent_records_;
+      p.stopping = stopping_;
       for (const auto& w : workers_) p.inflight += w.alive ? w.inflight : 0;
       p.last_planned_s = n > 0 ? NanosToSeconds(offset_ns_[n - 1]) : 0;
       options_.on_progress(p);

@@ -31,6 +31,10 @@ struct DispatchProgress {
   uint64_t records = 0;
   uint64_t sent = 0;
   uint64_t ok = 0;
+  // Final records that were never sent (NOT_SENT), e.g. after a stop.
+  uint64_t not_sent = 0;
+  // The run is stopping (Ctrl-C, or the target is unreachable).
+  bool stopping = false;
   // In flight on the workers, from their last heartbeats.
   uint64_t inflight = 0;
   // Planned offset of the last request, seconds.
@@ -184,6 +188,7 @@ class Dispatcher {
   DispatchOutcome outcome_;
   uint64_t sent_records_ = 0;
   uint64_t ok_records_ = 0;
+  uint64_t not_sent_records_ = 0;
   // The connect-failure rule: records counted so far, and whether a record
   // other than a connection failure has settled it (rule off).
   uint32_t connect_failures_ = 0;

@@ -343,6 +343,19 @@ TEST(ProgressTest, LineShowsCountsRateAndEta) {
             "[   10.0 s] done 480/1000  ok 478  failed 2  in flight 10  sent 50.0 RPS  ETA 10 s");
   p.elapsed_s = 21;
   EXPECT_THAT(FormatProgress(p), ::testing::EndsWith("draining"));
+  // Issue 8 item 3: after a stop, not-sent requests are not shown as failed.
+  {
+    DispatchProgress stopped = p;
+    stopped.elapsed_s = 5;
+    stopped.records = 300;
+    stopped.ok = 3;
+    stopped.not_sent = 272;
+    stopped.stopping = true;
+    EXPECT_EQ(FormatProgress(stopped),
+              "[    5.0 s] done 300/1000  ok 3  failed 25  not sent 272  in flight 10  sent 100.0 "
+              "RPS  stopping");
+  }
+  p.elapsed_s = 21;
   // Not a terminal: one line per period, not per update.
   char* text = nullptr;
   size_t size = 0;
