@@ -244,7 +244,8 @@ int WorkerSession::Run() {
     if (!in.ok() || !in->has_value()) continue;
     const Envelope& e = (*in)->message;
     if (e.has_stop()) {
-      drain_end = std::min(drain_end, clock_.Now() + std::chrono::milliseconds(e.stop().drain_ms()));
+      drain_end =
+          std::min(drain_end, clock_.Now() + std::chrono::milliseconds(e.stop().drain_ms()));
     } else if (e.has_heartbeat_ack()) {
       lease_expiry_ns = std::max(lease_expiry_ns, e.heartbeat_ack().t1_worker_ns() + lease_ns);
     } else if (e.has_reject()) {

@@ -66,8 +66,8 @@ absl::Status Dispatcher::AwaitWorkers() {
   const Clock::TimePoint give_up = clock_.Now() + options_.hello_timeout;
   Clock::TimePoint next_exit_check = clock_.Now();
   auto ready = [this] {
-    return static_cast<int>(std::count_if(workers_.begin(), workers_.end(),
-                                          [](const Worker& w) { return w.ready; }));
+    return static_cast<int>(
+        std::count_if(workers_.begin(), workers_.end(), [](const Worker& w) { return w.ready; }));
   };
   // Every worker must be ready (Hello answered, first heartbeat received)
   // before t0 is fixed: start-up work (process start, DNS, TLS setup) never
@@ -206,10 +206,11 @@ void Dispatcher::CountConnectFailure(const surge::v1::RequestRecord& r) {
   if (++connect_failures_ < options_.abort_after_connect_failures) return;
   connect_rule_settled_ = true;
   outcome_.target_unreachable = true;
-  outcome_.stop_message = absl::StrCat(
-      "the first ", connect_failures_, " requests all failed without any response from the "
-      "target (last error: ", e, "); stopped the run (--abort-after-connect-failures ",
-      options_.abort_after_connect_failures, ", 0 = never stop)");
+  outcome_.stop_message = absl::StrCat("the first ", connect_failures_,
+                                       " requests all failed without any response from the "
+                                       "target (last error: ",
+                                       e, "); stopped the run (--abort-after-connect-failures ",
+                                       options_.abort_after_connect_failures, ", 0 = never stop)");
 }
 
 void Dispatcher::Finalize(surge::v1::RequestRecord record) {
@@ -418,23 +419,21 @@ absl::StatusOr<DispatchOutcome> Dispatcher::Run() {
       outcome_.interrupted = true;
       outcome_.interrupted_at_ns = NowRelNs(now);
       if (!stopping_) {
+        uint64_t inflight = 0;
+        for (const auto& w : workers_) inflight += w.alive ? w.inflight : 0;
         LogWarning(absl::StrFormat(
             "interrupted by the user at %.2f s: nothing more is sent; waiting up to %d s for "
             "the %d requests in flight; Ctrl-C again to cut them off now",
             NanosToSeconds(outcome_.interrupted_at_ns),
-            static_cast<int>(options_.drain.count() / 1000),
-            [this] {
-              int inflight = 0;
-              for (const auto& w : workers_) inflight += w.alive ? w.inflight : 0;
-              return inflight;
-            }()));
+            static_cast<int>(options_.drain.count() / 1000), inflight));
         BeginStop(now, "interrupted", options_.drain);
       }
     }
     if (stopping_ && stop_requests_.load() > 1 && !second_stop_seen) {
       second_stop_seen = true;
-      LogWarning("second interrupt: cutting off the requests in flight (they are recorded as "
-                 "interrupted, with what is known of them)");
+      LogWarning(
+          "second interrupt: cutting off the requests in flight (they are recorded as "
+          "interrupted, with what is known of them)");
       stop_deadline_ = std::min(stop_deadline_, now + options_.cut_wait);
       for (auto& w : workers_) {
         if (!w.alive) continue;

@@ -157,8 +157,7 @@ class Dispatcher {
   void FinishUnassigned(const std::string& reason);
   // Stops releasing (the rest NOT_SENT "not_sent: <reason>") and tells the
   // workers to stop with `drain`.
-  void BeginStop(Clock::TimePoint now, const std::string& reason,
-                 std::chrono::milliseconds drain);
+  void BeginStop(Clock::TimePoint now, const std::string& reason, std::chrono::milliseconds drain);
   void CountConnectFailure(const surge::v1::RequestRecord& record);
   int64_t NowRelNs(Clock::TimePoint now) const { return ToNanos(now) - t0_ns_; }
   Worker* FindWorker(const std::string& peer);

@@ -212,12 +212,12 @@ absl::StatusOr<RequestRecord> ParseDetailsLine(const std::string& line) {
   r.set_attempt(j.value("attempt", 0u));
   r.set_worker(j.value("worker", -1));
   const std::string status = j.value("status", std::string());
-  r.set_status(status == "ok"         ? surge::v1::OK
-               : status == "failed"   ? surge::v1::FAILED
-               : status == "lost"     ? surge::v1::LOST
-               : status == "not_sent" ? surge::v1::NOT_SENT
+  r.set_status(status == "ok"            ? surge::v1::OK
+               : status == "failed"      ? surge::v1::FAILED
+               : status == "lost"        ? surge::v1::LOST
+               : status == "not_sent"    ? surge::v1::NOT_SENT
                : status == "interrupted" ? surge::v1::INTERRUPTED
-                                      : surge::v1::REQUEST_STATUS_UNSPECIFIED);
+                                         : surge::v1::REQUEST_STATUS_UNSPECIFIED);
   r.set_planned_ns(ns("planned_offset_s"));
   r.set_released_ns(ns("released_offset_s"));
   r.set_sent_ns(ns("actual_offset_s"));

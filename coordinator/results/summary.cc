@@ -211,8 +211,8 @@ nlohmann::json SummaryToJson(const RunSummary& s, const nlohmann::json& context)
   };
   nlohmann::json j;
   j["run"] = context;
-  j["requests"] = {{"total", s.total},   {"succeeded", s.succeeded}, {"failed", s.failed},
-                   {"lost", s.lost},     {"not_sent", s.not_sent},   {"interrupted", s.interrupted},
+  j["requests"] = {{"total", s.total}, {"succeeded", s.succeeded}, {"failed", s.failed},
+                   {"lost", s.lost},   {"not_sent", s.not_sent},   {"interrupted", s.interrupted},
                    {"sent", s.sent}};
   j["duration_s"] = Number(s.duration_s);
   j["request_throughput_rps"] = Number(s.request_throughput_rps);

@@ -155,9 +155,9 @@ TEST_F(PlotPagesTest, ActualPageShowsTheNote) {
   const ArrivalSchedule plan = RampedBurstyPlan(200);
   const std::vector<ActualSend> sends = JitteredSends(plan);
   const fs::path noted = dir_ / "noted.html";
-  ASSERT_TRUE(WriteActualPlotPage(plan, sends, noted,
-                                  "Run interrupted by the user at 4.97 s: <80> cut off")
-                  .ok());
+  ASSERT_TRUE(
+      WriteActualPlotPage(plan, sends, noted, "Run interrupted by the user at 4.97 s: <80> cut off")
+          .ok());
   const std::string page = ReadFile(noted);
   EXPECT_THAT(page, HasSubstr("<p id=\"surge-note\">Run interrupted by the user at 4.97 s: "
                               "&lt;80&gt; cut off</p>"));

@@ -311,7 +311,8 @@ TEST(BeastRequestSenderTest, ShutdownKeepsTokensReceivedSoFar) {
   ASSERT_NE(sender, nullptr);
   auto done = std::make_shared<std::promise<RequestRecord>>();
   auto future = done->get_future();
-  sender->Send(MakeAssignment(4, /*max_tokens=*/50), [done](RequestRecord r) { done->set_value(r); });
+  sender->Send(MakeAssignment(4, /*max_tokens=*/50),
+               [done](RequestRecord r) { done->set_value(r); });
   // 50 tokens take 10 s; after 700 ms about 4 have come.
   sender->Shutdown(std::chrono::milliseconds(700));
   ASSERT_EQ(future.wait_for(std::chrono::seconds(0)), std::future_status::ready);
