@@ -36,9 +36,13 @@ class RequestSender {
   virtual void CancelPrepared(const surge::v1::Assignment& assignment) { (void)assignment; }
   // Requests started and not yet finished.
   virtual size_t inflight() const = 0;
-  // Waits up to `drain` for in-flight requests to finish; then aborts the rest
-  // (their callbacks run with status LOST, error "drain_timeout") and stops
-  // the I/O threads. Idempotent.
+  // Waits up to `drain` for in-flight requests to finish; then cuts off the
+  // rest and stops the I/O threads. Idempotent. A cut-off request whose first
+  // byte was sent gets status INTERRUPTED ("interrupted: ...") with sent_ns,
+  // ttft_ns, itl_ns and the output tokens so far and interrupted_ns (absolute
+  // local steady ns, like sent_ns); one that never was, NOT_SENT.
+  // (A sender that knows nothing about a request reports INTERRUPTED
+  // "interrupted: no_record".)
   virtual void Shutdown(std::chrono::milliseconds drain) = 0;
 };
 

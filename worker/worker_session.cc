@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -175,6 +176,11 @@ int WorkerSession::Run() {
 
   uint64_t hb_seq = 0;
   Clock::TimePoint next_heartbeat = clock_.Now();
+  // Before Start nothing can be released, so a late heartbeat ack (the
+  // coordinator is busy welcoming hundreds of workers on a loaded machine)
+  // is no reason to leave: until Start the worker waits up to hello_timeout.
+  bool started = false;
+  const Clock::TimePoint start_give_up = clock_.Now() + options_.hello_timeout;
   std::string stop_reason;
   uint32_t drain_ms = 0;
   int exit_code = kExitDone;
@@ -196,7 +202,7 @@ int WorkerSession::Run() {
     // R-DIST-7: a coordinator silent past the lease stops the pacer at once
     // (the pacer checks the lease itself); one second later the worker gives
     // up and exits.
-    if (ToNanos(now) > lease_expiry_ns + 1000000000) {
+    if (started ? ToNanos(now) > lease_expiry_ns + 1000000000 : now > start_give_up) {
       LogError("coordinator lost (no heartbeat acknowledged); stopping");
       stop_reason = "coordinator_lost";
       exit_code = kExitCoordinatorLost;
@@ -212,6 +218,7 @@ int WorkerSession::Run() {
     if (!in->has_value()) continue;
     Envelope& e = (*in)->message;
     if (e.has_start()) {
+      started = true;
       loop.SetStart(e.start().t0_coord_ns() - clock_offset_ns);
     } else if (e.has_assignment_batch()) {
       auto* list = e.mutable_assignment_batch()->mutable_assignments();
@@ -237,7 +244,9 @@ int WorkerSession::Run() {
   }
 
   // Drain: stop releasing, report what was never released, give in-flight
-  // requests drain_ms, then abort them (they become LOST drain_timeout).
+  // requests up to drain_ms, then cut them off (they become INTERRUPTED with
+  // what is known of them). A later Stop (the user's second Ctrl-C, or the
+  // coordinator's end of run) shortens the drain to its own drain_ms.
   loop.Stop();
   pacer.join();
   for (const auto& a : loop.TakeUnreleased()) {
@@ -250,7 +259,33 @@ int WorkerSession::Run() {
     r.set_error(absl::StrCat("not_sent: ", stop_reason.empty() ? "stopped" : stop_reason));
     AddToOutbox(std::move(r));
   }
-  sender->Shutdown(std::chrono::milliseconds(drain_ms));
+  Clock::TimePoint drain_end = clock_.Now() + std::chrono::milliseconds(drain_ms);
+  while (exit_code == kExitDone && sender->inflight() > 0 && clock_.Now() < drain_end) {
+    const Clock::TimePoint now = clock_.Now();
+    if (now >= next_heartbeat) {
+      Envelope hb;
+      auto* h = hb.mutable_heartbeat();
+      h->set_hb_seq(++hb_seq);
+      h->set_t1_worker_ns(ToNanos(now));
+      h->set_inflight(static_cast<uint32_t>(sender->inflight()));
+      (void)SendEnvelope(std::move(hb));
+      next_heartbeat = now + heartbeat_period;
+    }
+    if (ToNanos(now) > lease_expiry_ns + 1000000000) break;  // coordinator gone
+    FlushRecords(false);
+    auto in = transport_.Receive(options_.poll);
+    if (!in.ok() || !in->has_value()) continue;
+    const Envelope& e = (*in)->message;
+    if (e.has_stop()) {
+      drain_end =
+          std::min(drain_end, clock_.Now() + std::chrono::milliseconds(e.stop().drain_ms()));
+    } else if (e.has_heartbeat_ack()) {
+      lease_expiry_ns = std::max(lease_expiry_ns, e.heartbeat_ack().t1_worker_ns() + lease_ns);
+    } else if (e.has_reject()) {
+      break;
+    }
+  }
+  sender->Shutdown(std::chrono::milliseconds(0));
   // A full send queue empties as the coordinator reads: retry for a while
   // (bounded) before giving up on the last records.
   const Clock::TimePoint flush_deadline = clock_.Now() + std::chrono::seconds(2);

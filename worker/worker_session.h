@@ -30,7 +30,8 @@ struct WorkerSessionOptions {
   int32_t requested_index = -1;
   // Random per process start; fences a restarted process (DISTRIBUTED.md §2).
   uint64_t incarnation = 0;
-  // How long Hello is repeated before giving up.
+  // How long Hello is repeated before giving up; also how long a welcomed
+  // worker waits for Start (the lease is enforced only after Start).
   std::chrono::milliseconds hello_timeout{30000};
   // Hello repeat period.
   std::chrono::milliseconds hello_period{250};

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -245,11 +246,23 @@ absl::StatusOr<Prepared> Prepare(const RunConfig& config, const std::string& mod
 // The summary JSON, the printed table and the actual page: the end of
 // `surge run` and all of `surge report`. Failures are logged, not fatal: the
 // details file stays the source of truth.
+//
+// How the run ended is read from `context`: "stop_reason" (text, e.g.
+// "interrupted by the user at 4.97 s"; "completed" for a normal end) goes on
+// the actual page and under the printed table, as do the worker-loss counts
+// ("workers_lost", "reassigned", "send_unknown") when not zero.
 void WriteRunResults(const fs::path& folder, const std::string& dataset,
                      const ArrivalSchedule& plan,
                      const std::vector<surge::v1::RequestRecord>& records,
                      const RunConfig& config, const nlohmann::json& context) {
   const RunSummary summary = Summarize(records, &config.goodput());
+  const std::string stop_reason = context.value("stop_reason", std::string());
+  const std::string note =
+      stop_reason.empty() || stop_reason == "completed"
+          ? std::string()
+          : absl::StrCat("Run ", stop_reason, ": ", summary.sent, " of ", summary.total,
+                         " requests were sent (", summary.interrupted,
+                         " of them cut off: interrupted), ", summary.not_sent, " not sent");
   if (absl::Status s = WriteJsonFile(SummaryToJson(summary, context), folder / (dataset + ".json"));
       !s.ok()) {
     LogError(s.ToString());
@@ -263,11 +276,22 @@ void WriteRunResults(const fs::path& folder, const std::string& dataset,
       sends.push_back(ActualSend{r.index(), NanosToSeconds(r.sent_ns())});
     }
   }
-  if (absl::Status s = WriteActualPlotPage(plan, sends, folder / ActualPlotFileName(dataset));
+  if (absl::Status s =
+          WriteActualPlotPage(plan, sends, folder / ActualPlotFileName(dataset), note);
       !s.ok()) {
     LogError(s.ToString());
   }
   std::cout << FormatSummaryTable(summary);
+  if (!note.empty()) std::cout << note << "\n";
+  auto count = [&context](const char* key) {
+    auto it = context.find(key);
+    return it != context.end() && it->is_number_unsigned() ? it->get<uint64_t>() : uint64_t{0};
+  };
+  if (count("workers_lost") > 0 || count("send_unknown") > 0) {
+    std::cout << "workers lost: " << count("workers_lost") << ", reassigned: "
+              << count("reassigned") << ", send_unknown: " << count("send_unknown")
+              << " (requests possibly sent by a lost worker: status lost)\n";
+  }
 }
 
 int Fail(const absl::Status& status, int code) {
@@ -320,6 +344,17 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe) {
     if (!model.ok()) return Fail(model.status(), kExitFailure);
     config.mutable_target()->set_model(*model);
     LogInfo(absl::StrCat("model: ", *model, " (first listed at /v1/models)"));
+  } else if (!sim) {
+    // Pre-flight: a target that does not even accept a connection fails the
+    // run now, not after N failed requests. Only connect/TLS failures count;
+    // any HTTP answer (even 404 at /v1/models) is fine.
+    if (absl::Status s = surge::worker::CheckTargetConnects(config.target(),
+                                                             std::chrono::milliseconds(10000));
+        !s.ok()) {
+      return Fail(absl::UnavailableError(absl::StrCat(
+                      s.message(), " (pre-flight check of --base-url; nothing was sent)")),
+                  kExitFailure);
+    }
   }
 
   // Workers: one per core by default; never more than the concurrency cap,
@@ -329,6 +364,19 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe) {
                                      : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (config.max_concurrency() > 0) {
     workers = static_cast<int>(std::min<uint64_t>(workers, config.max_concurrency()));
+  }
+  // Far more processes than cores starve each other (and their heartbeats);
+  // more workers than requests have nothing to do.
+  if (!config.workers_force()) {
+    const int cap = MaxUsefulWorkers(std::thread::hardware_concurrency(), config.num_prompts());
+    if (workers > cap) {
+      LogWarning(absl::StrCat("--workers ", workers, " capped at ", cap, " (at most ",
+                              kWorkersPerCore, " per core on ",
+                              std::max(1u, std::thread::hardware_concurrency()),
+                              " cores, and no more than the ", config.num_prompts(),
+                              " requests); --workers-force keeps ", workers));
+      workers = cap;
+    }
   }
   config.set_workers(static_cast<uint32_t>(workers));
 
@@ -351,6 +399,7 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe) {
     }
   }
   options.num_workers = workers;
+  options.abort_after_connect_failures = config.abort_after_connect_failures();
   options.target = config.target();
   options.seed = config.seed();
   std::mt19937_64 id_source(std::random_device{}());
@@ -389,6 +438,18 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe) {
   if (!outcome.ok() && records.empty()) return Fail(outcome.status(), kExitFailure);
 
   // Summary and the actual page, also after an interrupt or worker loss (R-ACT-1).
+  const bool interrupted = outcome.ok() ? outcome->interrupted : true;
+  std::string stop_reason = "completed";
+  nlohmann::json interrupted_at_s = nullptr;
+  if (outcome.ok() && outcome->interrupted) {
+    interrupted_at_s = std::round(NanosToSeconds(outcome->interrupted_at_ns) * 100) / 100;
+    stop_reason = absl::StrFormat("interrupted by the user at %.2f s",
+                                  NanosToSeconds(outcome->interrupted_at_ns));
+  } else if (outcome.ok() && outcome->target_unreachable) {
+    stop_reason = absl::StrCat("stopped by surge: target unreachable: ", outcome->stop_message);
+  } else if (!outcome.ok()) {
+    stop_reason = absl::StrCat("stopped: ", outcome.status().message());
+  }
   nlohmann::json context = {
       {"seed", config.seed()},
       {"dataset", p.dataset},
@@ -404,7 +465,10 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe) {
       {"model", config.target().model()},
       {"workers", workers},
       {"run_id", options.run_id},
-      {"interrupted", outcome.ok() ? outcome->interrupted : true},
+      {"interrupted", interrupted},
+      {"interrupted_at_s", interrupted_at_s},
+      {"stop_reason", stop_reason},
+      {"send_unknown", outcome.ok() ? outcome->send_unknown : 0},
       {"reassigned", outcome.ok() ? outcome->reassigned : 0},
       {"rejected_records", outcome.ok() ? outcome->rejected_records : 0},
       {"workers_lost", outcome.ok() ? outcome->workers_lost : 0},
@@ -421,7 +485,18 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe) {
   WriteRunResults(p.folder, p.dataset, p.plan, records, config, context);
   std::cout << "results: " << p.folder.string() << std::endl;
   if (!outcome.ok()) return Fail(outcome.status(), kExitFailure);
-  return outcome->interrupted ? kExitInterrupted : kExitOk;
+  if (outcome->interrupted) return kExitInterrupted;
+  if (outcome->target_unreachable) {
+    return Fail(absl::UnavailableError(absl::StrCat("target unreachable: ", outcome->stop_message)),
+                kExitFailure);
+  }
+  if (outcome->send_unknown > 0) {
+    return Fail(absl::DataLossError(absl::StrCat(
+                    outcome->send_unknown, " requests are lost (possibly sent, outcome unknown: ",
+                    outcome->workers_lost, " workers lost); see the details file")),
+                kExitFailure);
+  }
+  return kExitOk;
 }
 
 }  // namespace surge::coordinator

@@ -4,6 +4,7 @@
 #ifndef SURGE_COORDINATOR_CLI_COMMANDS_H_
 #define SURGE_COORDINATOR_CLI_COMMANDS_H_
 
+#include <cstdint>
 #include <string>
 
 #include "surge/v1/config.pb.h"
@@ -14,6 +15,17 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;
 inline constexpr int kExitConfigError = 2;
 inline constexpr int kExitInterrupted = 130;
+
+// Local workers per core beyond which `surge run` caps --workers (with a
+// warning) unless workers_force: far more processes than cores starve each
+// other's heartbeats and pacers.
+inline constexpr int kWorkersPerCore = 4;
+// min(kWorkersPerCore × max(1, cores), max(1, requests)).
+inline int MaxUsefulWorkers(unsigned cores, uint64_t requests) {
+  const uint64_t by_cores = static_cast<uint64_t>(kWorkersPerCore) * (cores > 0 ? cores : 1);
+  const uint64_t by_requests = requests > 0 ? requests : 1;
+  return static_cast<int>(by_cores < by_requests ? by_cores : by_requests);
+}
 
 // R-UI-4: computes the plan, writes `{dataset}_plan.csv` and (unless instant)
 // the expected page into a new run folder; sends nothing.

@@ -77,6 +77,13 @@ const std::vector<Flag>& Flags() {
       {"workers", "workers", Kind::kCount,
        "Local worker processes; 0 = one per core (default).",
        [](RunConfig* c, const std::string& v) { c->set_workers(U32(v)); }},
+      {"workers-force", "workers_force", Kind::kSwitch,
+       "Allow more than 4 workers per core (or more workers than requests); without it "
+       "--workers is capped there with a warning.",
+       [](RunConfig* c, const std::string& v) { c->set_workers_force(v == "true"); }},
+      {"abort-after-connect-failures", "abort_after_connect_failures", Kind::kCount,
+       "Stop (exit 1) when the first K requests all fail to connect; 0 = never (default 10).",
+       [](RunConfig* c, const std::string& v) { c->set_abort_after_connect_failures(U32(v)); }},
       {"output-dir", "output_dir", Kind::kText, "Root of the run folders (default outputs/default).",
        [](RunConfig* c, const std::string& v) { c->set_output_dir(v); }},
       {"model", "model", Kind::kText,

@@ -215,6 +215,14 @@ const std::map<std::string, Setter>& TopKeys() {
       {"seed", Uint([](RunConfig* c, uint64_t v) { c->set_seed(v); })},
       {"workers",
        Uint([](RunConfig* c, uint64_t v) { c->set_workers(static_cast<uint32_t>(std::min<uint64_t>(v, 1u << 30))); })},
+      {"abort_after_connect_failures", Uint([](RunConfig* c, uint64_t v) {
+         c->set_abort_after_connect_failures(static_cast<uint32_t>(std::min<uint64_t>(v, 1u << 30)));
+       })},
+      {"workers_force",
+       [](const YAML::Node& n, const std::string& f, Errors& e, RunConfig* c) {
+         bool v;
+         if (ReadBool(n, f, e, &v)) c->set_workers_force(v);
+       }},
       {"output_dir", String([](RunConfig* c, const std::string& v) { c->set_output_dir(v); })},
       {"model",
        String([](RunConfig* c, const std::string& v) { c->mutable_target()->set_model(v); })},
@@ -443,6 +451,7 @@ RunConfig DefaultRunConfig() {
   c.set_num_prompts(1000);
   c.set_seed(0);
   c.set_output_dir("outputs/default");
+  c.set_abort_after_connect_failures(10);
   c.mutable_target()->set_endpoint("/v1/chat/completions");
   c.mutable_target()->set_stream(true);
   c.mutable_target()->set_request_timeout_s(600);
@@ -834,6 +843,8 @@ std::string SavedConfigJson(const RunConfig& c, std::vector<std::string>* left_o
   j["seed"] = c.seed();
   j["max_concurrency"] = c.max_concurrency();
   j["workers"] = c.workers();
+  if (c.workers_force()) j["workers_force"] = true;
+  j["abort_after_connect_failures"] = c.abort_after_connect_failures();
   j["output_dir"] = c.output_dir();
   const auto& target = c.target();
   if (!target.model().empty()) j["model"] = target.model();

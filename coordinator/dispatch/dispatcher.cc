@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/log.h"
 #include "common/time_units.h"
 
@@ -58,7 +59,7 @@ void Dispatcher::Send(Worker& worker, Envelope envelope) {
   envelope.set_seq(++seq_);
   if (absl::Status s = transport_.Send(worker.peer, envelope); !s.ok()) {
     // After a stop, workers that already left are expected to be unreachable.
-    if (stop_requests_.load() > 0 || !worker.alive) {
+    if (stopping_ || stop_requests_.load() > 0 || !worker.alive) {
       LogDebug(absl::StrCat("to worker ", worker.index, ": ", s.ToString()));
     } else {
       LogWarning(absl::StrCat("to worker ", worker.index, ": ", s.ToString()));
@@ -68,18 +69,31 @@ void Dispatcher::Send(Worker& worker, Envelope envelope) {
 
 absl::Status Dispatcher::AwaitWorkers() {
   const Clock::TimePoint give_up = clock_.Now() + options_.hello_timeout;
-  while (static_cast<int>(workers_.size()) < options_.num_workers) {
+  Clock::TimePoint next_exit_check = clock_.Now();
+  auto ready = [this] {
+    return static_cast<int>(
+        std::count_if(workers_.begin(), workers_.end(), [](const Worker& w) { return w.ready; }));
+  };
+  // Every worker must be ready (Hello answered, first heartbeat received)
+  // before t0 is fixed: start-up work (process start, DNS, TLS setup) never
+  // eats into the schedule or the liveness deadlines.
+  while (ready() < options_.num_workers) {
     if ((stop_requests_.load() > 0)) return absl::CancelledError("interrupted before the start");
     if (clock_.Now() >= give_up) {
-      return absl::UnavailableError(absl::StrCat("only ", workers_.size(), " of ",
-                                                 options_.num_workers,
-                                                 " workers connected within ",
-                                                 options_.hello_timeout.count(), " ms"));
+      return absl::UnavailableError(absl::StrCat(
+          "only ", ready(), " of ", options_.num_workers, " workers were ready (", workers_.size(),
+          " connected) within ", options_.hello_timeout.count(), " ms"));
     }
-    for (auto& w : workers_) {
-      if (exited_ && exited_(w.index)) {
-        return absl::UnavailableError(
-            absl::StrCat("worker ", w.index, " exited before the start"));
+    // Process checks (one waitpid per worker) every 100 ms, not per message:
+    // with hundreds of workers heartbeating they would starve the loop that
+    // acknowledges those heartbeats.
+    if (clock_.Now() >= next_exit_check) {
+      next_exit_check = clock_.Now() + kSweepPeriod;
+      for (auto& w : workers_) {
+        if (exited_ && exited_(w.index)) {
+          return absl::UnavailableError(
+              absl::StrCat("worker ", w.index, " exited before the start"));
+        }
       }
     }
     auto in = transport_.Receive(std::chrono::milliseconds(10));
@@ -158,6 +172,7 @@ void Dispatcher::Handle(const std::string& peer, Envelope& e) {
   }
   w->last_heard = clock_.Now();
   if (e.has_heartbeat()) {
+    w->ready = true;
     w->inflight = e.heartbeat().inflight();
     const bool idle = e.heartbeat().inflight() == 0 && e.heartbeat().queued() == 0;
     if (idle && !w->idle) w->idle_since = clock_.Now();
@@ -185,6 +200,27 @@ void Dispatcher::AcceptRecord(Worker& worker, const surge::v1::RequestRecord& re
   Finalize(record);
 }
 
+void Dispatcher::CountConnectFailure(const surge::v1::RequestRecord& r) {
+  if (options_.abort_after_connect_failures == 0 || connect_rule_settled_ || stopping_) return;
+  if (r.status() == surge::v1::NOT_SENT) return;  // says nothing about the target
+  const std::string& e = r.error();
+  auto starts = [&e](const char* p) { return e.rfind(p, 0) == 0; };
+  const bool no_response = r.status() == surge::v1::FAILED && r.http_status() == 0 &&
+                           (starts("connect:") || starts("tls:") || starts("connection_closed:"));
+  if (!no_response) {
+    connect_rule_settled_ = true;  // the target answered (or the run is past its start)
+    return;
+  }
+  if (++connect_failures_ < options_.abort_after_connect_failures) return;
+  connect_rule_settled_ = true;
+  outcome_.target_unreachable = true;
+  outcome_.stop_message = absl::StrCat("the first ", connect_failures_,
+                                       " requests all failed without any response from the "
+                                       "target (last error: ",
+                                       e, "); stopped the run (--abort-after-connect-failures ",
+                                       options_.abort_after_connect_failures, ", 0 = never stop)");
+}
+
 void Dispatcher::Finalize(surge::v1::RequestRecord record) {
   const uint64_t i = record.index();
   if (state_[i] == State::kAssigned && owner_[i] >= 0) {
@@ -197,6 +233,9 @@ void Dispatcher::Finalize(surge::v1::RequestRecord record) {
   ++outcome_.records;
   sent_records_ += record.sent();
   ok_records_ += record.status() == surge::v1::OK;
+  not_sent_records_ += record.status() == surge::v1::NOT_SENT;
+  outcome_.send_unknown += record.status() == surge::v1::LOST;
+  CountConnectFailure(record);
   sink_(record);
 }
 
@@ -274,7 +313,7 @@ void Dispatcher::DeclareDead(Worker& w, Clock::TimePoint now, const std::string&
                                   kReassignMarginNs;
   for (uint64_t i = 0; i < cursor_; ++i) {
     if (state_[i] != State::kAssigned || owner_[i] != w.index) continue;
-    if (offset_ns_[i] > unsent_after_ns && !(stop_requests_.load() > 0)) {
+    if (offset_ns_[i] > unsent_after_ns && !stopping_ && stop_requests_.load() == 0) {
       state_[i] = State::kUnassigned;
       owner_[i] = -1;
       ++attempt_[i];
@@ -365,8 +404,32 @@ void Dispatcher::FinishUnassigned(const std::string& reason) {
   for (; cursor_ < state_.size(); ++cursor_) not_sent(cursor_);
 }
 
+void Dispatcher::BeginStop(Clock::TimePoint now, const std::string& reason,
+                           std::chrono::milliseconds drain) {
+  stopping_ = true;
+  FinishUnassigned(absl::StrCat("not_sent: ", reason));
+  for (auto& w : workers_) {
+    if (!w.alive) continue;
+    Envelope stop;
+    stop.mutable_stop()->set_reason(reason);
+    stop.mutable_stop()->set_drain_ms(static_cast<uint32_t>(drain.count()));
+    Send(w, std::move(stop));
+  }
+  // The workers cut off what is still running at the end of the drain and
+  // send those records; they get cut_wait (plus the drain) to arrive.
+  stop_deadline_ = now + drain + options_.cut_wait;
+}
+
 absl::StatusOr<DispatchOutcome> Dispatcher::Run() {
-  if (absl::Status s = AwaitWorkers(); !s.ok()) return s;
+  if (absl::Status s = AwaitWorkers(); !s.ok()) {
+    // Nothing was assigned: release the workers that did come.
+    for (auto& w : workers_) {
+      Envelope stop;
+      stop.mutable_stop()->set_reason("start_failed");
+      Send(w, std::move(stop));
+    }
+    return s;
+  }
   const size_t n = state_.size();
   Clock::TimePoint now = clock_.Now();
   // t0 lies start_lead ahead so that the first window reaches every worker
@@ -382,9 +445,9 @@ absl::StatusOr<DispatchOutcome> Dispatcher::Run() {
   }
   LogInfo(absl::StrCat("started ", n, " requests on ", workers_.size(), " workers"));
 
-  bool stopping = false;
+  bool user_stop_seen = false;
+  bool second_stop_seen = false;
   bool aborted = false;
-  Clock::TimePoint stop_deadline{};
   Clock::TimePoint last_sweep = now;
   Clock::TimePoint next_progress = now;
   while (outcome_.records < n) {
@@ -397,29 +460,33 @@ absl::StatusOr<DispatchOutcome> Dispatcher::Run() {
       p.records = outcome_.records;
       p.sent = sent_records_;
       p.ok = ok_records_;
+      p.not_sent = not_sent_records_;
+      p.stopping = stopping_;
       for (const auto& w : workers_) p.inflight += w.alive ? w.inflight : 0;
       p.last_planned_s = n > 0 ? NanosToSeconds(offset_ns_[n - 1]) : 0;
       options_.on_progress(p);
     }
-    if ((stop_requests_.load() > 0) && !stopping) {
-      stopping = true;
+    if (stop_requests_.load() > 0 && !user_stop_seen) {
+      user_stop_seen = true;
       outcome_.interrupted = true;
-      LogWarning("interrupted: stopping the workers, in-flight requests may finish");
-      FinishUnassigned("not_sent: interrupted");
-      for (auto& w : workers_) {
-        if (!w.alive) continue;
-        Envelope stop;
-        stop.mutable_stop()->set_reason("interrupted");
-        stop.mutable_stop()->set_drain_ms(static_cast<uint32_t>(options_.drain.count()));
-        Send(w, std::move(stop));
+      outcome_.interrupted_at_ns = NowRelNs(now);
+      if (!stopping_) {
+        uint64_t inflight = 0;
+        for (const auto& w : workers_) inflight += w.alive ? w.inflight : 0;
+        LogWarning(absl::StrFormat(
+            "interrupted by the user at %.2f s: nothing more is sent; waiting up to %d s for "
+            "the %d requests in flight; Ctrl-C again to cut them off now",
+            NanosToSeconds(outcome_.interrupted_at_ns),
+            static_cast<int>(options_.drain.count() / 1000), inflight));
+        BeginStop(now, "interrupted", options_.drain);
       }
-      stop_deadline = now + options_.drain + std::chrono::seconds(3);
-      LogWarning(absl::StrCat("waiting up to ", options_.drain.count() / 1000,
-                              " s for in-flight requests; Ctrl-C again to stop now"));
     }
-    if (stopping && stop_requests_.load() > 1 && stop_deadline > now) {
-      LogWarning("second interrupt: not waiting for in-flight requests");
-      stop_deadline = now;
+    if (stopping_ && stop_requests_.load() > 1 && !second_stop_seen) {
+      second_stop_seen = true;
+      LogWarning(
+          "second interrupt: cutting off the requests in flight (they are recorded as "
+          "interrupted, with what is known of them)");
+      stop_deadline_ = std::min(stop_deadline_, now + options_.cut_wait);
       for (auto& w : workers_) {
         if (!w.alive) continue;
         Envelope stop;
@@ -427,6 +494,10 @@ absl::StatusOr<DispatchOutcome> Dispatcher::Run() {
         stop.mutable_stop()->set_drain_ms(0);
         Send(w, std::move(stop));
       }
+    }
+    if (outcome_.target_unreachable && !stopping_) {
+      LogError(absl::StrCat("target unreachable: ", outcome_.stop_message));
+      BeginStop(now, "target_unreachable", std::chrono::milliseconds(0));
     }
     // Up to 4096 messages per turn, each one handled once it is taken (the
     // turn ends before a receive, never with a message taken and dropped).
@@ -450,7 +521,7 @@ absl::StatusOr<DispatchOutcome> Dispatcher::Run() {
         for (auto& w : workers_) w.last_heard += lag;
       }
       last_sweep = now;
-      if (!stopping) {
+      if (!stopping_) {
         SweepLiveness(now);
         SweepIdleOwners(now);
       }
@@ -462,26 +533,35 @@ absl::StatusOr<DispatchOutcome> Dispatcher::Run() {
       FinishUnassigned("not_sent: no_worker_left");
       break;
     }
-    if (!stopping) Refill(now);
-    if (stopping && now >= stop_deadline) break;
+    if (!stopping_) Refill(now);
+    if (stopping_ && now >= stop_deadline_) break;
   }
-  // Anything still open (drain deadline passed) ends as lost.
+  // Anything still open (the wait after a stop ended) has no record: its
+  // worker is alive but said nothing in time. After a stop that is an
+  // interrupted request of which nothing is known; otherwise lost.
   for (uint64_t i = 0; i < n; ++i) {
     if (state_[i] == State::kFinal) continue;
     surge::v1::RequestRecord r;
     r.set_index(i);
     r.set_attempt(attempt_[i]);
     r.set_worker(owner_[i]);
-    r.set_status(state_[i] == State::kAssigned ? surge::v1::LOST : surge::v1::NOT_SENT);
-    r.set_error(state_[i] == State::kAssigned ? "lost: no_record_before_drain_deadline"
-                                               : "not_sent: run_ended");
+    if (state_[i] != State::kAssigned) {
+      r.set_status(surge::v1::NOT_SENT);
+      r.set_error("not_sent: run_ended");
+    } else if (stopping_) {
+      r.set_status(surge::v1::INTERRUPTED);
+      r.set_error("interrupted: no_record");
+    } else {
+      r.set_status(surge::v1::LOST);
+      r.set_error("lost: no_record_before_drain_deadline");
+    }
     Finalize(std::move(r));
   }
   // Release the workers and wait briefly for their Goodbyes.
   for (auto& w : workers_) {
     if (!w.alive) continue;
     Envelope stop;
-    stop.mutable_stop()->set_reason(stopping ? "interrupted" : "done");
+    stop.mutable_stop()->set_reason(stopping_ ? "interrupted" : "done");
     Send(w, std::move(stop));
   }
   const Clock::TimePoint goodbye_deadline = clock_.Now() + kGoodbyeWait;

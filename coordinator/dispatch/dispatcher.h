@@ -31,6 +31,10 @@ struct DispatchProgress {
   uint64_t records = 0;
   uint64_t sent = 0;
   uint64_t ok = 0;
+  // Final records that were never sent (NOT_SENT), e.g. after a stop.
+  uint64_t not_sent = 0;
+  // The run is stopping (Ctrl-C, or the target is unreachable).
+  bool stopping = false;
   // In flight on the workers, from their last heartbeats.
   uint64_t inflight = 0;
   // Planned offset of the last request, seconds.
@@ -58,17 +62,37 @@ struct DispatcherOptions {
   std::chrono::milliseconds dead_after{1500};
   // t0 = (time all workers are welcomed) + start_lead.
   std::chrono::milliseconds start_lead{500};
-  // How long to wait for all workers' Hello.
+  // How long to wait for all workers to be ready (Hello answered and the
+  // first heartbeat received: a worker heartbeats only once its HTTP sender
+  // is built). The run starts only when every worker is ready.
   std::chrono::milliseconds hello_timeout{20000};
-  // In-flight requests get this long after Stop (end of run or interrupt).
+  // In-flight requests get this long after the first stop request (Ctrl-C).
   std::chrono::milliseconds drain{10000};
+  // After a second stop request (or a stop by surge itself), how long the
+  // coordinator still waits for the records of the requests it cut off;
+  // anything without a record then is INTERRUPTED "interrupted: no_record".
+  std::chrono::milliseconds cut_wait{1000};
+  // Stop the run when the first this-many records of the run are all
+  // connection failures (no response at all: errors "connect", "tls",
+  // "connection_closed"): the target is unreachable. 0 = never (R-UI-5).
+  uint32_t abort_after_connect_failures = 0;
   // Called on the dispatcher thread every progress_period while running.
   std::function<void(const DispatchProgress&)> on_progress;
   std::chrono::milliseconds progress_period{250};
 };
 
 struct DispatchOutcome {
+  // The user asked to stop (RequestStop) after the start.
   bool interrupted = false;
+  // When the first stop request was seen, ns from t0 (valid when interrupted).
+  int64_t interrupted_at_ns = 0;
+  // The run was stopped by surge because its first
+  // abort_after_connect_failures records were all connection failures;
+  // `stop_message` says so in words.
+  bool target_unreachable = false;
+  std::string stop_message;
+  // Records with status LOST (a worker was lost while it held them).
+  uint64_t send_unknown = 0;
   // Records delivered through the sink (== plan size on return).
   uint64_t records = 0;
   uint64_t reassigned = 0;
@@ -106,7 +130,10 @@ class Dispatcher {
   absl::StatusOr<DispatchOutcome> Run();
 
   // Asks the run to stop (Ctrl-C). Async-signal-safe: only sets a flag.
-  // A second call cuts the drain short: in-flight requests end as lost.
+  // First call: nothing more is released (NOT_SENT "not_sent: interrupted"),
+  // in-flight requests get `drain`. A second call cuts the drain short: the
+  // workers cut off what is in flight (INTERRUPTED, with what is known of
+  // each) and the coordinator waits at most `cut_wait` for those records.
   void RequestStop() { stop_requests_.fetch_add(1); }
 
  private:
@@ -117,6 +144,7 @@ class Dispatcher {
     uint64_t incarnation = 0;
     bool alive = true;
     bool said_goodbye = false;
+    bool ready = false;  // first heartbeat received
     Clock::TimePoint last_heard;
     size_t outstanding = 0;
     uint64_t assign_seq = 0;
@@ -143,6 +171,10 @@ class Dispatcher {
   // Finalizes as LOST the past-due requests of workers idle for the grace
   // period: nothing else would ever end them (see records_lost_in_transit).
   void SweepIdleOwners(Clock::TimePoint now);
+  // Stops releasing (the rest NOT_SENT "not_sent: <reason>") and tells the
+  // workers to stop with `drain`.
+  void BeginStop(Clock::TimePoint now, const std::string& reason, std::chrono::milliseconds drain);
+  void CountConnectFailure(const surge::v1::RequestRecord& record);
   int64_t NowRelNs(Clock::TimePoint now) const { return ToNanos(now) - t0_ns_; }
   Worker* FindWorker(const std::string& peer);
 
@@ -171,6 +203,13 @@ class Dispatcher {
   DispatchOutcome outcome_;
   uint64_t sent_records_ = 0;
   uint64_t ok_records_ = 0;
+  uint64_t not_sent_records_ = 0;
+  // The connect-failure rule: records counted so far, and whether a record
+  // other than a connection failure has settled it (rule off).
+  uint32_t connect_failures_ = 0;
+  bool connect_rule_settled_ = false;
+  bool stopping_ = false;
+  Clock::TimePoint stop_deadline_{};
 };
 
 }  // namespace surge::coordinator

@@ -252,6 +252,7 @@ Json LegendTableJson(const RpsFigure& fig) {
 Json StatsJson(const RpsFigure& fig) {
   Json s;
   s["title"] = fig.title;
+  if (!fig.note.empty()) s["note"] = fig.note;
   s["instant"] = fig.instant;
   s["requests"] = fig.expected.requests;
   if (!fig.instant) {
@@ -349,6 +350,7 @@ constexpr char kStyle[] =
     "table{border-collapse:collapse;font-size:13px}"
     "th,td{border:1px solid #cfcfcf;padding:4px 8px;text-align:left;vertical-align:top}"
     "th{background:#f2f2f2}"
+    "#surge-note{font-size:15px;font-weight:bold;color:#a33;margin:0 0 8px}"
     "#legend-explanation td:nth-child(4),#legend-explanation td:nth-child(5){max-width:380px}";
 
 absl::Status WriteAtomically(const std::filesystem::path& path,
@@ -436,9 +438,11 @@ absl::Status WriteFigurePage(const RpsFigure& fig, const std::filesystem::path& 
                    HtmlEscape(fig.title), "</title>\n<style>", kStyle,
                    "</style>\n<script>/* plotly.js, embedded by surge (MIT license) */\n");
   std::string body = absl::StrCat(
-      "\n</script>\n</head>\n<body>\n<div id=\"surge-rps-plot\" "
-      "style=\"width:100%;min-width:900px;height:",
-      g.height_px, "px\"></div>\n<h2>Summary</h2>\n", "<table id=\"surge-summary\"><tbody>\n");
+      "\n</script>\n</head>\n<body>\n",
+      fig.note.empty() ? std::string()
+                       : absl::StrCat("<p id=\"surge-note\">", HtmlEscape(fig.note), "</p>\n"),
+      "<div id=\"surge-rps-plot\" style=\"width:100%;min-width:900px;height:", g.height_px,
+      "px\"></div>\n<h2>Summary</h2>\n", "<table id=\"surge-summary\"><tbody>\n");
   for (const auto& [label, value] : SummaryRows(fig)) {
     absl::StrAppend(&body, "<tr><th>", HtmlEscape(label), "</th><td>", HtmlEscape(value),
                     "</td></tr>\n");
@@ -472,9 +476,10 @@ absl::Status WriteExpectedPlotPage(const ArrivalSchedule& plan,
 }
 
 absl::Status WriteActualPlotPage(const ArrivalSchedule& plan, std::span<const ActualSend> sends,
-                                 const std::filesystem::path& html_path) {
+                                 const std::filesystem::path& html_path, std::string_view note) {
   absl::StatusOr<RpsFigure> fig = BuildActualRpsFigure(plan, sends);
   if (!fig.ok()) return fig.status();
+  fig->note = std::string(note);
   return WriteFigurePage(*fig, html_path);
 }
 

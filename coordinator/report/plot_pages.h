@@ -44,9 +44,12 @@ absl::Status WriteExpectedPlotPage(const ArrivalSchedule& plan,
 // R-ACT-*: the actual page: the expected figure plus the orange actual trace
 // and the R-ACT-5 charts (lateness, achieved vs intended rate, KS distance);
 // in instant mode only the actual Time vs RPS chart (R-ACT-4). `sends` are
-// the requests that were sent (any order, any subset of the plan).
+// the requests that were sent (any order, any subset of the plan). `note`,
+// when not empty, is shown as a line above the plot (RpsFigure::note), e.g.
+// that the run was interrupted and when.
 absl::Status WriteActualPlotPage(const ArrivalSchedule& plan, std::span<const ActualSend> sends,
-                                 const std::filesystem::path& html_path);
+                                 const std::filesystem::path& html_path,
+                                 std::string_view note = {});
 
 // Lower level, for `surge report` and tests: the figure as JSON text
 // ({"data", "layout", "legend_table", "stats"}), deterministic.

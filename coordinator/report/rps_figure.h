@@ -134,6 +134,9 @@ struct ActualStats {
 
 struct RpsFigure {
   std::string title;
+  // One line shown on the page right above the plot, e.g. "Run interrupted
+  // by the user at 4.97 s: ..."; empty = none. Also in the stats JSON.
+  std::string note;
   bool instant = false;
   std::vector<FigureChart> charts;
   std::vector<FigureTrace> traces;  // grouped by chart, in legend order

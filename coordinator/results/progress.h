@@ -10,9 +10,10 @@
 
 namespace surge::coordinator {
 
-// The progress text for one snapshot: elapsed, done/planned, OK, failed,
-// in flight, achieved sending rate so far, ETA (seconds until the last
-// planned send, then "draining"). Pure.
+// The progress text for one snapshot: elapsed, done/planned, OK, failed
+// (not OK and not not-sent), not sent (when any), in flight, achieved
+// sending rate so far, ETA (seconds until the last planned send, then
+// "draining"; "stopping" once the run is being stopped). Pure.
 std::string FormatProgress(const DispatchProgress& p);
 
 // Writes FormatProgress lines to `out`: every update on a terminal (with

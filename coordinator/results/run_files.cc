@@ -192,6 +192,8 @@ std::string StatusName(RequestStatus status) {
       return "lost";
     case surge::v1::NOT_SENT:
       return "not_sent";
+    case surge::v1::INTERRUPTED:
+      return "interrupted";
     default:
       return "unknown";
   }
@@ -222,6 +224,8 @@ void DetailsWriter::Append(const RequestRecord& r) {
   j["http_status"] = r.http_status();
   j["ttft_s"] = SecondsOrNull(r.ttft_ns() != 0, r.ttft_ns());
   j["e2el_s"] = SecondsOrNull(r.e2el_ns() != 0, r.e2el_ns());
+  // Interrupted requests: when they were cut off, seconds from t0.
+  j["interrupted_offset_s"] = SecondsOrNull(r.interrupted_ns() != 0, r.interrupted_ns());
   nlohmann::json itl = nlohmann::json::array();
   for (int64_t gap : r.itl_ns()) itl.push_back(NanosToSeconds(gap));
   j["itl_s"] = std::move(itl);
@@ -259,11 +263,12 @@ absl::StatusOr<RequestRecord> ParseDetailsLine(const std::string& line) {
   r.set_attempt(j.value("attempt", 0u));
   r.set_worker(j.value("worker", -1));
   const std::string status = j.value("status", std::string());
-  r.set_status(status == "ok"         ? surge::v1::OK
-               : status == "failed"   ? surge::v1::FAILED
-               : status == "lost"     ? surge::v1::LOST
-               : status == "not_sent" ? surge::v1::NOT_SENT
-                                      : surge::v1::REQUEST_STATUS_UNSPECIFIED);
+  r.set_status(status == "ok"            ? surge::v1::OK
+               : status == "failed"      ? surge::v1::FAILED
+               : status == "lost"        ? surge::v1::LOST
+               : status == "not_sent"    ? surge::v1::NOT_SENT
+               : status == "interrupted" ? surge::v1::INTERRUPTED
+                                         : surge::v1::REQUEST_STATUS_UNSPECIFIED);
   r.set_planned_ns(ns("planned_offset_s"));
   r.set_released_ns(ns("released_offset_s"));
   r.set_sent_ns(ns("actual_offset_s"));
@@ -273,6 +278,7 @@ absl::StatusOr<RequestRecord> ParseDetailsLine(const std::string& line) {
   r.set_http_status(j.value("http_status", 0u));
   r.set_ttft_ns(ns("ttft_s"));
   r.set_e2el_ns(ns("e2el_s"));
+  r.set_interrupted_ns(ns("interrupted_offset_s"));
   if (auto it = j.find("itl_s"); it != j.end() && it->is_array()) {
     for (const auto& gap : *it) {
       if (gap.is_number()) r.add_itl_ns(SecondsToNanos(gap.get<double>()));

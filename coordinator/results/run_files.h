@@ -44,7 +44,8 @@ absl::StatusOr<std::filesystem::path> CreateRunFolder(
 absl::Status WritePlanCsv(const ArrivalSchedule& plan, const std::filesystem::path& path,
                           const std::function<void(uint64_t rows_done)>& progress = {});
 
-// "OK", "FAILED", "LOST", "NOT_SENT" → "ok", "failed", "lost", "not_sent".
+// "OK", "FAILED", "LOST", "NOT_SENT", "INTERRUPTED" → "ok", "failed", "lost",
+// "not_sent", "interrupted".
 std::string StatusName(surge::v1::RequestStatus status);
 
 // One JSON object per request record, appended and flushed per batch so an

@@ -59,7 +59,8 @@ std::vector<std::pair<std::string, nlohmann::json>> CommonRows(const RunSummary&
   std::vector<std::pair<std::string, nlohmann::json>> rows = {
       {"Benchmark Duration (ms)", Number(s.duration_s * 1e3)},
       {"Total Requests", s.total},
-      {"Failed Requests", s.failed + s.lost + s.not_sent},
+      {"Failed Requests", s.failed + s.lost + s.not_sent + s.interrupted},
+      {"Interrupted Requests", s.interrupted},
       {"Success Requests", s.succeeded},
       {"Concurrency", Number(s.mean_concurrency)},
       {"Max Concurrency", s.max_concurrency},
@@ -126,6 +127,9 @@ RunSummary Summarize(const std::vector<surge::v1::RequestRecord>& records,
       case surge::v1::LOST:
         ++s.lost;
         break;
+      case surge::v1::INTERRUPTED:
+        ++s.interrupted;
+        break;
       default:
         ++s.not_sent;
         break;
@@ -137,7 +141,10 @@ RunSummary Summarize(const std::vector<surge::v1::RequestRecord>& records,
     if (!r.sent()) continue;
     ++s.sent;
     const double sent = NanosToSeconds(r.sent_ns());
-    const double end = sent + NanosToSeconds(r.e2el_ns());
+    double end = sent + NanosToSeconds(r.e2el_ns());
+    if (r.status() == surge::v1::INTERRUPTED && r.interrupted_ns() > r.sent_ns()) {
+      end = NanosToSeconds(r.interrupted_ns());  // in flight until cut off
+    }
     sent_s.push_back(sent);
     planned_s.push_back(NanosToSeconds(r.planned_ns()));
     lateness.push_back(NanosToSeconds(r.sent_ns() - r.planned_ns()));
@@ -206,8 +213,9 @@ nlohmann::json SummaryToJson(const RunSummary& s, const nlohmann::json& context)
   };
   nlohmann::json j;
   j["run"] = context;
-  j["requests"] = {{"total", s.total},   {"succeeded", s.succeeded}, {"failed", s.failed},
-                   {"lost", s.lost},     {"not_sent", s.not_sent},   {"sent", s.sent}};
+  j["requests"] = {{"total", s.total}, {"succeeded", s.succeeded}, {"failed", s.failed},
+                   {"lost", s.lost},   {"not_sent", s.not_sent},   {"interrupted", s.interrupted},
+                   {"sent", s.sent}};
   j["duration_s"] = Number(s.duration_s);
   j["request_throughput_rps"] = Number(s.request_throughput_rps);
   j["achieved_rate_rps"] = Number(s.achieved_rate_rps);
@@ -286,6 +294,8 @@ std::string FormatSummaryTable(const RunSummary& s) {
   row("Requests (total)", absl::StrCat(s.total));
   row("  succeeded / failed", absl::StrCat(s.succeeded, " / ", s.failed));
   row("  lost / not sent", absl::StrCat(s.lost, " / ", s.not_sent));
+  if (s.interrupted > 0) row("  interrupted", absl::StrCat(s.interrupted));
+  row("  sent (first byte out)", absl::StrCat(s.sent));
   row("Benchmark duration (s)", Fixed(s.duration_s));
   row("Intended rate (RPS)", Fixed(s.intended_rate_rps));
   row("Achieved rate (RPS)", Fixed(s.achieved_rate_rps));

@@ -28,9 +28,10 @@ struct MetricStats {
 MetricStats ComputeStats(std::vector<double> values);
 
 struct RunSummary {
-  // Records by final state; total = all four.
-  uint64_t total = 0, succeeded = 0, failed = 0, lost = 0, not_sent = 0;
-  // Requests whose first byte was sent (OK, FAILED and some LOST).
+  // Records by final state; total = all five.
+  uint64_t total = 0, succeeded = 0, failed = 0, lost = 0, not_sent = 0, interrupted = 0;
+  // Requests whose first byte was sent (OK, FAILED, INTERRUPTED, some LOST).
+  // Achieved rate, lateness, duration and concurrency cover all of them.
   uint64_t sent = 0;
   // t0 → end of the last request (its last byte, or its send when it has no
   // answer), seconds ("Benchmark Duration"). 0 when nothing was sent.
@@ -62,6 +63,8 @@ struct RunSummary {
   double input_token_throughput = 0, output_token_throughput = 0, total_token_throughput = 0;
   // In-flight requests: mean = Σ(send → end) / duration ("Concurrency"),
   // max = the most whose [send, end] intervals overlap ("Max Concurrency").
+  // The end of an interrupted request is when it was cut off
+  // (interrupted_ns), of another not-OK one its send when no end is known.
   double mean_concurrency = 0;
   uint64_t max_concurrency = 0;
   // Goodput (vLLM's definition): OK requests meeting every objective set,
@@ -69,8 +72,8 @@ struct RunSummary {
   bool has_goodput = false;
   uint64_t good_requests = 0;
   double goodput_rps = 0;
-  // Failed, lost and not-sent records by reason (the error text before its
-  // first ':'), e.g. {"http_503": 3}.
+  // Failed, lost, not-sent and interrupted records by reason (the error
+  // text before its first ':'), e.g. {"http_503": 3, "interrupted": 80}.
   std::map<std::string, uint64_t> reasons;
 };
 

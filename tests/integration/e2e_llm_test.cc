@@ -197,12 +197,15 @@ TEST(LlmEndToEndTest, HttpsTargetWithTheTestsOwnCertificate) {
   ASSERT_FALSE(server.port.empty()) << "TLS sim server did not start";
   const std::string& port = server.port;
   const std::string url = "https://127.0.0.1:" + port;
-  // Without the CA the certificate is refused: every request fails, named.
+  // Without the CA the certificate is refused: the pre-flight check says so
+  // at once (issue 8 item 5), names TLS, and nothing is sent.
   const Result refused = RunSurge("run --num-prompts 2 --request-rate 10 --workers 1 --model m "
                                   "--random-input-len 8 --random-output-len 2 --base-url " + url +
                                   " --output-dir " + (dir / "refused").string());
-  EXPECT_EQ(refused.exit_code, 0) << refused.output;
-  EXPECT_THAT(refused.output, HasSubstr("tls"));
+  EXPECT_EQ(refused.exit_code, 1) << refused.output;
+  EXPECT_THAT(refused.output, HasSubstr("tls: certificate verify failed"));
+  EXPECT_THAT(refused.output, HasSubstr("pre-flight check of --base-url; nothing was sent"));
+  EXPECT_FALSE(fs::exists(dir / "refused"));
   // With it, everything succeeds.
   const Result r = RunSurge("run --num-prompts 40 --request-rate 40 --workers 2 "
                             "--random-input-len 16 --random-output-len 4 --base-url " + url +

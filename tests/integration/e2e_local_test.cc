@@ -6,12 +6,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
+#include <thread>
+#include <map>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -169,10 +174,15 @@ TEST(EndToEndTest, InterruptLeavesEverythingReadableAndReportRebuildsIt) {
   const fs::path actual = folder / "synthetic_rps_distribution_plot_with_actual_rps.html";
   ASSERT_TRUE(fs::exists(actual));
 
-  // Rebuild from the files alone.
+  // Rebuild from the files alone. Of the summary only its "run" block is
+  // kept: the facts that only the coordinator knew (how the run ended, the
+  // run id, the workers); everything else is recomputed from the records.
   const auto size_before = fs::file_size(actual);
   fs::remove(actual);
-  fs::remove(folder / "synthetic.json");
+  {
+    const nlohmann::json run_only = {{"run", report.summary["run"]}};
+    std::ofstream(folder / "synthetic.json") << run_only.dump();
+  }
   fs::remove(folder / "synthetic_rps_distribution_plot.html");
   const Result rebuilt = RunSurge("report " + folder.string());
   ASSERT_EQ(rebuilt.exit_code, 0) << rebuilt.output;
@@ -185,10 +195,250 @@ TEST(EndToEndTest, InterruptLeavesEverythingReadableAndReportRebuildsIt) {
   EXPECT_EQ(again.summary["achieved_rate_rps"], report.summary["achieved_rate_rps"]);
   EXPECT_EQ(again.summary["lateness_s"], report.summary["lateness_s"]);
 
+  EXPECT_EQ(again.summary["requests"], report.summary["requests"]);
+  EXPECT_EQ(again.summary["run"]["stop_reason"], report.summary["run"]["stop_reason"]);
+
   // A folder without a plan is a clear configuration error.
   const Result wrong = RunSurge("report " + out.string());
   EXPECT_EQ(wrong.exit_code, 2);
   EXPECT_THAT(wrong.output, HasSubstr("no {dataset}_plan.csv"));
+}
+
+// Runs `surge <args>` as a child with stdout+stderr in `log`; returns its pid.
+pid_t SpawnSurge(const std::vector<std::string>& args, const fs::path& log) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (freopen(log.c_str(), "w", stdout) == nullptr) _exit(126);
+    if (freopen(log.c_str(), "a", stderr) == nullptr) _exit(126);
+    std::vector<std::string> all = {kSurge};
+    all.insert(all.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : all) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(kSurge.c_str(), argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+std::string ReadText(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Issue 8 item 3: against a server whose answers take 4 s, Ctrl-C and Ctrl-C
+// again 1 s later: exit 130 within about a second of the second one; the
+// requests on the wire are `interrupted` with their send time, the
+// never-released ones `not_sent`; the summary counts match the records and
+// cover every sent request; "interrupted by the user at X s" is printed and
+// stored in the summary JSON and on the actual page.
+TEST(EndToEndTest, SecondInterruptCutsOffInflightRequestsAndKeepsWhatIsKnown) {
+  const fs::path dir = FreshDir("surge_e2e_cutoff");
+  fs::create_directories(dir);
+  const SimServerProcess server =
+      StartSimServerProcess({"--ttft-ms", "4000", "--itl-ms", "1"}, dir / "server.log");
+  ASSERT_GT(server.pid, 0);
+  if (server.port.empty()) StopProcess(server.pid);
+  ASSERT_FALSE(server.port.empty()) << "sim server did not start";
+  const fs::path log = dir / "run.log";
+  const pid_t pid = SpawnSurge(
+      {"run", "--base-url", "http://127.0.0.1:" + server.port, "--model", "m", "--num-prompts",
+       "400", "--request-rate", "20", "--workers", "2", "--random-input-len", "16",
+       "--random-output-len", "4", "--output-dir", (dir / "out").string()},
+      log);
+  ASSERT_GT(pid, 0);
+  // Wait for the start, then let about 2.5 s of requests go out (none can
+  // finish: the first token takes 4 s).
+  for (int i = 0; i < 100 && ReadText(log).find("started 400 requests") == std::string::npos; ++i) {
+    usleep(100000);
+  }
+  usleep(2500000);
+  kill(pid, SIGINT);
+  usleep(1000000);
+  const auto second = std::chrono::steady_clock::now();
+  kill(pid, SIGINT);
+  int status = 0;
+  for (int i = 0; i < 200 && waitpid(pid, &status, WNOHANG) == 0; ++i) usleep(50000);
+  const auto ended = std::chrono::steady_clock::now();
+  if (waitpid(pid, &status, WNOHANG) == 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    StopProcess(server.pid);
+    FAIL() << "surge did not stop within 10 s of the second SIGINT\n" << ReadText(log);
+  }
+  StopProcess(server.pid);
+  const std::string output = ReadText(log);
+  ASSERT_TRUE(WIFEXITED(status)) << output;
+  EXPECT_EQ(WEXITSTATUS(status), 130) << output;
+  // About 1 s after the second Ctrl-C, with slack for a loaded machine.
+  EXPECT_LT(ended - second, std::chrono::milliseconds(2500)) << output;
+  EXPECT_THAT(output, ::testing::ContainsRegex("Run interrupted by the user at [0-9]+\\.[0-9]{2} s"));
+
+  const fs::path folder = ResultsFolder(output);
+  ASSERT_FALSE(folder.empty()) << output;
+  const RunFolderReport report = CheckRunFolder(folder, "synthetic");
+  EXPECT_TRUE(report.problems.empty()) << report.Describe();
+  EXPECT_EQ(report.records, 400u);
+  EXPECT_EQ(report.ok, 0u);  // nothing could finish within 4 s
+  std::map<std::string, int> by_status;
+  int sent = 0;
+  std::ifstream details(folder / "synthetic_details.jsonl");
+  std::string line;
+  while (std::getline(details, line)) {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    const std::string st = j["status"];
+    ++by_status[st];
+    if (st == "interrupted") {
+      EXPECT_TRUE(j["actual_offset_s"].is_number()) << line;
+      EXPECT_TRUE(j["interrupted_offset_s"].is_number()) << line;
+      EXPECT_GT(j["interrupted_offset_s"].get<double>(), j["actual_offset_s"].get<double>());
+      EXPECT_EQ(j["error"], "interrupted: cut_off_at_stop") << line;
+      ++sent;
+    } else {
+      EXPECT_EQ(st, "not_sent") << line;
+      EXPECT_TRUE(j["actual_offset_s"].is_null()) << line;
+    }
+  }
+  EXPECT_EQ(by_status["lost"], 0);
+  // ~2.5-3 s at 20 RPS were on the wire.
+  EXPECT_GT(by_status["interrupted"], 30) << output;
+  EXPECT_LT(by_status["interrupted"], 120) << output;
+  EXPECT_EQ(by_status["interrupted"] + by_status["not_sent"], 400);
+  const nlohmann::json& s = report.summary;
+  EXPECT_EQ(s["requests"]["interrupted"], by_status["interrupted"]);
+  EXPECT_EQ(s["requests"]["not_sent"], by_status["not_sent"]);
+  EXPECT_EQ(s["requests"]["sent"], sent);
+  EXPECT_EQ(s["requests"]["lost"], 0);
+  // Rates and concurrency cover every sent request.
+  EXPECT_NEAR(s["achieved_rate_rps"].get<double>(), 20.0, 1.0);
+  EXPECT_GE(s["max_concurrency"].get<int>(), sent - 2);
+  EXPECT_EQ(s["lateness_s"]["count"], sent);
+  EXPECT_EQ(s["run"]["interrupted"], true);
+  const double at_s = s["run"]["interrupted_at_s"].get<double>();
+  EXPECT_GT(at_s, 1.5);
+  EXPECT_LT(at_s, 6.0);
+  EXPECT_THAT(s["run"]["stop_reason"].get<std::string>(),
+              ::testing::StartsWith("interrupted by the user at "));
+  EXPECT_THAT(output, HasSubstr(s["run"]["stop_reason"].get<std::string>()));
+  const std::string page = ReadText(folder / "synthetic_rps_distribution_plot_with_actual_rps.html");
+  EXPECT_THAT(page, HasSubstr("<p id=\"surge-note\">Run " +
+                              s["run"]["stop_reason"].get<std::string>()));
+}
+
+// Issue 8 item 5: a target that does not accept connections fails at once
+// (exit 1, nothing sent, no run folder) even with --model given; one that
+// answers 404 at /v1/models is fine (that is not a connect failure).
+TEST(EndToEndTest, UnreachableTargetFailsFastEvenWithModelGiven) {
+  const fs::path out = FreshDir("surge_e2e_unreachable");
+  // A port that was free a moment ago: nothing listens there.
+  int port = 0;
+  {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    socklen_t len = sizeof(addr);
+    getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    port = ntohs(addr.sin_port);
+    close(fd);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const Result r = RunSurge("run --base-url http://127.0.0.1:" + std::to_string(port) +
+                                " --model m --num-prompts 2000 --request-rate 1 --output-dir " +
+                                out.string(),
+                            60);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(15));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("cannot reach http://127.0.0.1:" + std::to_string(port) +
+                                  "/v1/models: connect: Connection refused"));
+  EXPECT_FALSE(fs::exists(out));
+}
+
+// Issue 8 item 5: --workers far beyond the cores is capped with a warning
+// (at 4 per core, and at the number of requests), and the run is clean.
+TEST(EndToEndTest, TooManyWorkersAreCappedWithAWarning) {
+  const fs::path out = FreshDir("surge_e2e_workers_cap");
+  const Result r = RunSurge("run --workers 300 --num-prompts 6 --request-rate 20 "
+                            "--random-input-len 8 --random-output-len 2 --output-dir " +
+                                out.string(),
+                            120);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const unsigned cap = std::min(4 * cores, 6u);
+  EXPECT_THAT(r.output, HasSubstr("WARNING --workers 300 capped at " + std::to_string(cap)));
+  EXPECT_THAT(r.output, HasSubstr("started 6 requests on " + std::to_string(cap) + " workers"));
+  const RunFolderReport report = CheckRunFolder(ResultsFolder(r.output), "synthetic");
+  EXPECT_TRUE(report.problems.empty()) << report.Describe();
+  EXPECT_EQ(report.ok, 6u);
+  EXPECT_EQ(report.summary["run"]["workers"], cap);
+  EXPECT_EQ(report.summary["run"]["workers_lost"], 0);
+  EXPECT_EQ(report.summary["run"]["send_unknown"], 0);
+  EXPECT_EQ(report.summary["run"]["stop_reason"], "completed");
+}
+
+// Issue 8 item 5: a worker that dies holding requests makes them `lost`;
+// the console says how many workers were lost and the run exits 1 (its
+// numbers are incomplete), with every file written.
+TEST(EndToEndTest, LostRequestsAreReportedAndExitOne) {
+  const fs::path dir = FreshDir("surge_e2e_worker_killed");
+  fs::create_directories(dir);
+  const SimServerProcess server =
+      StartSimServerProcess({"--ttft-ms", "1500", "--itl-ms", "1"}, dir / "server.log");
+  ASSERT_GT(server.pid, 0);
+  if (server.port.empty()) StopProcess(server.pid);
+  ASSERT_FALSE(server.port.empty()) << "sim server did not start";
+  const fs::path log = dir / "run.log";
+  const pid_t pid = SpawnSurge(
+      {"run", "--base-url", "http://127.0.0.1:" + server.port, "--model", "m", "--num-prompts",
+       "60", "--request-rate", "20", "--workers", "2", "--random-input-len", "16",
+       "--random-output-len", "2", "--output-dir", (dir / "out").string()},
+      log);
+  ASSERT_GT(pid, 0);
+  for (int i = 0; i < 100 && ReadText(log).find("started 60 requests") == std::string::npos; ++i) {
+    usleep(100000);
+  }
+  usleep(1000000);  // ~20 requests out, none answered yet (1.5 s to the first token)
+  // Worker 1 is the surge child whose command line says "--worker-index 1".
+  pid_t victim = -1;
+  std::istringstream children(
+      ReadText("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children"));
+  for (pid_t child; children >> child;) {
+    std::string cmdline = ReadText("/proc/" + std::to_string(child) + "/cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find("worker --connect") != std::string::npos &&
+        cmdline.find("--worker-index 1 ") != std::string::npos) {
+      victim = child;
+    }
+  }
+  ASSERT_GT(victim, 0) << "worker 1 not found among surge's children";
+  kill(victim, SIGKILL);
+  int status = 0;
+  for (int i = 0; i < 300 && waitpid(pid, &status, WNOHANG) == 0; ++i) usleep(100000);
+  if (waitpid(pid, &status, WNOHANG) == 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+  }
+  StopProcess(server.pid);
+  const std::string output = ReadText(log);
+  ASSERT_TRUE(WIFEXITED(status)) << output;
+  EXPECT_EQ(WEXITSTATUS(status), 1) << output;
+  const fs::path folder = ResultsFolder(output);
+  ASSERT_FALSE(folder.empty()) << output;
+  const RunFolderReport report = CheckRunFolder(folder, "synthetic");
+  EXPECT_TRUE(report.problems.empty()) << report.Describe();
+  EXPECT_EQ(report.records, 60u);
+  const nlohmann::json& s = report.summary;
+  const int lost = s["requests"]["lost"].get<int>();
+  EXPECT_GT(lost, 0) << output;
+  EXPECT_EQ(s["run"]["workers_lost"], 1);
+  EXPECT_EQ(s["run"]["send_unknown"], lost);
+  EXPECT_THAT(output, HasSubstr("workers lost: 1, reassigned: " +
+                                std::to_string(s["run"]["reassigned"].get<int>()) +
+                                ", send_unknown: " + std::to_string(lost)));
+  EXPECT_THAT(output, HasSubstr(std::to_string(lost) + " requests are lost"));
 }
 
 }  // namespace

@@ -43,7 +43,7 @@ class FakeRequestSender final : public surge::worker::RequestSender {
     r.set_ttft_ns(1000);
     r.set_e2el_ns(2000);
     r.set_output_tokens(a.max_tokens());
-    if (shape_) shape_(r);
+    if (result_) result_(r);
     {
       std::lock_guard<std::mutex> lock(mu_);
       sent_.push_back(Sent{a.index(), now});
@@ -65,9 +65,14 @@ class FakeRequestSender final : public surge::worker::RequestSender {
       std::lock_guard<std::mutex> lock(mu_);
       held.swap(held_);
     }
+    // As BeastRequestSender: what is still in flight is cut off and keeps
+    // what is known of it.
+    const int64_t now = ToNanos(clock_.Now());
     for (auto& [r, done] : held) {
-      r.set_status(surge::v1::LOST);
-      r.set_error("drain_timeout");
+      r.set_status(surge::v1::INTERRUPTED);
+      r.set_error("interrupted: cut_off_at_stop");
+      r.set_e2el_ns(0);
+      r.set_interrupted_ns(now);
       done(std::move(r));
     }
   }
@@ -95,8 +100,9 @@ class FakeRequestSender final : public surge::worker::RequestSender {
     return cancelled_;
   }
   void set_after_send(std::function<void(uint64_t)> f) { after_send_ = std::move(f); }
-  // Changes each record before it is reported (set before the first Send).
-  void set_shape(std::function<void(surge::v1::RequestRecord&)> f) { shape_ = std::move(f); }
+  // Changes each record before it is answered (or held), e.g. into a
+  // connection failure. Set it before the first Send.
+  void set_result(std::function<void(surge::v1::RequestRecord&)> f) { result_ = std::move(f); }
 
  private:
   Clock& clock_;
@@ -107,7 +113,7 @@ class FakeRequestSender final : public surge::worker::RequestSender {
   std::vector<Sent> cancelled_;
   std::vector<std::pair<surge::v1::RequestRecord, surge::worker::SendCallback>> held_;
   std::function<void(uint64_t)> after_send_;
-  std::function<void(surge::v1::RequestRecord&)> shape_;
+  std::function<void(surge::v1::RequestRecord&)> result_;
 };
 
 }  // namespace surge::testing

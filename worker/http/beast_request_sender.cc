@@ -71,6 +71,9 @@ constexpr uint64_t kBodyLimitBytes = 1ull << 40;
 // unwind before it reports them itself.
 constexpr std::chrono::seconds kAbortGrace{5};
 constexpr char kDefaultEndpoint[] = "/v1/chat/completions";
+// Errors of requests cut off by Shutdown after the drain window.
+constexpr char kInterruptedError[] = "interrupted: cut_off_at_stop";
+constexpr char kNotSentInterruptedError[] = "not_sent: stopped_before_first_byte";
 
 // One connection of the pool: TCP, or TLS over TCP when `tls_context` is
 // given. Only the coroutine of the request that holds it touches it, on
@@ -368,7 +371,8 @@ class BeastRequestSender::Impl {
       prepared_.clear();
       cv_.wait_for(lock, drain, [this] { return inflight_ == 0; });
       // Past the drain deadline: close the sockets of what is still running;
-      // each coroutine then sees `aborted` and reports LOST drain_timeout.
+      // each coroutine then sees `aborted` and reports INTERRUPTED with what
+      // it knows so far (NOT_SENT when nothing had been written).
       for (auto& [id, st] : active_) {
         st->aborted = true;
         net::post(*st->strand, [st = st] {
@@ -385,8 +389,9 @@ class BeastRequestSender::Impl {
     // must get exactly one callback even if a coroutine is stuck.
     for (auto& st : leftovers) {
       RequestRecord record = BaseRecord(*st);
-      record.set_status(surge::v1::LOST);
-      record.set_error("drain_timeout");
+      record.set_status(surge::v1::INTERRUPTED);
+      record.set_error("interrupted: no_record");
+      record.set_interrupted_ns(ToNanos(clock_.Now()));
       Finish(st, std::move(record));
     }
     work_.reset();
@@ -484,8 +489,9 @@ class BeastRequestSender::Impl {
   static void FailIo(const RequestState& st, const char* phase, const error_code& ec,
                      RequestRecord& record, const std::string& message = "") {
     if (st.aborted.load()) {
-      record.set_status(surge::v1::LOST);
-      record.set_error("drain_timeout");
+      // Cut off by Shutdown; Run() makes it NOT_SENT when nothing went out.
+      record.set_status(surge::v1::INTERRUPTED);
+      record.set_error(kInterruptedError);
     } else if (st.timed_out) {
       record.set_status(surge::v1::FAILED);
       record.set_error("timeout");
@@ -591,6 +597,16 @@ class BeastRequestSender::Impl {
       record.set_error(absl::StrCat("internal: ", e.what()));
     }
     if (st->watchdog.has_value()) st->watchdog->cancel();
+    if (record.status() == surge::v1::INTERRUPTED) {
+      // Cut off by Shutdown: sent → keeps sent_ns, TTFT, ITL and tokens so
+      // far; never written → provably not sent.
+      if (record.sent_ns() == 0) {
+        record.set_status(surge::v1::NOT_SENT);
+        record.set_error(kNotSentInterruptedError);
+      } else {
+        record.set_interrupted_ns(ToNanos(clock_.Now()));
+      }
+    }
     std::shared_ptr<Connection> conn = std::move(st->conn);
     if (reusable && !st->aborted.load() && !st->timed_out) {
       // Back to the pool before the callback, so a Send from the callback

@@ -74,7 +74,10 @@ namespace surge::worker {
 // "bad_response: <msg>" (bad non-streamed JSON),
 // "no_content", "timeout" (target.request_timeout_s elapsed, counted from
 // the start of the request, connect included). Requests
-// aborted by Shutdown are LOST with "drain_timeout". http_status is set
+// cut off by Shutdown after its drain window are INTERRUPTED with
+// "interrupted: cut_off_at_stop" when their first byte was sent (sent_ns,
+// ttft_ns, itl_ns and the output tokens so far kept; interrupted_ns = the
+// cut), else NOT_SENT "not_sent: stopped_before_first_byte". http_status is set
 // whenever a status line arrived. `error` is always valid UTF-8 (server text
 // is quoted through ToValidUtf8). Nothing is ever thrown to the caller.
 //
@@ -139,8 +142,9 @@ class BeastRequestSender final : public RequestSender {
   // count just before its callback runs).
   size_t inflight() const override;
 
-  // Waits up to `drain` for in-flight requests, then aborts the rest (LOST,
-  // "drain_timeout"), closes every connection and joins the I/O threads.
+  // Waits up to `drain` for in-flight requests, then cuts off the rest
+  // (INTERRUPTED, or NOT_SENT when nothing was written; see above), closes
+  // every connection and joins the I/O threads.
   // Idempotent; blocks until done.
   void Shutdown(std::chrono::milliseconds drain) override;
 

@@ -34,7 +34,8 @@ using boost::system::error_code;
 using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 
 struct Exchange {
-  std::string error;  // empty on success
+  bool connected = false;  // TCP connected and, for https, handshake done
+  std::string error;       // empty on success
   unsigned status = 0;
   std::string body;
 };
@@ -85,6 +86,7 @@ net::awaitable<void> Talk(Stream& stream, const GetSpec& spec, Exchange& out) {
       co_return;
     }
   }
+  out.connected = true;
   http::request<http::empty_body> request(http::verb::get, spec.target, 11);
   request.set(http::field::host, spec.url.HostHeader());
   request.set(http::field::user_agent, "surge");
@@ -124,10 +126,17 @@ net::awaitable<void> Get(const GetSpec& spec, net::ssl::context* tls_context, Ex
   }
 }
 
-}  // namespace
+// GET {base_url}/v1/models: the exchange as far as it went, and the URL as
+// the user wrote it (for messages). Errors: INVALID_ARGUMENT for a bad
+// target; UNAVAILABLE when the I/O itself threw.
+struct ModelsGet {
+  Exchange exchange;
+  bool finished = false;  // false: `timeout` ran out
+  std::string models_url;
+};
 
-absl::StatusOr<std::string> FetchFirstModel(const surge::v1::TargetConfig& target,
-                                            std::chrono::milliseconds timeout) {
+absl::StatusOr<ModelsGet> GetModels(const surge::v1::TargetConfig& target,
+                                    std::chrono::milliseconds timeout) {
   const std::string& base_url = target.base_url();
   absl::StatusOr<ParsedUrl> url = ParseBaseUrl(base_url);
   if (!url.ok()) return url.status();
@@ -157,19 +166,28 @@ absl::StatusOr<std::string> FetchFirstModel(const surge::v1::TargetConfig& targe
   // Quote the URL the user gave (without a trailing slash), not our parse.
   std::string shown = base_url;
   while (!shown.empty() && shown.back() == '/') shown.pop_back();
-  const std::string models_url = absl::StrCat(shown, "/v1/models");
-
-  Exchange exchange;
-  bool finished = false;
+  ModelsGet get;
+  get.models_url = absl::StrCat(shown, "/v1/models");
   try {
     net::io_context ioc;
-    net::co_spawn(ioc, Get(spec, tls_context.get(), exchange),
-                  [&finished](std::exception_ptr) { finished = true; });
+    net::co_spawn(ioc, Get(spec, tls_context.get(), get.exchange),
+                  [&get](std::exception_ptr) { get.finished = true; });
     ioc.run_for(timeout);
   } catch (const std::exception& e) {
-    return absl::UnavailableError(absl::StrCat("cannot reach ", models_url, ": ", e.what()));
+    return absl::UnavailableError(absl::StrCat("cannot reach ", get.models_url, ": ", e.what()));
   }
-  if (!finished) {
+  return get;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> FetchFirstModel(const surge::v1::TargetConfig& target,
+                                            std::chrono::milliseconds timeout) {
+  absl::StatusOr<ModelsGet> get = GetModels(target, timeout);
+  if (!get.ok()) return get.status();
+  const std::string& models_url = get->models_url;
+  const Exchange& exchange = get->exchange;
+  if (!get->finished) {
     return absl::UnavailableError(
         absl::StrCat("cannot reach ", models_url, ": timed out after ", timeout.count(), " ms"));
   }
@@ -192,6 +210,21 @@ absl::StatusOr<std::string> FetchFirstModel(const surge::v1::TargetConfig& targe
     }
   }
   return absl::FailedPreconditionError(absl::StrCat("no model listed at ", models_url));
+}
+
+absl::Status CheckTargetConnects(const surge::v1::TargetConfig& target,
+                                 std::chrono::milliseconds timeout) {
+  absl::StatusOr<ModelsGet> get = GetModels(target, timeout);
+  if (!get.ok()) return get.status();
+  // Connected (and TLS done): the target is there. What it answers to
+  // /v1/models (404, an error, nothing) does not matter here.
+  if (get->exchange.connected) return absl::OkStatus();
+  if (!get->finished) {
+    return absl::UnavailableError(absl::StrCat("cannot reach ", get->models_url,
+                                               ": no connection within ", timeout.count(), " ms"));
+  }
+  return absl::UnavailableError(
+      absl::StrCat("cannot reach ", get->models_url, ": ", get->exchange.error));
 }
 
 absl::StatusOr<std::string> FetchFirstModel(const std::string& base_url,

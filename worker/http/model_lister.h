@@ -31,6 +31,16 @@ namespace surge::worker {
 absl::StatusOr<std::string> FetchFirstModel(const surge::v1::TargetConfig& target,
                                             std::chrono::milliseconds timeout);
 
+// Pre-flight check of a target whose model is given: opens a connection to
+// target.base_url (TLS handshake for https, verified as above) and sends
+// GET /v1/models. OK as soon as the connection (and handshake) succeeded,
+// whatever the answer (a server may answer 404 there and still serve
+// completions). Errors: INVALID_ARGUMENT for a bad target (as above);
+// UNAVAILABLE "cannot reach <url>/v1/models: <resolve|connect|tls>: <why>"
+// or "...: no connection within <timeout> ms".
+absl::Status CheckTargetConnects(const surge::v1::TargetConfig& target,
+                                 std::chrono::milliseconds timeout);
+
 // The same for a target given by its base URL alone (system CA store,
 // $OPENAI_API_KEY, no extra headers).
 absl::StatusOr<std::string> FetchFirstModel(const std::string& base_url,

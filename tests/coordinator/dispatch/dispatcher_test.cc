@@ -49,17 +49,18 @@ struct LocalWorker {
 };
 
 void StartWorker(InMemoryRouter& router, const std::string& name, int32_t index, LocalWorker& w,
-                 std::function<void(surge::v1::RequestRecord&)> shape = nullptr) {
+                 bool complete_at_once = true,
+                 std::function<void(surge::v1::RequestRecord&)> result = nullptr) {
   w.transport = router.Connect(name);
-  w.thread = std::thread([&w, index, shape] {
+  w.thread = std::thread([&w, index, complete_at_once, result] {
     surge::worker::WorkerSessionOptions options;
     options.requested_index = index;
     surge::worker::WorkerSession session(
         RealClock(), *w.transport,
-        [&w, shape](const surge::v1::Welcome&)
+        [&w, complete_at_once, result](const surge::v1::Welcome&)
             -> absl::StatusOr<std::unique_ptr<surge::worker::RequestSender>> {
-          auto sender = std::make_unique<FakeRequestSender>(RealClock());
-          if (shape) sender->set_shape(shape);
+          auto sender = std::make_unique<FakeRequestSender>(RealClock(), complete_at_once);
+          if (result) sender->set_result(result);
           w.sender = sender.get();
           return std::unique_ptr<surge::worker::RequestSender>(std::move(sender));
         },
@@ -124,6 +125,11 @@ TEST(DispatcherTest, SilentWorkerIsDeclaredDeadAndNothingIsSentTwice) {
   hello.set_protocol_version(surge::v1::PROTOCOL_VERSION_CURRENT);
   hello.mutable_hello()->set_requested_index(1);
   ASSERT_TRUE(ghost->Send("", hello).ok());
+  // One heartbeat: it was ready (the run waits for that), then it hangs.
+  surge::v1::Envelope heartbeat;
+  heartbeat.set_protocol_version(surge::v1::PROTOCOL_VERSION_CURRENT);
+  heartbeat.mutable_heartbeat()->set_hb_seq(1);
+  ASSERT_TRUE(ghost->Send("", heartbeat).ok());
 
   auto outcome = dispatcher.Run();
   live.thread.join();
@@ -145,11 +151,195 @@ TEST(DispatcherTest, SilentWorkerIsDeclaredDeadAndNothingIsSentTwice) {
   // to the live worker (attempt 1) and succeeded.
   EXPECT_GT(by_status[surge::v1::LOST], 0);
   EXPECT_EQ(by_status[surge::v1::OK] + by_status[surge::v1::LOST], 600);
+  // Issue 8 item 5: the loss is counted for the summary and the exit status.
+  EXPECT_EQ(outcome->send_unknown, static_cast<uint64_t>(by_status[surge::v1::LOST]));
   std::set<uint64_t> live_sent;
   for (const auto& s : live.sender->sent()) {
     EXPECT_TRUE(live_sent.insert(s.index).second) << "sent twice " << s.index;
   }
   EXPECT_EQ(live_sent.size(), static_cast<size_t>(by_status[surge::v1::OK]));
+}
+
+// Issue 8 item 5: the run starts only when every worker is ready (its first
+// heartbeat, sent once its HTTP sender exists); one that said Hello and
+// never became ready fails the start, and nothing is sent.
+TEST(DispatcherTest, RunStartsOnlyWhenEveryWorkerIsReady) {
+  const ArrivalSchedule plan = ConstantPlan(100, 20);
+  FixedPayloads payloads;
+  InMemoryRouter router;
+  DispatcherOptions options;
+  options.num_workers = 2;
+  options.run_id = "test";
+  options.hello_timeout = std::chrono::milliseconds(600);
+  std::vector<surge::v1::RequestRecord> records;
+  Dispatcher dispatcher(RealClock(), router, plan, payloads, options,
+                        [&](const surge::v1::RequestRecord& r) { records.push_back(r); });
+  LocalWorker live;
+  StartWorker(router, "live", 0, live);
+  auto unready = router.Connect("unready");  // Hello only: still starting up
+  surge::v1::Envelope hello;
+  hello.set_protocol_version(surge::v1::PROTOCOL_VERSION_CURRENT);
+  hello.mutable_hello()->set_requested_index(1);
+  ASSERT_TRUE(unready->Send("", hello).ok());
+  auto outcome = dispatcher.Run();
+  ASSERT_FALSE(outcome.ok());
+  EXPECT_EQ(outcome.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(outcome.status().message()),
+              ::testing::HasSubstr("only 1 of 2 workers were ready (2 connected)"));
+  EXPECT_TRUE(records.empty());
+  // The live worker got no Start and no work, and was told to stop.
+  live.thread.join();
+  EXPECT_EQ(live.exit_code, surge::worker::kExitDone);
+  EXPECT_TRUE(live.sender->sent().empty());
+}
+
+// Issue 8 item 3: Ctrl-C, then Ctrl-C again: requests on the wire are cut
+// off and recorded as interrupted with their send time (not lost), the
+// never-released ones are not_sent, and the run ends within cut_wait of the
+// second stop.
+TEST(DispatcherTest, SecondStopCutsOffInflightRequestsAsInterrupted) {
+  const ArrivalSchedule plan = ConstantPlan(100, 300);  // 3 s
+  FixedPayloads payloads;
+  InMemoryRouter router;
+  DispatcherOptions options;
+  options.num_workers = 2;
+  options.run_id = "test";
+  options.start_lead = std::chrono::milliseconds(100);
+  options.drain = std::chrono::milliseconds(10000);
+  options.cut_wait = std::chrono::milliseconds(1000);
+  std::vector<surge::v1::RequestRecord> records;
+  Dispatcher dispatcher(RealClock(), router, plan, payloads, options,
+                        [&](const surge::v1::RequestRecord& r) { records.push_back(r); });
+  LocalWorker w0, w1;
+  // Answers never come: every sent request stays in flight.
+  StartWorker(router, "a", 0, w0, /*complete_at_once=*/false);
+  StartWorker(router, "b", 1, w1, /*complete_at_once=*/false);
+  std::chrono::steady_clock::time_point second_stop;
+  std::thread user([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(900));
+    dispatcher.RequestStop();
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    second_stop = std::chrono::steady_clock::now();
+    dispatcher.RequestStop();
+  });
+  auto outcome = dispatcher.Run();
+  const auto ended = std::chrono::steady_clock::now();
+  user.join();
+  w0.thread.join();
+  w1.thread.join();
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_LT(ended - second_stop, std::chrono::milliseconds(1000));  // not the 10 s drain
+  EXPECT_TRUE(outcome->interrupted);
+  // The first stop came ~0.8 s after t0 (0.9 s after the start minus the lead).
+  EXPECT_GT(outcome->interrupted_at_ns, 500'000'000);
+  EXPECT_LT(outcome->interrupted_at_ns, 1'400'000'000);
+  EXPECT_EQ(outcome->send_unknown, 0u);
+  ASSERT_EQ(records.size(), 300u);
+  const size_t sent_by_workers = w0.sender->sent().size() + w1.sender->sent().size();
+  std::map<int, size_t> by_status;
+  for (const auto& r : records) {
+    ++by_status[r.status()];
+    if (r.status() == surge::v1::INTERRUPTED) {
+      EXPECT_TRUE(r.sent()) << r.index();
+      EXPECT_GE(r.sent_ns(), r.planned_ns()) << r.index();
+      EXPECT_LE(r.sent_ns(), outcome->interrupted_at_ns + 50'000'000) << r.index();
+      EXPECT_GT(r.interrupted_ns(), outcome->interrupted_at_ns) << r.index();
+      EXPECT_EQ(r.error(), "interrupted: cut_off_at_stop");
+    } else {
+      EXPECT_EQ(r.status(), surge::v1::NOT_SENT) << r.index();
+      EXPECT_FALSE(r.sent()) << r.index();
+      EXPECT_THAT(r.error(), ::testing::StartsWith("not_sent: interrupted")) << r.index();
+    }
+  }
+  EXPECT_GT(sent_by_workers, 50u);  // about 80 were due before the stop
+  EXPECT_EQ(by_status[surge::v1::INTERRUPTED], sent_by_workers);
+  EXPECT_EQ(by_status[surge::v1::INTERRUPTED] + by_status[surge::v1::NOT_SENT], 300u);
+}
+
+// Issue 8 item 5: when the first K records are all connection failures the
+// target is unreachable: the run stops at once, the rest is not_sent.
+TEST(DispatcherTest, ConnectFailuresAtTheStartStopTheRun) {
+  const ArrivalSchedule plan = ConstantPlan(100, 500);  // 5 s
+  FixedPayloads payloads;
+  InMemoryRouter router;
+  DispatcherOptions options;
+  options.num_workers = 2;
+  options.run_id = "test";
+  options.start_lead = std::chrono::milliseconds(100);
+  options.abort_after_connect_failures = 10;
+  std::vector<surge::v1::RequestRecord> records;
+  Dispatcher dispatcher(RealClock(), router, plan, payloads, options,
+                        [&](const surge::v1::RequestRecord& r) { records.push_back(r); });
+  auto refused = [](surge::v1::RequestRecord& r) {
+    r.set_sent(false);
+    r.set_sent_ns(0);
+    r.set_status(surge::v1::FAILED);
+    r.set_http_status(0);
+    r.set_error("connect: Connection refused");
+  };
+  LocalWorker w0, w1;
+  StartWorker(router, "a", 0, w0, true, refused);
+  StartWorker(router, "b", 1, w1, true, refused);
+  const auto start = std::chrono::steady_clock::now();
+  auto outcome = dispatcher.Run();
+  const auto ended = std::chrono::steady_clock::now();
+  w0.thread.join();
+  w1.thread.join();
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_TRUE(outcome->target_unreachable);
+  EXPECT_FALSE(outcome->interrupted);
+  EXPECT_THAT(outcome->stop_message,
+              ::testing::HasSubstr("the first 10 requests all failed without any response"));
+  EXPECT_THAT(outcome->stop_message, ::testing::HasSubstr("connect: Connection refused"));
+  EXPECT_LT(ended - start, std::chrono::milliseconds(3000));  // not the 5 s plan
+  ASSERT_EQ(records.size(), 500u);
+  size_t failed = 0, not_sent = 0;
+  for (const auto& r : records) {
+    if (r.status() == surge::v1::FAILED) ++failed;
+    if (r.status() == surge::v1::NOT_SENT) {
+      ++not_sent;
+      EXPECT_THAT(r.error(), ::testing::StartsWith("not_sent: target_unreachable"));
+    }
+  }
+  EXPECT_GE(failed, 10u);
+  EXPECT_LT(failed, 100u);
+  EXPECT_EQ(failed + not_sent, 500u);
+}
+
+// The rule looks at the start only: once the target has answered, later
+// connection failures are ordinary failed records; 0 turns the rule off.
+TEST(DispatcherTest, ConnectFailuresAfterAnAnswerOrWithRuleOffDoNotStopTheRun) {
+  for (const uint32_t k : {10u, 0u}) {
+    const ArrivalSchedule plan = ConstantPlan(200, 60);
+    FixedPayloads payloads;
+    InMemoryRouter router;
+    DispatcherOptions options;
+    options.num_workers = 1;
+    options.run_id = "test";
+    options.start_lead = std::chrono::milliseconds(100);
+    options.abort_after_connect_failures = k;
+    std::vector<surge::v1::RequestRecord> records;
+    Dispatcher dispatcher(RealClock(), router, plan, payloads, options,
+                          [&](const surge::v1::RequestRecord& r) { records.push_back(r); });
+    // k = 10: request 0 is answered, all later ones are refused;
+    // k = 0: all are refused.
+    auto result = [k](surge::v1::RequestRecord& r) {
+      if (k != 0 && r.index() == 0) return;
+      r.set_sent(false);
+      r.set_sent_ns(0);
+      r.set_status(surge::v1::FAILED);
+      r.set_http_status(0);
+      r.set_error("connect: Connection refused");
+    };
+    LocalWorker w;
+    StartWorker(router, "a", 0, w, true, result);
+    auto outcome = dispatcher.Run();
+    w.thread.join();
+    ASSERT_TRUE(outcome.ok()) << outcome.status();
+    EXPECT_FALSE(outcome->target_unreachable) << "k=" << k;
+    ASSERT_EQ(records.size(), 60u);
+    for (const auto& r : records) EXPECT_NE(r.status(), surge::v1::NOT_SENT) << "k=" << k;
+  }
 }
 
 // Issue 8 item 1: a server's raw 0xFF byte quoted in one record's error
@@ -169,7 +359,7 @@ TEST(DispatcherTest, RawByteInOneRecordErrorKeepsEveryRecordOfItsBatch) {
   Dispatcher dispatcher(RealClock(), router, plan, payloads, options,
                         [&](const surge::v1::RequestRecord& r) { records.push_back(r); });
   LocalWorker w;
-  StartWorker(router, "a", 0, w, [](surge::v1::RequestRecord& r) {
+  StartWorker(router, "a", 0, w, true, [](surge::v1::RequestRecord& r) {
     if (r.index() != 7) return;
     r.set_status(surge::v1::FAILED);
     r.set_error(
@@ -435,6 +625,11 @@ TEST(DispatcherTest, TheMessageTakenWhenATurnEndsIsHandled) {
   hello.set_protocol_version(surge::v1::PROTOCOL_VERSION_CURRENT);
   hello.mutable_hello()->set_requested_index(0);
   ASSERT_TRUE(peer->Send("", hello).ok());
+  // Ready (a first heartbeat): the run starts only with every worker ready.
+  surge::v1::Envelope ready;
+  ready.set_protocol_version(surge::v1::PROTOCOL_VERSION_CURRENT);
+  ready.mutable_heartbeat()->set_hb_seq(0);
+  ASSERT_TRUE(peer->Send("", ready).ok());
   auto outcome = dispatcher.Run();
   ASSERT_TRUE(outcome.ok()) << outcome.status();
   ASSERT_EQ(records.size(), 1u);

@@ -149,6 +149,27 @@ TEST_F(PlotPagesTest, ActualPageAddsTheOrangeTraceAndExtras) {
   EXPECT_TRUE(fig["stats"]["actual"]["ks_distance"].is_number());
 }
 
+// Issue 8 item 3: how the run ended is a visible line on the actual page
+// (and in its figure JSON); no note, no line.
+TEST_F(PlotPagesTest, ActualPageShowsTheNote) {
+  const ArrivalSchedule plan = RampedBurstyPlan(200);
+  const std::vector<ActualSend> sends = JitteredSends(plan);
+  const fs::path noted = dir_ / "noted.html";
+  ASSERT_TRUE(
+      WriteActualPlotPage(plan, sends, noted, "Run interrupted by the user at 4.97 s: <80> cut off")
+          .ok());
+  const std::string page = ReadFile(noted);
+  EXPECT_THAT(page, HasSubstr("<p id=\"surge-note\">Run interrupted by the user at 4.97 s: "
+                              "&lt;80&gt; cut off</p>"));
+  // Above the plot.
+  EXPECT_LT(page.find("id=\"surge-note\""), page.find("<div id=\"surge-rps-plot\""));
+  const nlohmann::json fig = nlohmann::json::parse(ReadFile(FigureJsonPath(noted)));
+  EXPECT_EQ(fig["stats"]["note"], "Run interrupted by the user at 4.97 s: <80> cut off");
+  const fs::path plain = dir_ / "plain.html";
+  ASSERT_TRUE(WriteActualPlotPage(plan, sends, plain).ok());
+  EXPECT_THAT(ReadFile(plain), Not(HasSubstr("<p id=\"surge-note\"")));
+}
+
 TEST_F(PlotPagesTest, InstantMode) {
   const ArrivalSchedule plan = InstantPlan(100);
   const fs::path expected = dir_ / ExpectedPlotFileName("synthetic");

@@ -154,6 +154,113 @@ TEST(SummaryTest, AchievedAndIntendedRatesAndCounts) {
   EXPECT_NEAR(s.duration_s, 0.7, 1e-12);
 }
 
+// Issue 8 item 3: interrupted requests were sent: they count in the sent
+// total, the achieved rate, lateness, duration and concurrency (in flight
+// until they were cut off), and are counted apart from lost and not_sent.
+TEST(SummaryTest, InterruptedRequestsCountAsSentUntilTheCut) {
+  std::vector<surge::v1::RequestRecord> records;
+  // Request 0: OK, sent at 0.1 s, done at 0.3 s.
+  surge::v1::RequestRecord ok;
+  ok.set_index(0);
+  ok.set_status(surge::v1::OK);
+  ok.set_planned_ns(100000000);
+  ok.set_sent(true);
+  ok.set_sent_ns(100000000);
+  ok.set_ttft_ns(100000000);
+  ok.set_e2el_ns(200000000);
+  ok.set_output_tokens(3);
+  records.push_back(ok);
+  // Requests 1..3: sent at 0.2, 0.3, 0.4 s (planned 0.2, 0.3, 0.35), cut
+  // off at 1.0 s.
+  const int64_t planned[] = {200000000, 300000000, 350000000};
+  for (int k = 0; k < 3; ++k) {
+    surge::v1::RequestRecord r;
+    r.set_index(1 + k);
+    r.set_status(surge::v1::INTERRUPTED);
+    r.set_error("interrupted: cut_off_at_stop");
+    r.set_planned_ns(planned[k]);
+    r.set_sent(true);
+    r.set_sent_ns(200000000 + k * 100000000LL);
+    r.set_ttft_ns(k == 0 ? 50000000 : 0);
+    r.set_output_tokens(k == 0 ? 2 : 0);
+    r.set_interrupted_ns(1000000000);
+    records.push_back(r);
+  }
+  surge::v1::RequestRecord unsent;
+  unsent.set_index(4);
+  unsent.set_status(surge::v1::NOT_SENT);
+  unsent.set_error("not_sent: interrupted");
+  unsent.set_planned_ns(500000000);
+  records.push_back(unsent);
+
+  const RunSummary s = Summarize(records);
+  EXPECT_EQ(s.total, 5u);
+  EXPECT_EQ(s.succeeded, 1u);
+  EXPECT_EQ(s.interrupted, 3u);
+  EXPECT_EQ(s.lost, 0u);
+  EXPECT_EQ(s.not_sent, 1u);
+  EXPECT_EQ(s.sent, 4u);
+  // 4 sends from 0.1 to 0.4 s: 3 / 0.3 = 10 RPS (not 1 send: NaN).
+  EXPECT_NEAR(s.achieved_rate_rps, 10.0, 1e-9);
+  EXPECT_NEAR(s.intended_rate_rps, 3 / 0.25, 1e-9);
+  EXPECT_EQ(s.lateness_s.count, 4u);
+  EXPECT_NEAR(s.lateness_s.max, 0.05, 1e-12);
+  // Request 0 ends at 0.3 s as request 2 starts (ends before starts), so
+  // at most 3 are in flight (from 0.4 s); the cut at 1.0 s ends the run.
+  EXPECT_EQ(s.max_concurrency, 3u);
+  EXPECT_NEAR(s.duration_s, 1.0, 1e-12);
+  // Busy time 0.2 + 0.8 + 0.7 + 0.6 = 2.3 s over 1.0 s.
+  EXPECT_NEAR(s.mean_concurrency, 2.3, 1e-9);
+  EXPECT_EQ(s.reasons.at("interrupted"), 3u);
+  // TTFT and tokens of OK requests only.
+  EXPECT_EQ(s.ttft_s.count, 1u);
+  EXPECT_EQ(s.output_tokens, 3u);
+  const nlohmann::json j = SummaryToJson(s, nlohmann::json::object());
+  EXPECT_EQ(j["requests"]["interrupted"], 3);
+  EXPECT_EQ(j["requests"]["sent"], 4);
+  EXPECT_EQ(j["common"]["Interrupted Requests"], 3);
+  EXPECT_EQ(j["common"]["Failed Requests"], 4);
+  EXPECT_THAT(SummaryToCsv(s), HasSubstr("Interrupted Requests,3\n"));
+  const std::string table = FormatSummaryTable(s);
+  EXPECT_THAT(table, ::testing::ContainsRegex("interrupted +3\n"));
+  EXPECT_THAT(table, ::testing::ContainsRegex("sent \\(first byte out\\) +4\n"));
+}
+
+TEST(DetailsTest, InterruptedRecordRoundTripsWithItsCutTime) {
+  surge::v1::RequestRecord r;
+  r.set_index(3);
+  r.set_status(surge::v1::INTERRUPTED);
+  r.set_error("interrupted: cut_off_at_stop");
+  r.set_planned_ns(200000000);
+  r.set_sent(true);
+  r.set_sent_ns(200100000);
+  r.set_ttft_ns(40000000);
+  r.add_itl_ns(5000000);
+  r.set_output_tokens(2);
+  r.set_output_tokens_estimated(true);
+  r.set_interrupted_ns(4970000000);
+  const fs::path path = FreshDir("details_interrupted") / "d.jsonl";
+  {
+    auto w = DetailsWriter::Create(path);
+    ASSERT_TRUE(w.ok());
+    (*w)->Append(r);
+    ASSERT_TRUE((*w)->Flush().ok());
+  }
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_THAT(line, HasSubstr("\"status\":\"interrupted\""));
+  EXPECT_THAT(line, HasSubstr("\"interrupted_offset_s\":4.97"));
+  EXPECT_THAT(line, HasSubstr("\"actual_offset_s\":0.2001"));
+  auto back = ParseDetailsLine(line);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->status(), surge::v1::INTERRUPTED);
+  EXPECT_EQ(back->interrupted_ns(), 4970000000);
+  EXPECT_EQ(back->sent_ns(), 200100000);
+  EXPECT_EQ(back->output_tokens(), 2u);
+  EXPECT_TRUE(back->output_tokens_estimated());
+}
+
 surge::v1::RequestRecord OkRecord(uint64_t index, double sent_s, double ttft_s, double e2el_s,
                                   uint32_t tokens, std::vector<double> itl_s = {}) {
   surge::v1::RequestRecord r;
@@ -270,6 +377,19 @@ TEST(ProgressTest, LineShowsCountsRateAndEta) {
             "[   10.0 s] done 480/1000  ok 478  failed 2  in flight 10  sent 50.0 RPS  ETA 10 s");
   p.elapsed_s = 21;
   EXPECT_THAT(FormatProgress(p), ::testing::EndsWith("draining"));
+  // Issue 8 item 3: after a stop, not-sent requests are not shown as failed.
+  {
+    DispatchProgress stopped = p;
+    stopped.elapsed_s = 5;
+    stopped.records = 300;
+    stopped.ok = 3;
+    stopped.not_sent = 272;
+    stopped.stopping = true;
+    EXPECT_EQ(FormatProgress(stopped),
+              "[    5.0 s] done 300/1000  ok 3  failed 25  not sent 272  in flight 10  sent 100.0 "
+              "RPS  stopping");
+  }
+  p.elapsed_s = 21;
   // Not a terminal: one line per period, not per update.
   char* text = nullptr;
   size_t size = 0;

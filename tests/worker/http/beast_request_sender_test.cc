@@ -269,7 +269,9 @@ TEST(BeastRequestSenderTest, RequestTimeout) {
   EXPECT_EQ(r.e2el_ns(), 0);
 }
 
-TEST(BeastRequestSenderTest, ShutdownAbortsInflightAsLostAndRefusesNewSends) {
+// Issue 8 item 3: a request cut off by Shutdown was sent; it is
+// INTERRUPTED (not LOST: its worker is alive) and keeps its send time.
+TEST(BeastRequestSenderTest, ShutdownCutsOffInflightAsInterruptedAndRefusesNewSends) {
   auto server = StartSim(/*ttft_ms=*/5000, 1);
   auto sender = MakeSender(RealClock(), Target(server->port(), "/v1/chat/completions", true));
   ASSERT_NE(sender, nullptr);
@@ -286,14 +288,48 @@ TEST(BeastRequestSenderTest, ShutdownAbortsInflightAsLostAndRefusesNewSends) {
   for (auto& f : futures) {
     ASSERT_EQ(f.wait_for(std::chrono::seconds(0)), std::future_status::ready);
     const RequestRecord r = f.get();
-    EXPECT_EQ(r.status(), surge::v1::LOST);
-    EXPECT_EQ(r.error(), "drain_timeout");
+    EXPECT_EQ(r.status(), surge::v1::INTERRUPTED);
+    EXPECT_EQ(r.error(), "interrupted: cut_off_at_stop");
+    EXPECT_GT(r.sent_ns(), 0);
+    // Cut off after the 100 ms drain, long before the 5 s answer.
+    EXPECT_GE(r.interrupted_ns() - r.sent_ns(), 50'000'000);
+    EXPECT_LT(r.interrupted_ns() - r.sent_ns(), 4'000'000'000);
+    EXPECT_EQ(r.ttft_ns(), 0);  // no token came
+    EXPECT_EQ(r.e2el_ns(), 0);
   }
   const RequestRecord late = SendAndWait(*sender, MakeAssignment(7, 2));
   EXPECT_EQ(late.status(), surge::v1::NOT_SENT);
   EXPECT_EQ(late.error(), "sender_shut_down");
   EXPECT_EQ(late.index(), 7u);
   sender->Shutdown(std::chrono::milliseconds(0));  // idempotent
+}
+
+// Issue 8 item 3: a stream cut off mid-answer keeps TTFT, the gaps and the
+// tokens received so far (counted by surge: estimated).
+TEST(BeastRequestSenderTest, ShutdownKeepsTokensReceivedSoFar) {
+  auto server = StartSim(/*ttft_ms=*/10, /*itl_ms=*/200);
+  auto sender = MakeSender(RealClock(), Target(server->port(), "/v1/chat/completions", true));
+  ASSERT_NE(sender, nullptr);
+  auto done = std::make_shared<std::promise<RequestRecord>>();
+  auto future = done->get_future();
+  sender->Send(MakeAssignment(4, /*max_tokens=*/50),
+               [done](RequestRecord r) { done->set_value(r); });
+  // 50 tokens take 10 s; after 700 ms about 4 have come.
+  sender->Shutdown(std::chrono::milliseconds(700));
+  ASSERT_EQ(future.wait_for(std::chrono::seconds(0)), std::future_status::ready);
+  const RequestRecord r = future.get();
+  EXPECT_EQ(r.status(), surge::v1::INTERRUPTED);
+  EXPECT_EQ(r.index(), 4u);
+  EXPECT_EQ(r.http_status(), 200u);
+  EXPECT_GT(r.sent_ns(), 0);
+  EXPECT_GT(r.ttft_ns(), 0);
+  EXPECT_LT(r.ttft_ns(), 500'000'000);
+  EXPECT_GE(r.output_tokens(), 2u);
+  EXPECT_LT(r.output_tokens(), 50u);
+  EXPECT_TRUE(r.output_tokens_estimated());
+  EXPECT_EQ(static_cast<uint32_t>(r.itl_ns_size()) + 1, r.output_tokens());
+  EXPECT_EQ(r.e2el_ns(), 0);  // the answer never completed
+  EXPECT_GT(r.interrupted_ns(), r.sent_ns() + r.ttft_ns());
 }
 
 TEST(BeastRequestSenderTest, ShutdownDrainsWhatFinishesInTime) {
