@@ -82,9 +82,9 @@ TEST_F(PlotPagesTest, ExpectedPageIsSelfContainedWithTitleTracesAndTable) {
   ASSERT_TRUE(WriteExpectedPlotPage(plan, html).ok());
   const std::string page = ReadFile(html);
   const std::string title =
-      "Request Per Second(RPS) Distribution Analysis | Target Rate: 200 | Linear Ramp-up: "
-      "10→200";
-  EXPECT_THAT(page, HasSubstr("<title>" + title + "</title>"));
+      "Request Per Second(RPS) Distribution Analysis | Target Rate: 200 RPS | Linear Ramp-up: "
+      "10→200 RPS";
+  EXPECT_THAT(page, HasSubstr("<title>" + title + " — expected</title>"));
   EXPECT_THAT(page, HasSubstr("plotly.js v"));  // inline, no CDN
   EXPECT_THAT(page, Not(HasSubstr("<script src")));
   EXPECT_THAT(page, HasSubstr("Legend Explanation"));
@@ -130,7 +130,9 @@ TEST_F(PlotPagesTest, ActualPageAddsTheOrangeTraceAndExtras) {
   ASSERT_TRUE(WriteActualPlotPage(plan, sends, html).ok());
   const std::string page = ReadFile(html);
   EXPECT_THAT(page, HasSubstr("Actual RPS: After Excluding Anomalies"));
+  EXPECT_THAT(page, HasSubstr(" — actual</title>"));
   EXPECT_THAT(page, HasSubstr("Send lateness p50 / p90 / p99 / max"));
+  EXPECT_THAT(page, HasSubstr("Intended rate, (N − 1)/(t_{N−1} − t_0) over the whole plan"));
   EXPECT_THAT(page, HasSubstr("KS distance"));
   const nlohmann::json fig = nlohmann::json::parse(ReadFile(FigureJsonPath(html)));
   EXPECT_THAT(
@@ -192,6 +194,44 @@ TEST_F(PlotPagesTest, MillionRequestPageStaysSmall) {
   RecordProperty("expected_page_bytes_without_plotly", std::to_string(bytes));
   EXPECT_LT(bytes, 2'000'000u);
   EXPECT_LT(seconds, 5.0);  // generous: sanitizer and debug builds
+}
+
+// Issue 8, item 8: both pages carry the run's context, visibly and in the
+// JSON, HTML-escaped.
+TEST_F(PlotPagesTest, BothPagesShowTheRunContext) {
+  const ArrivalSchedule plan = MixedPlan(20, 10, 0, 0);
+  const PageContext context = {
+      {"Model", "org/m<1>"}, {"Server", "http://127.0.0.1:8000"}, {"surge version", "0.1.0"}};
+  const fs::path expected = dir_ / ExpectedPlotFileName("synthetic");
+  const fs::path actual = dir_ / ActualPlotFileName("synthetic");
+  ASSERT_TRUE(WriteExpectedPlotPage(plan, expected, context).ok());
+  const std::vector<ActualSend> sends = {{0, 0.05}, {1, 0.1}};
+  ASSERT_TRUE(WriteActualPlotPage(plan, sends, actual, context).ok());
+  for (const fs::path& html : {expected, actual}) {
+    const std::string page = ReadFile(html);
+    EXPECT_THAT(page, HasSubstr("<table id=\"surge-context\"><tbody>\n"
+                                "<tr><th>Model</th><td>org/m&lt;1&gt;</td></tr>\n"
+                                "<tr><th>Server</th><td>http://127.0.0.1:8000</td></tr>\n"
+                                "<tr><th>surge version</th><td>0.1.0</td></tr>\n"))
+        << html;
+    const nlohmann::json fig = nlohmann::json::parse(ReadFile(FigureJsonPath(html)));
+    EXPECT_EQ(fig["context"]["Model"], "org/m<1>");
+    EXPECT_EQ(fig["context"]["surge version"], "0.1.0");
+  }
+  EXPECT_THAT(ReadFile(expected), HasSubstr("Target Rate: 20 RPS — expected</title>"));
+  EXPECT_THAT(ReadFile(actual), HasSubstr("Target Rate: 20 RPS — actual</title>"));
+  // Two sends give one actual point: drawn as a marker, a line through one
+  // point would be invisible.
+  const nlohmann::json fig = nlohmann::json::parse(ReadFile(FigureJsonPath(actual)));
+  for (const auto& tr : fig["data"]) {
+    if (tr["name"] == "Actual RPS: After Excluding Anomalies") {
+      EXPECT_EQ(tr["x"].size(), 1u);
+      EXPECT_EQ(tr["mode"], "lines+markers");
+    }
+    if (tr["name"] == "Normal RPS") {
+      EXPECT_EQ(tr["mode"], "lines");
+    }
+  }
 }
 
 TEST_F(PlotPagesTest, UnwritablePathIsAnError) {
