@@ -79,8 +79,9 @@ std::vector<std::pair<std::string, nlohmann::json>> CommonRows(const RunSummary&
   return rows;
 }
 
+// "n/a" where a number is undefined (no value, fewer than 2 sends, …).
 std::string Fixed(double v, int digits = 3) {
-  return std::isfinite(v) ? absl::StrFormat("%.*f", digits, v) : "-";
+  return std::isfinite(v) ? absl::StrFormat("%.*f", digits, v) : "n/a";
 }
 
 }  // namespace
@@ -106,7 +107,7 @@ MetricStats ComputeStats(std::vector<double> values) {
 RunSummary Summarize(const std::vector<surge::v1::RequestRecord>& records,
                      const surge::v1::GoodputConfig* goodput) {
   RunSummary s;
-  std::vector<double> sent_s, planned_s, lateness, ttft, e2el, tpot, itl, in_tokens, out_tokens,
+  std::vector<double> sent_s, planned_all_s, lateness, ttft, e2el, tpot, itl, in_tokens, out_tokens,
       out_throughput;
   // (time, +1/−1) events for the in-flight sweep.
   std::vector<std::pair<double, int>> events;
@@ -115,6 +116,7 @@ RunSummary Summarize(const std::vector<surge::v1::RequestRecord>& records,
                                          goodput->has_e2el_ms());
   for (const auto& r : records) {
     ++s.total;
+    planned_all_s.push_back(NanosToSeconds(r.planned_ns()));
     switch (r.status()) {
       case surge::v1::OK:
         ++s.succeeded;
@@ -138,7 +140,6 @@ RunSummary Summarize(const std::vector<surge::v1::RequestRecord>& records,
     const double sent = NanosToSeconds(r.sent_ns());
     const double end = sent + NanosToSeconds(r.e2el_ns());
     sent_s.push_back(sent);
-    planned_s.push_back(NanosToSeconds(r.planned_ns()));
     lateness.push_back(NanosToSeconds(r.sent_ns() - r.planned_ns()));
     end_s = std::max(end_s, end);
     busy_s += end - sent;
@@ -184,7 +185,9 @@ RunSummary Summarize(const std::vector<surge::v1::RequestRecord>& records,
   s.mean_concurrency = PerSecond(busy_s, end_s);
   s.goodput_rps = PerSecond(static_cast<double>(s.good_requests), end_s);
   s.achieved_rate_rps = RateOverSpan(sent_s);
-  s.intended_rate_rps = RateOverSpan(planned_s);
+  // The plan's rate, over every planned request (sent or not): a run whose
+  // sends collapsed must not report a collapsed intent (R-MET-2).
+  s.intended_rate_rps = RateOverSpan(planned_all_s);
   s.lateness_s = ComputeStats(std::move(lateness));
   s.ttft_s = ComputeStats(std::move(ttft));
   s.e2el_s = ComputeStats(std::move(e2el));
@@ -281,8 +284,8 @@ std::string FormatSummaryTable(const RunSummary& s) {
   row("  succeeded / failed", absl::StrCat(s.succeeded, " / ", s.failed));
   row("  lost / not sent", absl::StrCat(s.lost, " / ", s.not_sent));
   row("Benchmark duration (s)", Fixed(s.duration_s));
-  row("Intended rate (RPS)", Fixed(s.intended_rate_rps));
-  row("Achieved rate (RPS)", Fixed(s.achieved_rate_rps));
+  row("Intended rate, plan (RPS)", Fixed(s.intended_rate_rps));
+  row("Achieved rate, sent (RPS)", Fixed(s.achieved_rate_rps));
   row("Request throughput (RPS)", Fixed(s.request_throughput_rps));
   row("Concurrency mean / max", absl::StrCat(Fixed(s.mean_concurrency, 2), " / ", s.max_concurrency));
   row("Output token throughput (tok/s)", Fixed(s.output_token_throughput));
