@@ -1,5 +1,6 @@
 #include "coordinator/report/plot_pages.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -457,9 +458,14 @@ absl::Status WriteFigurePage(const RpsFigure& fig, const std::filesystem::path& 
       fig.actual.has_value() ? "Actual sending rate (after the run)"
                              : "Expected sending rate (the plan, before the run)",
       "</h1>\n<table id=\"surge-context\"><tbody>\n");
-  for (const ContextItem& item : fig.context) {
-    absl::StrAppend(&body, "<tr><th>", HtmlEscape(item.label), "</th><td>", HtmlEscape(item.value),
-                    "</td></tr>\n");
+  // Two label/value pairs per row: the block stays short above the charts.
+  for (size_t k = 0; k < fig.context.size(); k += 2) {
+    absl::StrAppend(&body, "<tr>");
+    for (size_t j = k; j < std::min(k + 2, fig.context.size()); ++j) {
+      absl::StrAppend(&body, "<th>", HtmlEscape(fig.context[j].label), "</th><td>",
+                      HtmlEscape(fig.context[j].value), "</td>");
+    }
+    absl::StrAppend(&body, "</tr>\n");
   }
   absl::StrAppend(&body,
                   "</tbody></table>\n<div id=\"surge-rps-plot\" "

@@ -210,9 +210,9 @@ TEST_F(PlotPagesTest, BothPagesShowTheRunContext) {
   for (const fs::path& html : {expected, actual}) {
     const std::string page = ReadFile(html);
     EXPECT_THAT(page, HasSubstr("<table id=\"surge-context\"><tbody>\n"
-                                "<tr><th>Model</th><td>org/m&lt;1&gt;</td></tr>\n"
-                                "<tr><th>Server</th><td>http://127.0.0.1:8000</td></tr>\n"
-                                "<tr><th>surge version</th><td>0.1.0</td></tr>\n"))
+                                "<tr><th>Model</th><td>org/m&lt;1&gt;</td>"
+                                "<th>Server</th><td>http://127.0.0.1:8000</td></tr>\n"
+                                "<tr><th>surge version</th><td>0.1.0</td></tr>\n</tbody>"))
         << html;
     const nlohmann::json fig = nlohmann::json::parse(ReadFile(FigureJsonPath(html)));
     EXPECT_EQ(fig["context"]["Model"], "org/m<1>");
