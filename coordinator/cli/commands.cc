@@ -149,7 +149,10 @@ absl::StatusOr<Prepared> Prepare(const RunConfig& config, const std::string& mod
   p.folder = *folder;
   RunConfig used = config;
   used.mutable_target()->set_model(model);
-  p.started_at = FormatLocalTime(wall_now);
+  // The start as the folder's name gives it, so that `surge report` shows
+  // the same from the folder alone (FormatLocalTime if the name differs).
+  p.started_at = RunStartFromFolder(p.folder);
+  if (p.started_at.empty()) p.started_at = FormatLocalTime(wall_now);
   p.context = RunContextItems(used, p.plan, p.dataset, p.started_at, kSurgeVersion);
   {
     FILE* f = std::fopen((p.folder / "run_config.json").c_str(), "wb");

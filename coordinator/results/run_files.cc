@@ -257,7 +257,7 @@ std::string RunStartFromFolder(const fs::path& run_folder) {
   if (stamp.size() > 15 && stamp[15] != '_') return "";
   return absl::StrCat(stamp.substr(0, 4), "-", stamp.substr(4, 2), "-", stamp.substr(6, 2), " ",
                       stamp.substr(9, 2), ":", stamp.substr(11, 2), ":", stamp.substr(13, 2),
-                      " (local time, from the run folder's name)");
+                      " (local time)");
 }
 
 }  // namespace surge::coordinator

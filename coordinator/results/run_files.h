@@ -29,9 +29,9 @@ std::string FormatLocalTime(std::chrono::system_clock::time_point wall);
 
 // The run's start read back from a run folder's path
 // `.../{YYYYMMDD_HHMMSS[_k]}/performances/{model}` (R-PLOT-1) as
-// "YYYY-MM-DD HH:MM:SS (local time, from the run folder's name)", for
-// `surge report` when the summary does not hold it; "" when the path does
-// not have that shape.
+// "YYYY-MM-DD HH:MM:SS (local time)": what `surge run` shows on the pages,
+// so that `surge report` gives the same text from the folder alone; "" when
+// the path does not have that shape.
 std::string RunStartFromFolder(const std::filesystem::path& run_folder);
 
 // Writes `{dataset}_plan.csv`: header `index,rate_rps,interval_s,offset_s,anomaly`,

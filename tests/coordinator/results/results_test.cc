@@ -237,9 +237,9 @@ TEST(RunFolderTest, StartTimeTextAndFromFolderName) {
   const auto when = std::chrono::system_clock::time_point(std::chrono::seconds(1767225600));
   EXPECT_EQ(FormatLocalTime(when), "2026-01-01 00:00:00 +0000");
   EXPECT_EQ(RunStartFromFolder("out/20260101_093015/performances/org_model"),
-            "2026-01-01 09:30:15 (local time, from the run folder's name)");
+            "2026-01-01 09:30:15 (local time)");
   EXPECT_EQ(RunStartFromFolder("out/20260101_093015_2/performances/m/"),
-            "2026-01-01 09:30:15 (local time, from the run folder's name)");
+            "2026-01-01 09:30:15 (local time)");
   EXPECT_EQ(RunStartFromFolder("somewhere/else"), "");
   EXPECT_EQ(RunStartFromFolder("out/2026x101_093015/performances/m"), "");
 }
