@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/version.h"
 #include "coordinator/cli/commands.h"
 #include "coordinator/cli/run_options.h"
 #include "simserver/sim_server.h"
@@ -60,6 +61,7 @@ int Main(int argc, char** argv) {
       "surge: a load generator for LLM inference services that sends every request on a "
       "controlled schedule (bursty, ramping) from many workers on one clock, and shows the "
       "intended and the actual sending rate."};
+  app.set_version_flag("--version", std::string("surge ") + surge::kSurgeVersion);
   app.require_subcommand(1);
 
   surge::coordinator::RunOptions run_options;

@@ -22,6 +22,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/time_units.h"
+#include "common/version.h"
 #include "common/zmq_transport.h"
 #include "coordinator/config/run_config.h"
 #include "coordinator/dataset/payload_source.h"
@@ -31,6 +32,7 @@
 #include "coordinator/plan/replay_schedule.h"
 #include "coordinator/plan/traffic.h"
 #include "coordinator/report/plot_pages.h"
+#include "coordinator/report/run_context.h"
 #include "coordinator/results/progress.h"
 #include "coordinator/results/run_files.h"
 #include "coordinator/results/summary.h"
@@ -57,6 +59,8 @@ struct Prepared {
   ArrivalSchedule plan;
   fs::path folder;
   std::string dataset;  // file-name stem, R-PLOT-1
+  std::string started_at;  // local time, FormatLocalTime
+  PageContext context;     // shown on both pages
 };
 
 // Plans this large get a size and time estimate before the work starts and
@@ -78,6 +82,16 @@ std::string HumanBytes(double bytes) {
     ++u;
   }
   return absl::StrFormat("%.3g %s", bytes, units[u]);
+}
+
+// R-PLOT-0 said aloud: why a plan in instant mode has no expected page.
+std::string InstantModeNoExpectedPage(const ResolvedTraffic& traffic) {
+  return absl::StrFormat(
+      "expected page: none: no expected page is written because the target rate %g RPS is below "
+      "0.1 (instant mode, R-PLOT-0: every request is planned at once, there is no planned rate to "
+      "draw); give --request-rate 0.1 or more (or an active ramp-up) for one. The actual page is "
+      "written after the run.",
+      traffic.target_rate_rps);
 }
 
 // Plan, folder, plan CSV, configuration and the expected page. Returns the
@@ -189,9 +203,17 @@ absl::StatusOr<Prepared> Prepare(const RunConfig& config, const std::string& mod
       traffic.burstiness, traffic.instant ? ", instant mode" : ""));
 
   *exit_code = kExitFailure;
-  auto folder = CreateRunFolder(config.output_dir(), model, RealClock().WallNow());
+  const auto wall_now = RealClock().WallNow();
+  auto folder = CreateRunFolder(config.output_dir(), model, wall_now);
   if (!folder.ok()) return folder.status();
   p.folder = *folder;
+  RunConfig used = config;
+  used.mutable_target()->set_model(model);
+  // The start as the folder's name gives it, so that `surge report` shows
+  // the same from the folder alone (FormatLocalTime if the name differs).
+  p.started_at = RunStartFromFolder(p.folder);
+  if (p.started_at.empty()) p.started_at = FormatLocalTime(wall_now);
+  p.context = RunContextItems(used, p.plan, p.dataset, p.started_at, kSurgeVersion);
   {
     // Files by absolute path, so the saved configuration works from any folder.
     RunConfig portable = saved;
@@ -232,13 +254,14 @@ absl::StatusOr<Prepared> Prepare(const RunConfig& config, const std::string& mod
       !s.ok()) {
     return s;
   }
-  // R-PLOT-0: no expected page in instant mode.
+  // R-PLOT-0: no expected page in instant mode; say so, and why.
   if (!traffic.instant) {
     if (big) LogInfo("large plan: writing the expected page");
-    if (absl::Status s = WriteExpectedPlotPage(p.plan, p.folder / ExpectedPlotFileName(p.dataset));
-        !s.ok()) {
-      return s;
-    }
+    const fs::path page = p.folder / ExpectedPlotFileName(p.dataset);
+    if (absl::Status s = WriteExpectedPlotPage(p.plan, page, p.context); !s.ok()) return s;
+    std::cout << "expected page: " << page.string() << "\n";
+  } else {
+    std::cout << InstantModeNoExpectedPage(traffic) << "\n";
   }
   return p;
 }
@@ -254,7 +277,8 @@ absl::StatusOr<Prepared> Prepare(const RunConfig& config, const std::string& mod
 void WriteRunResults(const fs::path& folder, const std::string& dataset,
                      const ArrivalSchedule& plan,
                      const std::vector<surge::v1::RequestRecord>& records,
-                     const RunConfig& config, const nlohmann::json& context) {
+                     const RunConfig& config, const nlohmann::json& context,
+                     const PageContext& page_context) {
   const RunSummary summary = Summarize(records, &config.goodput());
   const std::string stop_reason = context.value("stop_reason", std::string());
   const std::string note =
@@ -270,6 +294,15 @@ void WriteRunResults(const fs::path& folder, const std::string& dataset,
   if (absl::Status s = WriteTextFile(SummaryToCsv(summary), folder / (dataset + ".csv")); !s.ok()) {
     LogError(s.ToString());
   }
+  // The expected page is written before the run; after a stop it is
+  // written again with the same note (and `surge report` rebuilds it).
+  if (!plan.traffic.instant && (!note.empty() || context.value("rebuilt_by_report", false))) {
+    if (absl::Status s =
+            WriteExpectedPlotPage(plan, folder / ExpectedPlotFileName(dataset), page_context, note);
+        !s.ok()) {
+      LogError(s.ToString());
+    }
+  }
   std::vector<ActualSend> sends;
   for (const auto& r : records) {
     if (r.sent() && r.index() < plan.size()) {
@@ -277,7 +310,7 @@ void WriteRunResults(const fs::path& folder, const std::string& dataset,
     }
   }
   if (absl::Status s =
-          WriteActualPlotPage(plan, sends, folder / ActualPlotFileName(dataset), note);
+          WriteActualPlotPage(plan, sends, folder / ActualPlotFileName(dataset), page_context, note);
       !s.ok()) {
     LogError(s.ToString());
   }
@@ -460,7 +493,7 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe) {
       {"ramp_up_strategy", std::string(RampStrategyTitle(p.plan.traffic.strategy))},
       {"instant_mode", p.plan.traffic.instant},
       {"trace_replay", p.plan.traffic.trace_replay},
-      {"base_url", config.target().base_url()},
+      {"base_url", RedactedUrl(config.target().base_url())},
       {"endpoint", config.target().endpoint()},
       {"model", config.target().model()},
       {"workers", workers},
@@ -476,13 +509,16 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe) {
       {"records_lost_in_transit", outcome.ok() ? outcome->records_lost_in_transit : 0},
       {"clock_offsets_ns", std::vector<int64_t>(workers, 0)},
       {"clock_note", "local workers share the coordinator's CLOCK_MONOTONIC: offset 0 exactly"},
+      {"started_at", p.started_at},
+      {"surge_version", kSurgeVersion},
+      {"max_concurrency", config.max_concurrency()},
   };
   if (outcome.ok() && outcome->undecodable_frames > 0) {
     LogWarning(absl::StrCat(
         outcome->undecodable_frames, " undecodable messages from workers were skipped (",
         outcome->records_lost_in_transit, " requests recorded as record_lost)"));
   }
-  WriteRunResults(p.folder, p.dataset, p.plan, records, config, context);
+  WriteRunResults(p.folder, p.dataset, p.plan, records, config, context, p.context);
   std::cout << "results: " << p.folder.string() << std::endl;
   if (!outcome.ok()) return Fail(outcome.status(), kExitFailure);
   if (outcome->interrupted) return kExitInterrupted;
@@ -592,12 +628,26 @@ int ReportCommand(const std::string& folder_arg) {
   context["seed"] = config.seed();
   context["dataset"] = dataset;
   context["rebuilt_by_report"] = true;
-  if (!plan->traffic.instant) {
-    if (absl::Status s = WriteExpectedPlotPage(*plan, folder / ExpectedPlotFileName(dataset)); !s.ok()) {
-      LogError(s.ToString());
-    }
+  // The pages' context from the run folder's files: the configuration used,
+  // and the start time and version the run recorded in its summary (else
+  // the start from the folder's name and this surge's version).
+  std::string started_at;
+  if (context.contains("started_at") && context["started_at"].is_string()) {
+    started_at = context["started_at"].get<std::string>();
+  } else {
+    started_at = RunStartFromFolder(fs::absolute(folder, ec));
   }
-  WriteRunResults(folder, dataset, *plan, records, config, context);
+  std::string version = kSurgeVersion;
+  if (context.contains("surge_version") && context["surge_version"].is_string()) {
+    version = context["surge_version"].get<std::string>();
+  } else {
+    context["surge_version"] = version;
+  }
+  context["started_at"] = started_at;
+  context["report_surge_version"] = kSurgeVersion;
+  const PageContext page_context = RunContextItems(config, *plan, dataset, started_at, version);
+  // WriteRunResults rewrites the expected page too (rebuilt_by_report).
+  WriteRunResults(folder, dataset, *plan, records, config, context, page_context);
   std::cout << "results: " << folder.string() << std::endl;
   return kExitOk;
 }

@@ -1,5 +1,6 @@
 #include "coordinator/report/plot_pages.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -109,7 +110,8 @@ std::string TraceJson(const FigureTrace& tr) {
   j["yaxis"] = AxisRef("y", tr.chart);
   switch (tr.kind) {
     case TraceKind::kLine: {
-      j["mode"] = "lines";
+      // A line through one point draws nothing: show the point.
+      j["mode"] = tr.points.size() == 1 ? "lines+markers" : "lines";
       Json line = {{"color", tr.color}, {"width", tr.line_width}, {"dash", tr.dash}};
       if (!tr.line_shape.empty()) line["shape"] = tr.line_shape;
       j["line"] = std::move(line);
@@ -249,6 +251,13 @@ Json LegendTableJson(const RpsFigure& fig) {
   return rows;
 }
 
+// The run context as a JSON object, label → value, in display order.
+Json ContextJson(const RpsFigure& fig) {
+  Json c = Json::object();
+  for (const ContextItem& item : fig.context) c[item.label] = item.value;
+  return c;
+}
+
 Json StatsJson(const RpsFigure& fig) {
   Json s;
   s["title"] = fig.title;
@@ -268,7 +277,9 @@ Json StatsJson(const RpsFigure& fig) {
     s["actual"] = {{"sent", a.sent},
                    {"plan_normal_candidates", a.plan_normal},
                    {"zero_differences", a.zero_differences},
+                   {"negative_differences", a.negative_differences},
                    {"all_zero_differences", a.all_zero_differences},
+                   {"all_negative_differences", a.all_negative_differences},
                    {"actual_points", a.actual_points},
                    {"drawn_points", a.drawn_points},
                    {"lateness_p50_s", a.lateness_p50_s},
@@ -331,8 +342,12 @@ std::vector<std::pair<std::string, std::string>> SummaryRows(const RpsFigure& fi
     rows.emplace_back("Zero differences not drawn (plan-normal / all)",
                       absl::StrCat(a.zero_differences, " / ", a.all_zero_differences));
     if (!fig.instant) {
-      rows.emplace_back("Achieved rate (req/s)", Num(a.achieved_rate_rps));
-      rows.emplace_back("Intended rate of the sent requests (req/s)", Num(a.intended_rate_rps));
+      rows.emplace_back("Negative differences not drawn (plan-normal / all)",
+                        absl::StrCat(a.negative_differences, " / ", a.all_negative_differences));
+      rows.emplace_back("Achieved rate, (n − 1)/(last − first send) over the sent requests (req/s)",
+                        Num(a.achieved_rate_rps));
+      rows.emplace_back("Intended rate, (N − 1)/(t_{N−1} − t_0) over the whole plan (req/s)",
+                        Num(a.intended_rate_rps));
       rows.emplace_back("Send lateness p50 / p90 / p99 / max",
                         absl::StrCat(Ms(a.lateness_p50_s), " / ", Ms(a.lateness_p90_s), " / ",
                                      Ms(a.lateness_p99_s), " / ", Ms(a.lateness_max_s)));
@@ -351,6 +366,7 @@ constexpr char kStyle[] =
     "th,td{border:1px solid #cfcfcf;padding:4px 8px;text-align:left;vertical-align:top}"
     "th{background:#f2f2f2}"
     "#surge-note{font-size:15px;font-weight:bold;color:#a33;margin:0 0 8px}"
+    "#surge-context{margin-bottom:8px}#surge-context th{font-weight:600}"
     "#legend-explanation td:nth-child(4),#legend-explanation td:nth-child(5){max-width:380px}";
 
 absl::Status WriteAtomically(const std::filesystem::path& path,
@@ -423,6 +439,8 @@ std::string RenderFigureJson(const RpsFigure& fig) {
   out += DumpScriptSafe(LayoutJson(fig));
   out += ",\n\"legend_table\":";
   out += DumpScriptSafe(LegendTableJson(fig));
+  out += ",\n\"context\":";
+  out += DumpScriptSafe(ContextJson(fig));
   out += ",\n\"stats\":";
   out += DumpScriptSafe(StatsJson(fig));
   out += "}\n";
@@ -435,14 +453,30 @@ absl::Status WriteFigurePage(const RpsFigure& fig, const std::filesystem::path& 
 
   std::string head =
       absl::StrCat("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>",
-                   HtmlEscape(fig.title), "</title>\n<style>", kStyle,
+                   HtmlEscape(HtmlPageTitle(fig)), "</title>\n<style>", kStyle,
                    "</style>\n<script>/* plotly.js, embedded by surge (MIT license) */\n");
   std::string body = absl::StrCat(
-      "\n</script>\n</head>\n<body>\n",
+      "\n</script>\n</head>\n<body>\n<h1 id=\"surge-page-heading\" style=\"font-size:20px\">",
+      fig.actual.has_value() ? "Actual sending rate (after the run)"
+                             : "Expected sending rate (the plan, before the run)",
+      "</h1>\n",
       fig.note.empty() ? std::string()
                        : absl::StrCat("<p id=\"surge-note\">", HtmlEscape(fig.note), "</p>\n"),
-      "<div id=\"surge-rps-plot\" style=\"width:100%;min-width:900px;height:", g.height_px,
-      "px\"></div>\n<h2>Summary</h2>\n", "<table id=\"surge-summary\"><tbody>\n");
+      "<table id=\"surge-context\"><tbody>\n");
+  // Two label/value pairs per row: the block stays short above the charts.
+  for (size_t k = 0; k < fig.context.size(); k += 2) {
+    absl::StrAppend(&body, "<tr>");
+    for (size_t j = k; j < std::min(k + 2, fig.context.size()); ++j) {
+      absl::StrAppend(&body, "<th>", HtmlEscape(fig.context[j].label), "</th><td>",
+                      HtmlEscape(fig.context[j].value), "</td>");
+    }
+    absl::StrAppend(&body, "</tr>\n");
+  }
+  absl::StrAppend(&body,
+                  "</tbody></table>\n<div id=\"surge-rps-plot\" "
+                  "style=\"width:100%;min-width:900px;height:",
+                  g.height_px, "px\"></div>\n<h2>Summary</h2>\n",
+                  "<table id=\"surge-summary\"><tbody>\n");
   for (const auto& [label, value] : SummaryRows(fig)) {
     absl::StrAppend(&body, "<tr><th>", HtmlEscape(label), "</th><td>", HtmlEscape(value),
                     "</td></tr>\n");
@@ -469,16 +503,21 @@ absl::Status WriteFigurePage(const RpsFigure& fig, const std::filesystem::path& 
 }
 
 absl::Status WriteExpectedPlotPage(const ArrivalSchedule& plan,
-                                   const std::filesystem::path& html_path) {
+                                   const std::filesystem::path& html_path,
+                                   const PageContext& context, std::string_view note) {
   absl::StatusOr<RpsFigure> fig = BuildExpectedRpsFigure(plan);
   if (!fig.ok()) return fig.status();
+  fig->context = context;
+  fig->note = std::string(note);
   return WriteFigurePage(*fig, html_path);
 }
 
 absl::Status WriteActualPlotPage(const ArrivalSchedule& plan, std::span<const ActualSend> sends,
-                                 const std::filesystem::path& html_path, std::string_view note) {
+                                 const std::filesystem::path& html_path,
+                                 const PageContext& context, std::string_view note) {
   absl::StatusOr<RpsFigure> fig = BuildActualRpsFigure(plan, sends);
   if (!fig.ok()) return fig.status();
+  fig->context = context;
   fig->note = std::string(note);
   return WriteFigurePage(*fig, html_path);
 }

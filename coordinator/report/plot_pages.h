@@ -37,22 +37,27 @@ std::string ActualPlotFileName(const std::string& dataset);
 std::filesystem::path FigureJsonPath(const std::filesystem::path& html_path);
 
 // R-PLOT-*: the expected page. Not for instant mode (R-PLOT-0): returns
-// FAILED_PRECONDITION when plan.traffic.instant.
+// FAILED_PRECONDITION when plan.traffic.instant. `context` (model, server,
+// seed, …; see RunContextItems in coordinator/results/run_context.h) is
+// shown above the charts and stored under "context" in the JSON; `note`
+// as for the actual page (a run stopped early rewrites its expected page).
 absl::Status WriteExpectedPlotPage(const ArrivalSchedule& plan,
-                                   const std::filesystem::path& html_path);
+                                   const std::filesystem::path& html_path,
+                                   const PageContext& context = {}, std::string_view note = {});
 
 // R-ACT-*: the actual page: the expected figure plus the orange actual trace
 // and the R-ACT-5 charts (lateness, achieved vs intended rate, KS distance);
 // in instant mode only the actual Time vs RPS chart (R-ACT-4). `sends` are
-// the requests that were sent (any order, any subset of the plan). `note`,
-// when not empty, is shown as a line above the plot (RpsFigure::note), e.g.
-// that the run was interrupted and when.
+// the requests that were sent (any order, any subset of the plan).
+// `context` as for the expected page. `note`, when not empty, is shown as a
+// line above the context (RpsFigure::note), e.g. that the run was
+// interrupted and when.
 absl::Status WriteActualPlotPage(const ArrivalSchedule& plan, std::span<const ActualSend> sends,
                                  const std::filesystem::path& html_path,
-                                 std::string_view note = {});
+                                 const PageContext& context = {}, std::string_view note = {});
 
 // Lower level, for `surge report` and tests: the figure as JSON text
-// ({"data", "layout", "legend_table", "stats"}), deterministic.
+// ({"data", "layout", "legend_table", "context", "stats"}), deterministic.
 std::string RenderFigureJson(const RpsFigure& figure);
 // Writes `figure` as a page at html_path and its JSON beside it.
 absl::Status WriteFigurePage(const RpsFigure& figure, const std::filesystem::path& html_path);

@@ -307,6 +307,9 @@ void AddExpectedCharts(const ArrivalSchedule& plan, RpsFigure& fig) {
     tr.line_width = 2;
     tr.hover = "t = %{x:.4f} s<br>EWMA = %{y:.4g}";
     tr.points = ewma_dec.Finish();
+    // A trend needs at least two points; one point smoothed is itself.
+    const bool too_few = st.normal < 2;
+    if (too_few) tr.points = XySeries();
     tr.full_count = st.normal;
     tr.row = {
         kGroupTime,
@@ -318,7 +321,11 @@ void AddExpectedCharts(const ArrivalSchedule& plan, RpsFigure& fig) {
                      "."),
         absl::StrCat("W from the length of the Normal RPS series (", FormatCount(st.normal),
                      " points): 20 when ≤ 1,000, 50 when ≤ 10,000, 100 when ≤ 100,000, else 200."),
-        absl::StrCat("Purple line; ", DrawnNote(tr.points.size(), st.normal, kDecimationRule))};
+        too_few ? absl::StrCat("Not drawn: not enough points (", FormatCount(st.normal),
+                               st.normal == 1 ? " normal request" : " normal requests",
+                               "; an EWMA needs at least 2)")
+                : absl::StrCat("Purple line; ",
+                               DrawnNote(tr.points.size(), st.normal, kDecimationRule))};
     fig.traces.push_back(std::move(tr));
   }
   if (traffic.ramp_active) {
@@ -450,9 +457,14 @@ void ChooseTimeAxis(RpsFigure& fig) {
 struct TimedSend {
   double t;
   uint64_t index;
+  // Actual send time minus that of the predecessor (ActualStats): the
+  // previous sent request in plan order, or in time order in instant mode.
+  // NaN for the first send.
+  double gap = kNaN;
 };
 
-// The actual trace (R-ACT-3) into chart 0.
+// The actual trace (R-ACT-3) into chart 0. `sorted` is in (time, index)
+// order with gaps filled in.
 void AddActualTrace(const ArrivalSchedule& plan, std::span<const TimedSend> sorted, RpsFigure& fig,
                     ActualStats& st) {
   const bool instant = plan.traffic.instant;
@@ -460,14 +472,18 @@ void AddActualTrace(const ArrivalSchedule& plan, std::span<const TimedSend> sort
     const Anomaly a = plan.anomaly[index];
     return instant || a == Anomaly::kNormal || a == Anomaly::kInstant;
   };
-  for (size_t k = 1; k < sorted.size(); ++k) {
-    const bool zero = sorted[k].t - sorted[k - 1].t == 0;
+  for (const TimedSend& s : sorted) {
+    if (std::isnan(s.gap)) continue;  // no predecessor
+    const bool zero = s.gap == 0;
+    const bool negative = s.gap < 0;
     st.all_zero_differences += zero;
-    if (!eligible(sorted[k].index)) continue;
+    st.all_negative_differences += negative;
+    if (!eligible(s.index)) continue;
     ++st.plan_normal;
     st.zero_differences += zero;
+    st.negative_differences += negative;
   }
-  st.actual_points = st.plan_normal - st.zero_differences;
+  st.actual_points = st.plan_normal - st.zero_differences - st.negative_differences;
   const std::vector<uint64_t> ranks = StratifiedSampleRanks(st.actual_points, kMaxActualPoints);
   FigureTrace tr;
   tr.name = kActualRpsName;
@@ -479,29 +495,50 @@ void AddActualTrace(const ArrivalSchedule& plan, std::span<const TimedSend> sort
   tr.points.y.reserve(ranks.size());
   size_t next = 0;
   uint64_t rank = 0;
-  for (size_t k = 1; k < sorted.size() && next < ranks.size(); ++k) {
-    const double d = sorted[k].t - sorted[k - 1].t;
-    if (d == 0 || !eligible(sorted[k].index)) continue;
+  for (size_t k = 0; k < sorted.size() && next < ranks.size(); ++k) {
+    const TimedSend& s = sorted[k];
+    if (!(s.gap > 0) || !eligible(s.index)) continue;
     if (ranks[next] == rank) {
-      tr.points.Add(sorted[k].t, 1.0 / d);
+      tr.points.Add(s.t, 1.0 / s.gap);
       ++next;
     }
     ++rank;
   }
   st.drawn_points = tr.points.size();
   tr.full_count = st.actual_points;
+  const std::string not_drawn = absl::StrCat(
+      FormatCount(st.zero_differences), " zero and ", FormatCount(st.negative_differences),
+      " negative differences not drawn (", FormatCount(st.all_zero_differences), " and ",
+      FormatCount(st.all_negative_differences), " over all sends)");
   tr.row = {
       kGroupTime,
       tr.name,
-      "The rate the requests were actually sent at, to compare with the planned rate.",
-      "Sort all actual send times s (first byte handed to the socket, s after t0); "
-      "actual RPS_k = 1/(s_k − s_{k−1}) drawn at x = s_k.",
-      absl::StrCat(instant ? "Instant mode: every sent request (the plan has no classes)"
-                           : "Only requests that were normal in the plan",
-                   "; a zero difference is not drawn. ", FormatCount(st.actual_points),
-                   " points of ", FormatCount(st.sent), " sends; ",
-                   FormatCount(st.zero_differences),
-                   " zero differences not drawn; the first send has no previous one."),
+      instant ? "The rate the requests were actually sent at (instant mode: how fast the burst "
+                "went out)."
+              : "The rate the requests were actually sent at, to compare with the planned rate "
+                "(Normal RPS) point by point.",
+      instant
+          ? "Sort all actual send times s (first byte handed to the socket, s after t0); actual "
+            "RPS_k = 1/(s_k − s_{k−1}) drawn at x = s_k (every request is planned at 0, so the "
+            "previous send in time is the only predecessor)."
+          : "actual RPS_i = 1/(s_i − s_p) drawn at x = s_i, where s is the actual send time (first "
+            "byte handed to the socket, s after t0) and p is request i's planned predecessor: the "
+            "previous request in plan order that was sent (i − 1 unless it was not sent). Like "
+            "with like: RPS_i compares with the planned 1/Δ_i = 1/(t_i − t_{i−1}). This deviates "
+            "from sorting all sends and taking the previous one in time (the seed's wording): "
+            "there, a neighbour that overtakes by microseconds (e.g. a timing anomaly sent by "
+            "another worker) turns a well-paced request into a spike of 10^5 RPS or more that "
+            "never happened.",
+      st.sent < 2
+          ? absl::StrCat("Not enough points: ", FormatCount(st.sent),
+                         st.sent == 1 ? " send" : " sends",
+                         "; a rate needs at least 2 sends, so nothing is drawn.")
+          : absl::StrCat(instant ? "Instant mode: every sent request (the plan has no classes)"
+                                 : "Only requests that were normal in the plan",
+                         "; a zero or negative difference (sent at the same time as, or before, "
+                         "the predecessor) is not drawn. ",
+                         FormatCount(st.actual_points), " points of ", FormatCount(st.sent),
+                         " sends; ", not_drawn, "; the first send has no predecessor."),
       absl::StrCat("Orange line; ", DrawnNote(st.drawn_points, st.actual_points, kStratifiedRule))};
   // Keep chart 0's traces together: insert after the last chart-0 trace.
   auto pos = std::find_if(fig.traces.begin(), fig.traces.end(),
@@ -556,13 +593,17 @@ void AddActualExtras(const ArrivalSchedule& plan, std::span<const TimedSend> sor
     }
   }
 
+  // Intended rate: the whole plan's, (N − 1)/(t_{N−1} − t_0), requests never
+  // sent included: what the run was asked to do (R-MET-2, read as the plan).
+  const auto [plan_lo, plan_hi] = std::minmax_element(plan.offset_s.begin(), plan.offset_s.end());
+  if (plan.size() >= 2 && *plan_hi > *plan_lo) {
+    st.intended_rate_rps = static_cast<double>(plan.size() - 1) / (*plan_hi - *plan_lo);
+  }
   // Inter-send intervals on both sides (R-MET-2).
   if (m >= 2) {
     const double actual_span = sorted[m - 1].t - sorted[0].t;
-    const double planned_span = planned[m - 1] - planned[0];
     const double gaps = static_cast<double>(m - 1);
     st.achieved_rate_rps = actual_span > 0 ? gaps / actual_span : kNaN;
-    st.intended_rate_rps = planned_span > 0 ? gaps / planned_span : kNaN;
     a.resize(m - 1);
     b.resize(m - 1);
     for (size_t k = 1; k < m; ++k) {
@@ -578,7 +619,6 @@ void AddActualExtras(const ArrivalSchedule& plan, std::span<const TimedSend> sor
   std::vector<double>().swap(scratch);
 
   // Rate over time: actual sends vs the whole plan's offsets, same bins.
-  const auto [plan_lo, plan_hi] = std::minmax_element(plan.offset_s.begin(), plan.offset_s.end());
   double lo = std::min(0.0, *plan_lo);
   double hi = *plan_hi;
   if (m > 0) {
@@ -653,8 +693,11 @@ void AddActualExtras(const ArrivalSchedule& plan, std::span<const TimedSend> sor
                      clipped ? " where they fall within the bars" : "")};
     fig.traces.push_back(std::move(tr));
   }
-  auto step_series = [&](const std::vector<double>& rate) {
+  // A rate needs at least two events: one send (or one planned request)
+  // alone would show 1/bin width, a number nobody asked for.
+  auto step_series = [&](const std::vector<double>& rate, uint64_t events) {
     XySeries s;
+    if (events < 2) return s;
     for (size_t k = 0; k < rate.size(); ++k) s.Add(edges[k], rate[k]);
     s.Add(edges.back(), rate.back());
     return s;
@@ -667,7 +710,7 @@ void AddActualExtras(const ArrivalSchedule& plan, std::span<const TimedSend> sor
     tr.line_shape = "hv";
     tr.line_width = 2;
     tr.hover = "from %{x:.4g} s<br>achieved %{y:.4g} req/s";
-    tr.points = step_series(achieved);
+    tr.points = step_series(achieved, m);
     tr.full_count = m;
     tr.row = {kGroupRate,
               tr.name,
@@ -685,7 +728,9 @@ void AddActualExtras(const ArrivalSchedule& plan, std::span<const TimedSend> sor
                            std::isnan(st.ks_distance) ? std::string("n/a")
                                                       : absl::StrFormat("%.4f", st.ks_distance),
                            "."),
-              "Orange step line"};
+              m < 2 ? absl::StrCat("Not drawn: not enough points (", FormatCount(m),
+                                   m == 1 ? " send" : " sends", "; a rate needs at least 2)")
+                    : std::string("Orange step line")};
     fig.traces.push_back(std::move(tr));
   }
   {
@@ -697,20 +742,22 @@ void AddActualExtras(const ArrivalSchedule& plan, std::span<const TimedSend> sor
     tr.line_shape = "hv";
     tr.line_width = 2;
     tr.hover = "from %{x:.4g} s<br>intended %{y:.4g} req/s";
-    tr.points = step_series(intended);
+    tr.points = step_series(intended, plan.size());
     tr.full_count = plan.size();
     tr.row = {kGroupRate,
               tr.name,
               "How many requests per second the plan intended over time.",
               absl::StrCat("Planned offsets t_i of all ", FormatCount(plan.size()),
                            " planned requests per ", width_text, " s bin ÷ bin width."),
-              absl::StrCat("The whole plan (requests never sent included); intended rate of the "
-                           "sent requests ",
+              absl::StrCat("The whole plan (requests never sent included); intended rate ",
                            std::isnan(st.intended_rate_rps)
                                ? std::string("n/a")
                                : absl::StrFormat("%.4g", st.intended_rate_rps),
-                           " req/s = (n − 1)/(last − first planned offset)."),
-              "Green dashed step line"};
+                           " req/s = (N − 1)/(t_{N−1} − t_0) over all ", FormatCount(plan.size()),
+                           " planned offsets."),
+              plan.size() < 2 ? std::string("Not drawn: not enough points (1 planned request; a "
+                                            "rate needs at least 2)")
+                              : std::string("Green dashed step line")};
     fig.traces.push_back(std::move(tr));
   }
 }
@@ -726,15 +773,20 @@ const FigureTrace* RpsFigure::Find(size_t chart, std::string_view name) const {
 
 std::string PageTitle(const ResolvedTraffic& traffic) {
   std::string title = absl::StrCat("Request Per Second(RPS) Distribution Analysis | Target Rate: ",
-                                   FormatShort(traffic.target_rate_rps));
+                                   FormatShort(traffic.target_rate_rps), " RPS");
   if (traffic.instant) {
     absl::StrAppend(&title, " | Instant Mode");
   } else if (traffic.ramp_active) {
-    absl::StrAppend(
-        &title, " | ", traffic.strategy == RampStrategy::kLinear ? "Linear" : "Exponential",
-        " Ramp-up: ", FormatShort(traffic.ramp_start_rps), "→", FormatShort(traffic.ramp_end_rps));
+    absl::StrAppend(&title, " | ",
+                    traffic.strategy == RampStrategy::kLinear ? "Linear" : "Exponential",
+                    " Ramp-up: ", FormatShort(traffic.ramp_start_rps), "→",
+                    FormatShort(traffic.ramp_end_rps), " RPS");
   }
   return title;
+}
+
+std::string HtmlPageTitle(const RpsFigure& figure) {
+  return absl::StrCat(figure.title, figure.actual.has_value() ? " — actual" : " — expected");
 }
 
 std::string GammaChartTitle(double burstiness) {
@@ -760,10 +812,11 @@ absl::StatusOr<RpsFigure> BuildActualRpsFigure(const ArrivalSchedule& plan,
                                                std::span<const ActualSend> sends) {
   if (absl::Status s = ValidatePlan(plan); !s.ok()) return s;
   const size_t n = plan.size();
-  // Sends sorted by (time, index): a stable radix sort by time, then runs of
-  // equal times put in index order, so the input order never matters. The
-  // planned offsets of the sent requests come out sorted from an index-order
-  // scan (plan offsets are non-decreasing; checked).
+  // Sends in index (= plan) order first: each one's gap to its planned
+  // predecessor, the previous sent request in plan order (ActualStats), and
+  // the planned offsets of the sent requests (sorted: plan offsets never
+  // decrease; checked). Then a stable radix sort by time gives (time, index)
+  // order, so the input order never matters.
   std::vector<TimedSend> sorted;
   std::vector<double> planned;
   {
@@ -783,11 +836,22 @@ absl::StatusOr<RpsFigure> BuildActualRpsFigure(const ArrivalSchedule& plan,
             absl::StrCat("request ", s.index, " appears more than once among the sends"));
       }
       seen[s.index] = true;
+    }
+    bool in_order = true;
+    for (const ActualSend& s : sends) {
+      in_order = in_order && (sorted.empty() || sorted.back().index < s.index);
       sorted.push_back({s.sent_offset_s, s.index});
     }
-    planned.reserve(sends.size());
-    for (size_t i = 0; i < n; ++i) {
-      if (seen[i]) planned.push_back(plan.offset_s[i]);
+    if (!in_order) {  // indices < 2^53: exact as double keys
+      std::vector<TimedSend> scratch;
+      radix_internal::RadixSortByKey(
+          std::span<TimedSend>(sorted),
+          [](const TimedSend& s) { return static_cast<double>(s.index); }, scratch);
+    }
+    planned.reserve(sorted.size());
+    for (size_t k = 0; k < sorted.size(); ++k) {
+      planned.push_back(plan.offset_s[sorted[k].index]);
+      if (k > 0 && !plan.traffic.instant) sorted[k].gap = sorted[k].t - sorted[k - 1].t;
     }
   }
   {
@@ -795,15 +859,10 @@ absl::StatusOr<RpsFigure> BuildActualRpsFigure(const ArrivalSchedule& plan,
     radix_internal::RadixSortByKey(
         std::span<TimedSend>(sorted), [](const TimedSend& s) { return s.t; }, scratch);
   }
-  for (size_t k = 0; k + 1 < sorted.size();) {
-    size_t end = k + 1;
-    while (end < sorted.size() && sorted[end].t == sorted[k].t) ++end;
-    if (end - k > 1) {
-      std::sort(sorted.begin() + static_cast<ptrdiff_t>(k),
-                sorted.begin() + static_cast<ptrdiff_t>(end),
-                [](const TimedSend& x, const TimedSend& y) { return x.index < y.index; });
-    }
-    k = end;
+  // Instant mode: every request is planned at 0, there is no planned order;
+  // the predecessor is the previous send in time (R-ACT-4).
+  if (plan.traffic.instant) {
+    for (size_t k = 1; k < sorted.size(); ++k) sorted[k].gap = sorted[k].t - sorted[k - 1].t;
   }
   if (!std::is_sorted(planned.begin(), planned.end())) SortDoubles(planned);
 

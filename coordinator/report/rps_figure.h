@@ -105,16 +105,25 @@ struct ExpectedStats {
 };
 
 // R-ACT-3/5 numbers. NaN where undefined (fewer than two sends).
+//
+// The actual interval of a sent request is measured from the actual send of
+// its planned predecessor: the previous request in plan order that was sent
+// (plan order = index order; planned offsets never decrease). In instant
+// mode, where every request is planned at 0 and there is no planned order,
+// from the previous actual send in time. See docs/PLOTS.md.
 struct ActualStats {
   uint64_t sent = 0;
-  // Sends after the first whose request was normal in the plan (all sends in
-  // instant mode): the candidates of the actual trace.
+  // Sends that have a predecessor and whose request was normal in the plan
+  // (all such sends in instant mode): the candidates of the actual trace.
   uint64_t plan_normal = 0;
-  // Of those, how many had a zero difference to the previous send (not drawn).
+  // Of those, how many had a zero difference to the predecessor's send, and
+  // how many a negative one (sent before the predecessor); not drawn.
   uint64_t zero_differences = 0;
-  // Zero differences between consecutive sends, over all sends.
+  uint64_t negative_differences = 0;
+  // The same over all sends with a predecessor, whatever their class.
   uint64_t all_zero_differences = 0;
-  // plan_normal − zero_differences: the actual trace's full count.
+  uint64_t all_negative_differences = 0;
+  // plan_normal − zero − negative differences: the actual trace's full count.
   uint64_t actual_points = 0;
   uint64_t drawn_points = 0;
   // Lateness = actual − planned offset, seconds.
@@ -125,19 +134,33 @@ struct ActualStats {
   // Two-sample KS distance, achieved vs planned inter-send intervals of the
   // sent requests (R-MET-2).
   double ks_distance = std::numeric_limits<double>::quiet_NaN();
-  // (n − 1)/(last − first) over actual sends and over their planned offsets.
+  // (n − 1)/(last − first actual send) over the n sent requests; NaN when
+  // n < 2 or the span is 0 (R-MET-2).
   double achieved_rate_rps = std::numeric_limits<double>::quiet_NaN();
+  // (N − 1)/(t_{N−1} − t_0) over the whole plan's N offsets, sent or not:
+  // the plan's rate; NaN when N < 2 or the span is 0.
   double intended_rate_rps = std::numeric_limits<double>::quiet_NaN();
   // Rate-over-time bin width, seconds.
   double rate_bin_width_s = std::numeric_limits<double>::quiet_NaN();
 };
 
+// One line of the run context shown at the top of both pages (model,
+// server, dataset, seed, …): a label and its value, plain text.
+struct ContextItem {
+  std::string label;
+  std::string value;
+};
+using PageContext = std::vector<ContextItem>;
+
 struct RpsFigure {
+  // The R-PLOT-2 chart title (with units: "Target Rate: 20 RPS").
   std::string title;
   // One line shown on the page right above the plot, e.g. "Run interrupted
   // by the user at 4.97 s: ..."; empty = none. Also in the stats JSON.
   std::string note;
   bool instant = false;
+  // What was run, where, when, by which surge; shown above the charts.
+  PageContext context;
   std::vector<FigureChart> charts;
   std::vector<FigureTrace> traces;  // grouped by chart, in legend order
   ExpectedStats expected;
@@ -147,10 +170,14 @@ struct RpsFigure {
   const FigureTrace* Find(size_t chart, std::string_view name) const;
 };
 
-// "Request Per Second(RPS) Distribution Analysis | Target Rate: <x>" plus
-// " | <Linear|Exponential> Ramp-up: <start>→<end>" when the ramp is active
-// (R-PLOT-2), or " | Instant Mode" in instant mode.
+// "Request Per Second(RPS) Distribution Analysis | Target Rate: <x> RPS"
+// plus " | <Linear|Exponential> Ramp-up: <start>→<end> RPS" when the ramp is
+// active (R-PLOT-2), or " | Instant Mode" in instant mode.
 std::string PageTitle(const ResolvedTraffic& traffic);
+
+// The HTML <title> of a page: PageTitle plus " — expected" (no actual
+// stats) or " — actual", so the two pages of a run differ in a tab list.
+std::string HtmlPageTitle(const RpsFigure& figure);
 
 // "Expected: Gamma Distribution (burstiness: <β>)" (R-PLOT-5).
 std::string GammaChartTitle(double burstiness);

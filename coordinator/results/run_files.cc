@@ -291,4 +291,30 @@ absl::StatusOr<RequestRecord> ParseDetailsLine(const std::string& line) {
   return r;
 }
 
+std::string FormatLocalTime(std::chrono::system_clock::time_point wall) {
+  const std::time_t t = std::chrono::system_clock::to_time_t(wall);
+  std::tm local{};
+  localtime_r(&t, &local);
+  char text[48];
+  std::strftime(text, sizeof(text), "%Y-%m-%d %H:%M:%S %z", &local);
+  return text;
+}
+
+std::string RunStartFromFolder(const fs::path& run_folder) {
+  fs::path folder = run_folder;
+  if (folder.filename().empty()) folder = folder.parent_path();  // trailing '/'
+  const fs::path performances = folder.parent_path();
+  if (performances.filename() != "performances") return "";
+  const std::string stamp = performances.parent_path().filename().string();
+  // YYYYMMDD_HHMMSS, optionally _k.
+  if (stamp.size() < 15 || stamp[8] != '_') return "";
+  for (size_t i = 0; i < 15; ++i) {
+    if (i != 8 && (stamp[i] < '0' || stamp[i] > '9')) return "";
+  }
+  if (stamp.size() > 15 && stamp[15] != '_') return "";
+  return absl::StrCat(stamp.substr(0, 4), "-", stamp.substr(4, 2), "-", stamp.substr(6, 2), " ",
+                      stamp.substr(9, 2), ":", stamp.substr(11, 2), ":", stamp.substr(13, 2),
+                      " (local time)");
+}
+
 }  // namespace surge::coordinator

@@ -36,6 +36,17 @@ absl::StatusOr<std::filesystem::path> CreateRunFolder(
     const std::filesystem::path& output_dir, const std::string& model,
     std::chrono::system_clock::time_point wall_now);
 
+// `wall` in local time as "YYYY-MM-DD HH:MM:SS +hhmm" (the run's start on
+// the pages and in the summary's "run.started_at").
+std::string FormatLocalTime(std::chrono::system_clock::time_point wall);
+
+// The run's start read back from a run folder's path
+// `.../{YYYYMMDD_HHMMSS[_k]}/performances/{model}` (R-PLOT-1) as
+// "YYYY-MM-DD HH:MM:SS (local time)": what `surge run` shows on the pages,
+// so that `surge report` gives the same text from the folder alone; "" when
+// the path does not have that shape.
+std::string RunStartFromFolder(const std::filesystem::path& run_folder);
+
 // Writes `{dataset}_plan.csv`: header `index,rate_rps,interval_s,offset_s,anomaly`,
 // one row per request in index order, numbers with 17 significant digits so
 // they read back exactly (R-OUT-2). Errors: INTERNAL on I/O failure.

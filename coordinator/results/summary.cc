@@ -81,8 +81,9 @@ std::vector<std::pair<std::string, nlohmann::json>> CommonRows(const RunSummary&
   return rows;
 }
 
+// "n/a" where a number is undefined (no value, fewer than 2 sends, …).
 std::string Fixed(double v, int digits = 3) {
-  return std::isfinite(v) ? absl::StrFormat("%.*f", digits, v) : "-";
+  return std::isfinite(v) ? absl::StrFormat("%.*f", digits, v) : "n/a";
 }
 
 }  // namespace
@@ -108,7 +109,7 @@ MetricStats ComputeStats(std::vector<double> values) {
 RunSummary Summarize(const std::vector<surge::v1::RequestRecord>& records,
                      const surge::v1::GoodputConfig* goodput) {
   RunSummary s;
-  std::vector<double> sent_s, planned_s, lateness, ttft, e2el, tpot, itl, in_tokens, out_tokens,
+  std::vector<double> sent_s, planned_all_s, lateness, ttft, e2el, tpot, itl, in_tokens, out_tokens,
       out_throughput;
   // (time, +1/−1) events for the in-flight sweep.
   std::vector<std::pair<double, int>> events;
@@ -117,6 +118,7 @@ RunSummary Summarize(const std::vector<surge::v1::RequestRecord>& records,
                                          goodput->has_e2el_ms());
   for (const auto& r : records) {
     ++s.total;
+    planned_all_s.push_back(NanosToSeconds(r.planned_ns()));
     switch (r.status()) {
       case surge::v1::OK:
         ++s.succeeded;
@@ -146,7 +148,6 @@ RunSummary Summarize(const std::vector<surge::v1::RequestRecord>& records,
       end = NanosToSeconds(r.interrupted_ns());  // in flight until cut off
     }
     sent_s.push_back(sent);
-    planned_s.push_back(NanosToSeconds(r.planned_ns()));
     lateness.push_back(NanosToSeconds(r.sent_ns() - r.planned_ns()));
     end_s = std::max(end_s, end);
     busy_s += end - sent;
@@ -193,7 +194,9 @@ RunSummary Summarize(const std::vector<surge::v1::RequestRecord>& records,
   s.mean_concurrency = PerSecond(busy_s, end_s);
   s.goodput_rps = PerSecond(static_cast<double>(s.good_requests), end_s);
   s.achieved_rate_rps = RateOverSpan(sent_s);
-  s.intended_rate_rps = RateOverSpan(planned_s);
+  // The plan's rate, over every planned request (sent or not): a run whose
+  // sends collapsed must not report a collapsed intent (R-MET-2).
+  s.intended_rate_rps = RateOverSpan(planned_all_s);
   s.lateness_s = ComputeStats(std::move(lateness));
   s.ttft_s = ComputeStats(std::move(ttft));
   s.e2el_s = ComputeStats(std::move(e2el));
@@ -297,8 +300,8 @@ std::string FormatSummaryTable(const RunSummary& s) {
   if (s.interrupted > 0) row("  interrupted", absl::StrCat(s.interrupted));
   row("  sent (first byte out)", absl::StrCat(s.sent));
   row("Benchmark duration (s)", Fixed(s.duration_s));
-  row("Intended rate (RPS)", Fixed(s.intended_rate_rps));
-  row("Achieved rate (RPS)", Fixed(s.achieved_rate_rps));
+  row("Intended rate, plan (RPS)", Fixed(s.intended_rate_rps));
+  row("Achieved rate, sent (RPS)", Fixed(s.achieved_rate_rps));
   row("Request throughput (RPS)", Fixed(s.request_throughput_rps));
   row("Concurrency mean / max", absl::StrCat(Fixed(s.mean_concurrency, 2), " / ", s.max_concurrency));
   row("Output token throughput (tok/s)", Fixed(s.output_token_throughput));

@@ -39,9 +39,13 @@ struct RunSummary {
   // succeeded / duration_s, requests/s ("Request Throughput").
   double request_throughput_rps = 0;
   // (n − 1)/(last actual send − first actual send) over the n sent requests
-  // (R-MET-2); NaN when n < 2 or the span is 0.
+  // (R-MET-2); NaN ("n/a", JSON null) when n < 2 or the span is 0.
   double achieved_rate_rps = 0;
-  // The same over the planned offsets of those n requests.
+  // The plan's rate: (N − 1)/(t_{N−1} − t_0) over the planned offsets of all
+  // N records, sent or not (R-MET-2 "the same over their planned offsets",
+  // read as the whole plan, so a run whose sends collapsed does not report a
+  // collapsed intent). NaN when N < 2 or all are planned at once (instant
+  // mode).
   double intended_rate_rps = 0;
   // Actual − planned send time of sent requests, seconds.
   MetricStats lateness_s;

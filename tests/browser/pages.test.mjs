@@ -172,10 +172,60 @@ async function checkTable(page) {
   });
 }
 
+// The run context block above the charts (issue 8): every field there, none
+// empty, the server without credentials; the same block on both pages.
+const CONTEXT_LABELS = [
+  'Model',
+  'Server',
+  'Endpoint',
+  'Dataset',
+  'Requests (N)',
+  'Seed',
+  'Request rate',
+  'Burstiness (β)',
+  'Ramp-up',
+  'Workers',
+  'Max concurrency',
+  'Run started',
+  'surge version',
+];
+
+async function readContext(page) {
+  return page.evaluate(() => {
+    const t = document.getElementById('surge-context');
+    if (!t) return null;
+    const box = t.getBoundingClientRect();
+    return {
+      visible: box.width > 0 && box.height > 0 && getComputedStyle(t).display !== 'none',
+      // Above the charts: the user sees it before scrolling.
+      aboveCharts: box.top < document.getElementById('surge-rps-plot').getBoundingClientRect().top,
+      // Label/value pairs in reading order (two pairs per table row).
+      rows: [...t.querySelectorAll('th')].map((th) => [
+        th.textContent,
+        th.nextElementSibling.textContent,
+      ]),
+    };
+  });
+}
+
+function checkContext(ctx) {
+  assert.ok(ctx, 'a #surge-context table');
+  assert.ok(ctx.visible, 'the context block is visible');
+  assert.ok(ctx.aboveCharts, 'the context block is above the charts');
+  assert.deepEqual(
+    ctx.rows.map((r) => r[0]),
+    CONTEXT_LABELS,
+  );
+  for (const [label, value] of ctx.rows) assert.ok(value.trim().length > 0, `${label} is empty`);
+  const server = ctx.rows.find((r) => r[0] === 'Server')[1];
+  assert.doesNotMatch(server, /@|\?/, 'no credentials or query in the server');
+}
+
 // Expected trace names per chart, from the page title (ramp or not).
 async function expectedCharts(page) {
   const title = await page.title();
   const ramp = /Ramp-up: /.test(title);
+
   return [
     [
       'Normal RPS',
@@ -210,11 +260,16 @@ describe('expected page', () => {
   test('charts, legends, table, no console errors', async () => {
     const { page, errors } = await open(pages.expected);
     const title = await page.title();
-    assert.match(title, /^Request Per Second\(RPS\) Distribution Analysis \| Target Rate: [0-9.]+/);
+    assert.match(
+      title,
+      /^Request Per Second\(RPS\) Distribution Analysis \| Target Rate: [0-9.]+ RPS.* — expected$/,
+    );
     const figTitle = await page.evaluate(
       () => document.getElementById('surge-rps-plot').layout.title.text,
     );
-    assert.equal(figTitle, title);
+    // The chart title is R-PLOT-2's; the tab title adds which page it is.
+    assert.equal(`${figTitle} — expected`, title);
+    checkContext(await readContext(page));
     const annotations = await page.evaluate(() =>
       document.getElementById('surge-rps-plot').layout.annotations.map((a) => a.text),
     );
@@ -235,6 +290,13 @@ describe('expected page', () => {
 describe('actual page', () => {
   test('expected figure plus actual trace and R-ACT-5 charts', async () => {
     const { page, errors } = await open(pages.actual);
+    const title = await page.title();
+    assert.match(title, /Target Rate: [0-9.]+ RPS.* — actual$/);
+    const figTitle = await page.evaluate(
+      () => document.getElementById('surge-rps-plot').layout.title.text,
+    );
+    assert.equal(`${figTitle} — actual`, title);
+    checkContext(await readContext(page));
     const charts = await expectedCharts(page);
     charts[0].push(ACTUAL);
     charts.push(['Send Lateness'], ['Achieved Rate', 'Intended Rate']);
@@ -322,10 +384,24 @@ describe('actual page', () => {
   });
 });
 
+describe('both pages', () => {
+  test('distinct titles, the same run context', async () => {
+    const a = await open(pages.expected);
+    const b = await open(pages.actual);
+    const [ta, tb] = [await a.page.title(), await b.page.title()];
+    assert.notEqual(ta, tb, 'the two pages have different <title>s');
+    assert.equal(ta.replace(/ — expected$/, ''), tb.replace(/ — actual$/, ''));
+    assert.deepEqual(await readContext(a.page), await readContext(b.page));
+    await a.page.close();
+    await b.page.close();
+  });
+});
+
 describe('instant-mode actual page', { skip: !pages.instant && 'no instant page given' }, () => {
   test('only the actual Time vs RPS chart', async () => {
     const { page, errors } = await open(pages.instant);
-    assert.match(await page.title(), /Instant Mode/);
+    assert.match(await page.title(), /Instant Mode — actual$/);
+    checkContext(await readContext(page));
     await checkLegends(page, [[ACTUAL]]);
     await checkTable(page);
     await page.screenshot({ path: path.join(artifacts, 'instant_page.png'), fullPage: true });

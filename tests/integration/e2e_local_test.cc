@@ -60,6 +60,24 @@ TEST(EndToEndTest, TwoWorkersAgainstBuiltInServer) {
   std::string line;
   while (std::getline(details, line)) workers.insert(nlohmann::json::parse(line)["worker"].get<int>());
   EXPECT_EQ(workers, (std::set<int>{0, 1}));
+
+  // Issue 8, item 8: distinct titles with units and the run context on both
+  // pages.
+  for (const char* name : {"synthetic_rps_distribution_plot.html",
+                           "synthetic_rps_distribution_plot_with_actual_rps.html"}) {
+    std::ifstream in(folder / name);
+    std::stringstream page;
+    page << in.rdbuf();
+    const bool actual = std::string(name).find("actual") != std::string::npos;
+    EXPECT_THAT(page.str(), HasSubstr(std::string("Target Rate: 40 RPS") +
+                                      (actual ? " — actual</title>" : " — expected</title>")));
+    EXPECT_THAT(page.str(), HasSubstr("<th>Model</th><td>surge-sim</td><th>Server</th>"
+                                      "<td>http://127.0.0.1:"));
+    EXPECT_THAT(page.str(), HasSubstr("<th>Requests (N)</th><td>200</td><th>Seed</th><td>3</td>"));
+    EXPECT_THAT(page.str(), HasSubstr("<th>Workers</th><td>2</td>"));
+    EXPECT_THAT(page.str(), HasSubstr("<th>surge version</th><td>"));
+  }
+  EXPECT_TRUE(report.summary["run"]["surge_version"].is_string());
 }
 
 TEST(EndToEndTest, ExternalServerAndBadConfigsSendNothing) {
@@ -125,9 +143,38 @@ TEST(EndToEndTest, PlanSendsNothingAndInstantModeWritesNoExpectedPage) {
   ASSERT_EQ(instant.exit_code, 0) << instant.output;
   const fs::path f2 = ResultsFolder(instant.output);
   EXPECT_FALSE(fs::exists(f2 / "synthetic_rps_distribution_plot.html"));  // R-PLOT-0
+  // … and says why (issue 8, item 8), in `surge run` and `surge plan`.
+  const std::string why =
+      "no expected page is written because the target rate 0 RPS is below 0.1 (instant mode, "
+      "R-PLOT-0";
+  EXPECT_THAT(instant.output, HasSubstr(why));
+  const Result instant_plan = RunSurge("plan --num-prompts 10 --output-dir " + out2.string());
+  ASSERT_EQ(instant_plan.exit_code, 0) << instant_plan.output;
+  EXPECT_THAT(instant_plan.output, HasSubstr(why));
+  EXPECT_THAT(plan.output, HasSubstr("expected page: "));
   const RunFolderReport report = CheckRunFolder(f2, "synthetic");
   EXPECT_TRUE(report.problems.empty()) << report.Describe();
   EXPECT_EQ(report.ok, 20u);
+
+  // One request: no rate from one point (issue 8, item 8): "n/a" on the
+  // console, null in the summary, no EWMA or rate line on the pages.
+  const fs::path out3 = FreshDir("surge_e2e_one");
+  const Result one = RunSurge("run --num-prompts 1 --request-rate 5 --workers 1 "
+                              "--random-input-len 16 --random-output-len 2 --output-dir " +
+                              out3.string());
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  EXPECT_THAT(one.output, HasSubstr("Achieved rate, sent (RPS)            n/a"));
+  const fs::path f3 = ResultsFolder(one.output);
+  const RunFolderReport one_report = CheckRunFolder(f3, "synthetic");
+  EXPECT_TRUE(one_report.summary["achieved_rate_rps"].is_null());
+  std::ifstream fig_in(f3 / "synthetic_rps_distribution_plot_with_actual_rps.json");
+  const nlohmann::json fig = nlohmann::json::parse(fig_in);
+  for (const auto& tr : fig["data"]) {
+    const std::string name = tr["name"];
+    if (name == "20-point EWMA" || name == "Achieved Rate" || name == "Intended Rate") {
+      EXPECT_TRUE(tr["x"].empty()) << name;
+    }
+  }
 }
 
 // R-ACT-1 and R-OUT-1: Ctrl-C mid-run drains, records every request exactly

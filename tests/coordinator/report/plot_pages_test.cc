@@ -82,9 +82,9 @@ TEST_F(PlotPagesTest, ExpectedPageIsSelfContainedWithTitleTracesAndTable) {
   ASSERT_TRUE(WriteExpectedPlotPage(plan, html).ok());
   const std::string page = ReadFile(html);
   const std::string title =
-      "Request Per Second(RPS) Distribution Analysis | Target Rate: 200 | Linear Ramp-up: "
-      "10→200";
-  EXPECT_THAT(page, HasSubstr("<title>" + title + "</title>"));
+      "Request Per Second(RPS) Distribution Analysis | Target Rate: 200 RPS | Linear Ramp-up: "
+      "10→200 RPS";
+  EXPECT_THAT(page, HasSubstr("<title>" + title + " — expected</title>"));
   EXPECT_THAT(page, HasSubstr("plotly.js v"));  // inline, no CDN
   EXPECT_THAT(page, Not(HasSubstr("<script src")));
   EXPECT_THAT(page, HasSubstr("Legend Explanation"));
@@ -130,7 +130,9 @@ TEST_F(PlotPagesTest, ActualPageAddsTheOrangeTraceAndExtras) {
   ASSERT_TRUE(WriteActualPlotPage(plan, sends, html).ok());
   const std::string page = ReadFile(html);
   EXPECT_THAT(page, HasSubstr("Actual RPS: After Excluding Anomalies"));
+  EXPECT_THAT(page, HasSubstr(" — actual</title>"));
   EXPECT_THAT(page, HasSubstr("Send lateness p50 / p90 / p99 / max"));
+  EXPECT_THAT(page, HasSubstr("Intended rate, (N − 1)/(t_{N−1} − t_0) over the whole plan"));
   EXPECT_THAT(page, HasSubstr("KS distance"));
   const nlohmann::json fig = nlohmann::json::parse(ReadFile(FigureJsonPath(html)));
   EXPECT_THAT(
@@ -149,22 +151,27 @@ TEST_F(PlotPagesTest, ActualPageAddsTheOrangeTraceAndExtras) {
   EXPECT_TRUE(fig["stats"]["actual"]["ks_distance"].is_number());
 }
 
-// Issue 8 item 3: how the run ended is a visible line on the actual page
-// (and in its figure JSON); no note, no line.
-TEST_F(PlotPagesTest, ActualPageShowsTheNote) {
+// Issue 8 item 3: how the run ended is a visible line on both pages (and
+// in their figure JSON), above the context and the plot; no note, no line.
+TEST_F(PlotPagesTest, BothPagesShowTheNote) {
   const ArrivalSchedule plan = RampedBurstyPlan(200);
   const std::vector<ActualSend> sends = JitteredSends(plan);
-  const fs::path noted = dir_ / "noted.html";
-  ASSERT_TRUE(
-      WriteActualPlotPage(plan, sends, noted, "Run interrupted by the user at 4.97 s: <80> cut off")
-          .ok());
-  const std::string page = ReadFile(noted);
-  EXPECT_THAT(page, HasSubstr("<p id=\"surge-note\">Run interrupted by the user at 4.97 s: "
-                              "&lt;80&gt; cut off</p>"));
-  // Above the plot.
-  EXPECT_LT(page.find("id=\"surge-note\""), page.find("<div id=\"surge-rps-plot\""));
-  const nlohmann::json fig = nlohmann::json::parse(ReadFile(FigureJsonPath(noted)));
-  EXPECT_EQ(fig["stats"]["note"], "Run interrupted by the user at 4.97 s: <80> cut off");
+  const PageContext context = {{"Model", "m"}};
+  const std::string note = "Run interrupted by the user at 4.97 s: <80> cut off";
+  const fs::path actual = dir_ / "noted.html";
+  const fs::path expected = dir_ / "noted_expected.html";
+  ASSERT_TRUE(WriteActualPlotPage(plan, sends, actual, context, note).ok());
+  ASSERT_TRUE(WriteExpectedPlotPage(plan, expected, context, note).ok());
+  for (const fs::path& noted : {actual, expected}) {
+    const std::string page = ReadFile(noted);
+    EXPECT_THAT(page, HasSubstr("<p id=\"surge-note\">Run interrupted by the user at 4.97 s: "
+                                "&lt;80&gt; cut off</p>"))
+        << noted;
+    EXPECT_LT(page.find("id=\"surge-note\""), page.find("<table id=\"surge-context\""));
+    EXPECT_LT(page.find("id=\"surge-note\""), page.find("<div id=\"surge-rps-plot\""));
+    const nlohmann::json fig = nlohmann::json::parse(ReadFile(FigureJsonPath(noted)));
+    EXPECT_EQ(fig["stats"]["note"], note);
+  }
   const fs::path plain = dir_ / "plain.html";
   ASSERT_TRUE(WriteActualPlotPage(plan, sends, plain).ok());
   EXPECT_THAT(ReadFile(plain), Not(HasSubstr("<p id=\"surge-note\"")));
@@ -213,6 +220,44 @@ TEST_F(PlotPagesTest, MillionRequestPageStaysSmall) {
   RecordProperty("expected_page_bytes_without_plotly", std::to_string(bytes));
   EXPECT_LT(bytes, 2'000'000u);
   EXPECT_LT(seconds, 5.0);  // generous: sanitizer and debug builds
+}
+
+// Issue 8, item 8: both pages carry the run's context, visibly and in the
+// JSON, HTML-escaped.
+TEST_F(PlotPagesTest, BothPagesShowTheRunContext) {
+  const ArrivalSchedule plan = MixedPlan(20, 10, 0, 0);
+  const PageContext context = {
+      {"Model", "org/m<1>"}, {"Server", "http://127.0.0.1:8000"}, {"surge version", "0.1.0"}};
+  const fs::path expected = dir_ / ExpectedPlotFileName("synthetic");
+  const fs::path actual = dir_ / ActualPlotFileName("synthetic");
+  ASSERT_TRUE(WriteExpectedPlotPage(plan, expected, context).ok());
+  const std::vector<ActualSend> sends = {{0, 0.05}, {1, 0.1}};
+  ASSERT_TRUE(WriteActualPlotPage(plan, sends, actual, context).ok());
+  for (const fs::path& html : {expected, actual}) {
+    const std::string page = ReadFile(html);
+    EXPECT_THAT(page, HasSubstr("<table id=\"surge-context\"><tbody>\n"
+                                "<tr><th>Model</th><td>org/m&lt;1&gt;</td>"
+                                "<th>Server</th><td>http://127.0.0.1:8000</td></tr>\n"
+                                "<tr><th>surge version</th><td>0.1.0</td></tr>\n</tbody>"))
+        << html;
+    const nlohmann::json fig = nlohmann::json::parse(ReadFile(FigureJsonPath(html)));
+    EXPECT_EQ(fig["context"]["Model"], "org/m<1>");
+    EXPECT_EQ(fig["context"]["surge version"], "0.1.0");
+  }
+  EXPECT_THAT(ReadFile(expected), HasSubstr("Target Rate: 20 RPS — expected</title>"));
+  EXPECT_THAT(ReadFile(actual), HasSubstr("Target Rate: 20 RPS — actual</title>"));
+  // Two sends give one actual point: drawn as a marker, a line through one
+  // point would be invisible.
+  const nlohmann::json fig = nlohmann::json::parse(ReadFile(FigureJsonPath(actual)));
+  for (const auto& tr : fig["data"]) {
+    if (tr["name"] == "Actual RPS: After Excluding Anomalies") {
+      EXPECT_EQ(tr["x"].size(), 1u);
+      EXPECT_EQ(tr["mode"], "lines+markers");
+    }
+    if (tr["name"] == "Normal RPS") {
+      EXPECT_EQ(tr["mode"], "lines");
+    }
+  }
 }
 
 TEST_F(PlotPagesTest, UnwritablePathIsAnError) {

@@ -21,6 +21,7 @@
 #include "coordinator/plan/arrival_schedule.h"
 #include "coordinator/plan/traffic.h"
 #include "coordinator/report/plot_pages.h"
+#include "coordinator/report/run_context.h"
 
 namespace {
 
@@ -107,10 +108,24 @@ int main(int argc, char** argv) {
   std::printf("plan     %ju requests: %.3f s wall, %.3f s CPU\n", static_cast<uintmax_t>(n),
               watch.Wall(), watch.Cpu());
 
+  // The run context both pages show (item 8), as `surge run` would give it.
+  surge::v1::RunConfig config;
+  config.mutable_target()->set_model("sample-model");
+  config.mutable_target()->set_base_url("http://127.0.0.1:8000");
+  config.mutable_target()->set_endpoint("/v1/chat/completions");
+  config.mutable_dataset()->set_dataset_name("synthetic");
+  config.mutable_dataset()->set_random_input_len(1024);
+  config.mutable_dataset()->set_random_output_len(128);
+  config.set_seed(42);
+  config.set_workers(2);
+  const surge::coordinator::PageContext context = surge::coordinator::RunContextItems(
+      config, *plan, "synthetic", "2026-01-01 00:00:00 +0000", "sample");
+
   const std::filesystem::path expected =
       dir / surge::coordinator::ExpectedPlotFileName("synthetic");
   watch.Reset();
-  if (absl::Status s = surge::coordinator::WriteExpectedPlotPage(*plan, expected); !s.ok()) {
+  if (absl::Status s = surge::coordinator::WriteExpectedPlotPage(*plan, expected, context);
+      !s.ok()) {
     return Fail(s);
   }
   Report("expected", expected, watch);
@@ -118,7 +133,8 @@ int main(int argc, char** argv) {
   const std::vector<ActualSend> sends = SimulateSends(*plan);
   const std::filesystem::path actual = dir / surge::coordinator::ActualPlotFileName("synthetic");
   watch.Reset();
-  if (absl::Status s = surge::coordinator::WriteActualPlotPage(*plan, sends, actual); !s.ok()) {
+  if (absl::Status s = surge::coordinator::WriteActualPlotPage(*plan, sends, actual, context);
+      !s.ok()) {
     return Fail(s);
   }
   Report("actual", actual, watch);
@@ -141,8 +157,10 @@ int main(int argc, char** argv) {
   }
   const std::filesystem::path instant = dir / surge::coordinator::ActualPlotFileName("instant");
   watch.Reset();
-  if (absl::Status s =
-          surge::coordinator::WriteActualPlotPage(*instant_plan, instant_sends, instant);
+  if (absl::Status s = surge::coordinator::WriteActualPlotPage(
+          *instant_plan, instant_sends, instant,
+          surge::coordinator::RunContextItems(config, *instant_plan, "instant",
+                                              "2026-01-01 00:00:00 +0000", "sample"));
       !s.ok()) {
     return Fail(s);
   }

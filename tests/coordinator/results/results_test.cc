@@ -1,6 +1,7 @@
 // Run folder layout (R-PLOT-1), plan CSV (R-OUT-2), details JSONL and the
 // summary (R-MET-2), and the Mooncake payload source (R-MET-3).
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -135,6 +136,7 @@ TEST(SummaryTest, AchievedAndIntendedRatesAndCounts) {
   unsent.set_index(6);
   unsent.set_status(surge::v1::NOT_SENT);
   unsent.set_error("not_sent: interrupted");
+  unsent.set_planned_ns(1000000000);
   records.push_back(unsent);
 
   const RunSummary s = Summarize(records);
@@ -143,9 +145,10 @@ TEST(SummaryTest, AchievedAndIntendedRatesAndCounts) {
   EXPECT_EQ(s.failed, 1u);
   EXPECT_EQ(s.not_sent, 1u);
   EXPECT_EQ(s.sent, 6u);
-  // 6 sends from 0.1 to 0.7 s: 5 / 0.6; planned 0.1 to 0.6: 5 / 0.5.
+  // 6 sends from 0.1 to 0.7 s: 5 / 0.6; the plan's 7 requests from 0.1 to
+  // 1.0 s (the unsent one included): 6 / 0.9.
   EXPECT_DOUBLE_EQ(s.achieved_rate_rps, 5 / 0.6);
-  EXPECT_DOUBLE_EQ(s.intended_rate_rps, 5 / 0.5);
+  EXPECT_DOUBLE_EQ(s.intended_rate_rps, 6 / 0.9);
   EXPECT_NEAR(s.lateness_s.max, 0.1, 1e-12);
   EXPECT_EQ(s.reasons.at("http_503"), 1u);
   EXPECT_EQ(s.reasons.at("not_sent"), 1u);
@@ -202,7 +205,8 @@ TEST(SummaryTest, InterruptedRequestsCountAsSentUntilTheCut) {
   EXPECT_EQ(s.sent, 4u);
   // 4 sends from 0.1 to 0.4 s: 3 / 0.3 = 10 RPS (not 1 send: NaN).
   EXPECT_NEAR(s.achieved_rate_rps, 10.0, 1e-9);
-  EXPECT_NEAR(s.intended_rate_rps, 3 / 0.25, 1e-9);
+  // Intended is the whole plan's: 5 requests planned from 0.1 to 0.5 s.
+  EXPECT_NEAR(s.intended_rate_rps, 4 / 0.4, 1e-9);
   EXPECT_EQ(s.lateness_s.count, 4u);
   EXPECT_NEAR(s.lateness_s.max, 0.05, 1e-12);
   // Request 0 ends at 0.3 s as request 2 starts (ends before starts), so
@@ -259,6 +263,93 @@ TEST(DetailsTest, InterruptedRecordRoundTripsWithItsCutTime) {
   EXPECT_EQ(back->sent_ns(), 200100000);
   EXPECT_EQ(back->output_tokens(), 2u);
   EXPECT_TRUE(back->output_tokens_estimated());
+}
+
+// Issue 8, 6(c): at 20,000 RPS only part of the plan reached the socket and
+// the intended rate came out as 7,617 RPS. Intended is the plan's: (N − 1)/
+// (t_{N−1} − t_0) over every record; achieved stays over the sent ones.
+TEST(SummaryTest, IntendedRateIsThePlansWhenOnlyPartWasSent) {
+  std::vector<surge::v1::RequestRecord> records;
+  for (int i = 0; i < 4000; ++i) {  // planned every 50 µs: 20,000 RPS
+    surge::v1::RequestRecord r;
+    r.set_index(i);
+    r.set_planned_ns(int64_t{50000} * i);
+    if (i % 8 == 0 || i % 8 == 3 || i % 8 == 5 || i == 3999) {  // 1,501 sent
+      r.set_status(surge::v1::OK);
+      r.set_sent(true);
+      r.set_sent_ns(int64_t{50000} * i * 3);  // sent at a third of the pace
+      r.set_e2el_ns(1000000);
+      r.set_ttft_ns(500000);
+      r.set_output_tokens(2);
+    } else {
+      r.set_status(surge::v1::FAILED);
+      r.set_error("connect: Cannot assign requested address");
+    }
+    records.push_back(r);
+  }
+  const RunSummary s = Summarize(records);
+  EXPECT_EQ(s.sent, 1501u);
+  EXPECT_NEAR(s.intended_rate_rps, 20000, 1e-6);
+  EXPECT_NEAR(s.achieved_rate_rps, 1500 / (3999 * 150e-6), 1e-6);
+  const nlohmann::json j = SummaryToJson(s, nlohmann::json::object());
+  EXPECT_NEAR(j["intended_rate_rps"].get<double>(), 20000, 1e-6);
+  EXPECT_NEAR(j["common"]["Intended Rate (req/s)"].get<double>(), 20000, 1e-6);
+  EXPECT_THAT(SummaryToCsv(s), HasSubstr("Intended Rate (req/s),20000.0000\n"));
+  EXPECT_THAT(FormatSummaryTable(s), HasSubstr("Intended rate, plan (RPS)            20000.000"));
+}
+
+// Issue 8, item 8: fewer than two sends have no rate: "n/a" on the
+// console, null in the JSON and empty in the CSV, never a made-up number.
+// Covers one send, no send (all failed before the socket) and instant mode
+// with one request.
+TEST(SummaryTest, NoRateFromFewerThanTwoSends) {
+  surge::v1::RequestRecord one;
+  one.set_index(0);
+  one.set_status(surge::v1::OK);
+  one.set_planned_ns(200000000);
+  one.set_sent(true);
+  one.set_sent_ns(200030000);
+  one.set_e2el_ns(1000000);
+  one.set_output_tokens(3);
+  surge::v1::RequestRecord later = one;  // a second planned request, not sent
+  later.set_index(1);
+  later.set_planned_ns(400000000);
+  later.set_sent(false);
+  later.set_status(surge::v1::FAILED);
+  later.set_error("connect: refused");
+  const RunSummary s = Summarize({one, later});
+  EXPECT_TRUE(std::isnan(s.achieved_rate_rps));
+  EXPECT_NEAR(s.intended_rate_rps, 5, 1e-9);  // the plan's 5 RPS
+  const nlohmann::json j = SummaryToJson(s, nlohmann::json::object());
+  EXPECT_TRUE(j["achieved_rate_rps"].is_null());
+  EXPECT_TRUE(j["achieved_vs_intended"].is_null());
+  EXPECT_TRUE(j["common"]["Achieved Rate (req/s)"].is_null());
+  EXPECT_THAT(SummaryToCsv(s), HasSubstr("Achieved Rate (req/s),\n"));
+  EXPECT_THAT(FormatSummaryTable(s), HasSubstr("Achieved rate, sent (RPS)            n/a\n"));
+
+  later.set_sent(false);
+  const RunSummary none = Summarize({later});  // nothing sent, one planned
+  EXPECT_TRUE(std::isnan(none.achieved_rate_rps));
+  EXPECT_TRUE(std::isnan(none.intended_rate_rps));
+  EXPECT_THAT(FormatSummaryTable(none), HasSubstr("Intended rate, plan (RPS)            n/a\n"));
+
+  surge::v1::RequestRecord instant = one;  // instant mode: planned at 0
+  instant.set_planned_ns(0);
+  const RunSummary inst = Summarize({instant});
+  EXPECT_TRUE(std::isnan(inst.achieved_rate_rps));
+  EXPECT_TRUE(std::isnan(inst.intended_rate_rps));
+}
+
+TEST(RunFolderTest, StartTimeTextAndFromFolderName) {
+  setenv("TZ", "UTC", 1);
+  const auto when = std::chrono::system_clock::time_point(std::chrono::seconds(1767225600));
+  EXPECT_EQ(FormatLocalTime(when), "2026-01-01 00:00:00 +0000");
+  EXPECT_EQ(RunStartFromFolder("out/20260101_093015/performances/org_model"),
+            "2026-01-01 09:30:15 (local time)");
+  EXPECT_EQ(RunStartFromFolder("out/20260101_093015_2/performances/m/"),
+            "2026-01-01 09:30:15 (local time)");
+  EXPECT_EQ(RunStartFromFolder("somewhere/else"), "");
+  EXPECT_EQ(RunStartFromFolder("out/2026x101_093015/performances/m"), "");
 }
 
 surge::v1::RequestRecord OkRecord(uint64_t index, double sent_s, double ttft_s, double e2el_s,

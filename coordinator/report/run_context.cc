@@ -1,0 +1,92 @@
+#include "coordinator/report/run_context.h"
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "coordinator/plan/traffic.h"
+
+namespace surge::coordinator {
+namespace {
+
+std::string Rate(double rps) { return absl::StrFormat("%.6g RPS", rps); }
+
+}  // namespace
+
+std::string RedactedUrl(std::string_view url) {
+  std::string out(url);
+  const size_t scheme = out.find("://");
+  const size_t host = scheme == std::string::npos ? 0 : scheme + 3;
+  const size_t authority_end = out.find_first_of("/?#", host);
+  const size_t at = out.rfind('@', authority_end == std::string::npos ? out.size() : authority_end);
+  if (at != std::string::npos && at >= host) out.erase(host, at + 1 - host);
+  const size_t query = out.find_first_of("?#", host);
+  if (query != std::string::npos) out.erase(query);
+  return out;
+}
+
+PageContext RunContextItems(const surge::v1::RunConfig& config, const ArrivalSchedule& plan,
+                            const std::string& dataset, const std::string& started_at,
+                            std::string_view version) {
+  const ResolvedTraffic& traffic = plan.traffic;
+  const auto& target = config.target();
+  const auto& ds = config.dataset();
+  PageContext c;
+  c.push_back({"Model", target.model().empty() ? "(not given)" : target.model()});
+  c.push_back({"Server", target.base_url().empty()
+                             ? "none given (surge run would start its built-in simulated server)"
+                             : RedactedUrl(target.base_url())});
+  c.push_back({"Endpoint", target.endpoint().empty() ? "/v1/chat/completions" : target.endpoint()});
+  std::string data = dataset;
+  const std::string& kind = ds.dataset_name();
+  if (kind.empty() || kind == "synthetic" || kind == "random") {
+    absl::StrAppend(&data, " (synthetic prompts: input ", ds.random_input_len(), ", output ",
+                    ds.random_output_len(), " tokens, ",
+                    ds.random_len_dist().empty() ? "fixed" : ds.random_len_dist(), " lengths)");
+  } else {
+    absl::StrAppend(&data, " (", kind, ": ", ds.dataset_path(),
+                    ds.trace_replay() ? ", trace replay" : "", ")");
+  }
+  c.push_back({"Dataset", data});
+  c.push_back({"Requests (N)", absl::StrCat(plan.size())});
+  c.push_back({"Seed", absl::StrCat(config.seed())});
+  std::string rate;
+  if (traffic.trace_replay) {
+    rate = absl::StrCat("trace replay: the trace's timestamps (mean ",
+                        Rate(traffic.target_rate_rps), ")");
+  } else if (traffic.instant) {
+    rate = absl::StrCat("instant mode: target rate ", Rate(traffic.target_rate_rps),
+                        " < 0.1 RPS, every request planned at 0 (R-INST)");
+  } else {
+    rate = absl::StrCat("target ", Rate(traffic.target_rate_rps));
+    if (!traffic.ramp_active) absl::StrAppend(&rate, " (request_rate)");
+    if (traffic.ramp_active) absl::StrAppend(&rate, " (ramp-up end)");
+  }
+  c.push_back({"Request rate", rate});
+  std::string beta = absl::StrFormat("%.6g", traffic.burstiness);
+  if (traffic.burstiness == 0) {
+    absl::StrAppend(&beta, " (fixed intervals)");
+  } else if (traffic.burstiness == 1) {
+    absl::StrAppend(&beta, " (Poisson arrivals)");
+  } else if (traffic.burstiness < 1) {
+    absl::StrAppend(&beta, " (bursty Gamma intervals)");
+  } else {
+    absl::StrAppend(&beta, " (more regular than Poisson)");
+  }
+  c.push_back({"Burstiness (β)", beta});
+  c.push_back({"Ramp-up", traffic.ramp_active
+                              ? absl::StrCat(std::string(RampStrategyTitle(traffic.strategy)), " ",
+                                             absl::StrFormat("%.6g", traffic.ramp_start_rps), " → ",
+                                             Rate(traffic.ramp_end_rps))
+                              : std::string("none")});
+  c.push_back({"Workers", config.workers() == 0 ? std::string("one per core (chosen by surge run)")
+                                                : absl::StrCat(config.workers())});
+  c.push_back({"Max concurrency", config.max_concurrency() == 0
+                                      ? std::string("no cap")
+                                      : absl::StrCat(config.max_concurrency(), " in flight")});
+  c.push_back({"Run started", started_at.empty() ? std::string("unknown") : started_at});
+  c.push_back({"surge version", std::string(version)});
+  return c;
+}
+
+}  // namespace surge::coordinator
