@@ -3,10 +3,9 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <atomic>
 #include <iostream>
-
-#include <CLI/CLI.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "common/clock.h"

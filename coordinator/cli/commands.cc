@@ -207,7 +207,9 @@ absl::StatusOr<Prepared> Prepare(const RunConfig& config, const std::string& mod
   auto folder = CreateRunFolder(config.output_dir(), model, wall_now);
   if (!folder.ok()) return folder.status();
   p.folder = *folder;
-  RunConfig used = config;
+  // The context from the saved configuration (the built-in server's port of
+  // this run left out), so `surge report` shows the same from run_config.json.
+  RunConfig used = saved;
   used.mutable_target()->set_model(model);
   // The start as the folder's name gives it, so that `surge report` shows
   // the same from the folder alone (FormatLocalTime if the name differs).
@@ -276,9 +278,8 @@ absl::StatusOr<Prepared> Prepare(const RunConfig& config, const std::string& mod
 // ("workers_lost", "reassigned", "send_unknown") when not zero.
 void WriteRunResults(const fs::path& folder, const std::string& dataset,
                      const ArrivalSchedule& plan,
-                     const std::vector<surge::v1::RequestRecord>& records,
-                     const RunConfig& config, const nlohmann::json& context,
-                     const PageContext& page_context) {
+                     const std::vector<surge::v1::RequestRecord>& records, const RunConfig& config,
+                     const nlohmann::json& context, const PageContext& page_context) {
   const RunSummary summary = Summarize(records, &config.goodput());
   const std::string stop_reason = context.value("stop_reason", std::string());
   const std::string note =
@@ -309,8 +310,8 @@ void WriteRunResults(const fs::path& folder, const std::string& dataset,
       sends.push_back(ActualSend{r.index(), NanosToSeconds(r.sent_ns())});
     }
   }
-  if (absl::Status s =
-          WriteActualPlotPage(plan, sends, folder / ActualPlotFileName(dataset), page_context, note);
+  if (absl::Status s = WriteActualPlotPage(plan, sends, folder / ActualPlotFileName(dataset),
+                                           page_context, note);
       !s.ok()) {
     LogError(s.ToString());
   }
@@ -321,8 +322,9 @@ void WriteRunResults(const fs::path& folder, const std::string& dataset,
     return it != context.end() && it->is_number_unsigned() ? it->get<uint64_t>() : uint64_t{0};
   };
   if (count("workers_lost") > 0 || count("send_unknown") > 0) {
-    std::cout << "workers lost: " << count("workers_lost") << ", reassigned: "
-              << count("reassigned") << ", send_unknown: " << count("send_unknown")
+    std::cout << "workers lost: " << count("workers_lost")
+              << ", reassigned: " << count("reassigned")
+              << ", send_unknown: " << count("send_unknown")
               << " (requests possibly sent by a lost worker: status lost)\n";
   }
 }
@@ -381,8 +383,8 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe) {
     // Pre-flight: a target that does not even accept a connection fails the
     // run now, not after N failed requests. Only connect/TLS failures count;
     // any HTTP answer (even 404 at /v1/models) is fine.
-    if (absl::Status s = surge::worker::CheckTargetConnects(config.target(),
-                                                             std::chrono::milliseconds(10000));
+    if (absl::Status s =
+            surge::worker::CheckTargetConnects(config.target(), std::chrono::milliseconds(10000));
         !s.ok()) {
       return Fail(absl::UnavailableError(absl::StrCat(
                       s.message(), " (pre-flight check of --base-url; nothing was sent)")),
@@ -403,11 +405,10 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe) {
   if (!config.workers_force()) {
     const int cap = MaxUsefulWorkers(std::thread::hardware_concurrency(), config.num_prompts());
     if (workers > cap) {
-      LogWarning(absl::StrCat("--workers ", workers, " capped at ", cap, " (at most ",
-                              kWorkersPerCore, " per core on ",
-                              std::max(1u, std::thread::hardware_concurrency()),
-                              " cores, and no more than the ", config.num_prompts(),
-                              " requests); --workers-force keeps ", workers));
+      LogWarning(absl::StrCat(
+          "--workers ", workers, " capped at ", cap, " (at most ", kWorkersPerCore, " per core on ",
+          std::max(1u, std::thread::hardware_concurrency()), " cores, and no more than the ",
+          config.num_prompts(), " requests); --workers-force keeps ", workers));
       workers = cap;
     }
   }

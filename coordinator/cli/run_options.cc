@@ -74,8 +74,7 @@ const std::vector<Flag>& Flags() {
        [](RunConfig* c, const std::string& v) { c->set_max_concurrency(U(v)); }},
       {"seed", "seed", Kind::kCount, "Seed of the schedule's generator (default 0).",
        [](RunConfig* c, const std::string& v) { c->set_seed(U(v)); }},
-      {"workers", "workers", Kind::kCount,
-       "Local worker processes; 0 = one per core (default).",
+      {"workers", "workers", Kind::kCount, "Local worker processes; 0 = one per core (default).",
        [](RunConfig* c, const std::string& v) { c->set_workers(U32(v)); }},
       {"workers-force", "workers_force", Kind::kSwitch,
        "Allow more than 4 workers per core (or more workers than requests); without it "
@@ -84,7 +83,8 @@ const std::vector<Flag>& Flags() {
       {"abort-after-connect-failures", "abort_after_connect_failures", Kind::kCount,
        "Stop (exit 1) when the first K requests all fail to connect; 0 = never (default 10).",
        [](RunConfig* c, const std::string& v) { c->set_abort_after_connect_failures(U32(v)); }},
-      {"output-dir", "output_dir", Kind::kText, "Root of the run folders (default outputs/default).",
+      {"output-dir", "output_dir", Kind::kText,
+       "Root of the run folders (default outputs/default).",
        [](RunConfig* c, const std::string& v) { c->set_output_dir(v); }},
       {"model", "model", Kind::kText,
        "Model name; default: the first model the server lists at /v1/models.",
@@ -104,7 +104,9 @@ const std::vector<Flag>& Flags() {
        [](RunConfig* c, const std::string& v) { c->mutable_dataset()->set_dataset_path(v); }},
       {"random-input-len", "random_input_len", Kind::kCount,
        "Synthetic prompt length, tokens (default 1024).",
-       [](RunConfig* c, const std::string& v) { c->mutable_dataset()->set_random_input_len(U32(v)); }},
+       [](RunConfig* c, const std::string& v) {
+         c->mutable_dataset()->set_random_input_len(U32(v));
+       }},
       {"random-output-len", "random_output_len", Kind::kCount,
        "Synthetic max_tokens; also for jsonl/sharegpt requests without one (default 128).",
        [](RunConfig* c, const std::string& v) {

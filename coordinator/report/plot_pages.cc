@@ -513,8 +513,8 @@ absl::Status WriteExpectedPlotPage(const ArrivalSchedule& plan,
 }
 
 absl::Status WriteActualPlotPage(const ArrivalSchedule& plan, std::span<const ActualSend> sends,
-                                 const std::filesystem::path& html_path,
-                                 const PageContext& context, std::string_view note) {
+                                 const std::filesystem::path& html_path, const PageContext& context,
+                                 std::string_view note) {
   absl::StatusOr<RpsFigure> fig = BuildActualRpsFigure(plan, sends);
   if (!fig.ok()) return fig.status();
   fig->context = context;

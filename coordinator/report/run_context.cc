@@ -34,7 +34,7 @@ PageContext RunContextItems(const surge::v1::RunConfig& config, const ArrivalSch
   PageContext c;
   c.push_back({"Model", target.model().empty() ? "(not given)" : target.model()});
   c.push_back({"Server", target.base_url().empty()
-                             ? "none given (surge run would start its built-in simulated server)"
+                             ? "surge's built-in simulated server (surge run starts it on 127.0.0.1)"
                              : RedactedUrl(target.base_url())});
   c.push_back({"Endpoint", target.endpoint().empty() ? "/v1/chat/completions" : target.endpoint()});
   std::string data = dataset;

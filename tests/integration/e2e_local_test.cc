@@ -2,7 +2,11 @@
 // simulated server, all on 127.0.0.1 (R-UI-1, R-DIST-1..5, R-OUT-1/2,
 // R-CFG-1). Every run is bounded: few requests, and `timeout` around each
 // process.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,16 +15,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
 #include <thread>
-#include <map>
-#include <netinet/in.h>
-#include <sys/socket.h>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "tests/integration/run_folder_check.h"
 #include "tests/integration/surge_process.h"
@@ -159,9 +158,10 @@ TEST(EndToEndTest, PlanSendsNothingAndInstantModeWritesNoExpectedPage) {
   // One request: no rate from one point (issue 8, item 8): "n/a" on the
   // console, null in the summary, no EWMA or rate line on the pages.
   const fs::path out3 = FreshDir("surge_e2e_one");
-  const Result one = RunSurge("run --num-prompts 1 --request-rate 5 --workers 1 "
-                              "--random-input-len 16 --random-output-len 2 --output-dir " +
-                              out3.string());
+  const Result one = RunSurge(
+      "run --num-prompts 1 --request-rate 5 --workers 1 "
+      "--random-input-len 16 --random-output-len 2 --output-dir " +
+      out3.string());
   ASSERT_EQ(one.exit_code, 0) << one.output;
   EXPECT_THAT(one.output, HasSubstr("Achieved rate, sent (RPS)            n/a"));
   const fs::path f3 = ResultsFolder(one.output);
@@ -321,7 +321,8 @@ TEST(EndToEndTest, SecondInterruptCutsOffInflightRequestsAndKeepsWhatIsKnown) {
   EXPECT_EQ(WEXITSTATUS(status), 130) << output;
   // About 1 s after the second Ctrl-C, with slack for a loaded machine.
   EXPECT_LT(ended - second, std::chrono::milliseconds(2500)) << output;
-  EXPECT_THAT(output, ::testing::ContainsRegex("Run interrupted by the user at [0-9]+\\.[0-9]{2} s"));
+  EXPECT_THAT(output,
+              ::testing::ContainsRegex("Run interrupted by the user at [0-9]+\\.[0-9]{2} s"));
 
   const fs::path folder = ResultsFolder(output);
   ASSERT_FALSE(folder.empty()) << output;
@@ -369,9 +370,10 @@ TEST(EndToEndTest, SecondInterruptCutsOffInflightRequestsAndKeepsWhatIsKnown) {
   EXPECT_THAT(s["run"]["stop_reason"].get<std::string>(),
               ::testing::StartsWith("interrupted by the user at "));
   EXPECT_THAT(output, HasSubstr(s["run"]["stop_reason"].get<std::string>()));
-  const std::string page = ReadText(folder / "synthetic_rps_distribution_plot_with_actual_rps.html");
-  EXPECT_THAT(page, HasSubstr("<p id=\"surge-note\">Run " +
-                              s["run"]["stop_reason"].get<std::string>()));
+  const std::string page =
+      ReadText(folder / "synthetic_rps_distribution_plot_with_actual_rps.html");
+  EXPECT_THAT(page,
+              HasSubstr("<p id=\"surge-note\">Run " + s["run"]["stop_reason"].get<std::string>()));
 }
 
 // Issue 8 item 5: a target that does not accept connections fails at once
@@ -393,10 +395,10 @@ TEST(EndToEndTest, UnreachableTargetFailsFastEvenWithModelGiven) {
     close(fd);
   }
   const auto start = std::chrono::steady_clock::now();
-  const Result r = RunSurge("run --base-url http://127.0.0.1:" + std::to_string(port) +
-                                " --model m --num-prompts 2000 --request-rate 1 --output-dir " +
-                                out.string(),
-                            60);
+  const Result r =
+      RunSurge("run --base-url http://127.0.0.1:" + std::to_string(port) +
+                   " --model m --num-prompts 2000 --request-rate 1 --output-dir " + out.string(),
+               60);
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(15));
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_THAT(r.output, HasSubstr("cannot reach http://127.0.0.1:" + std::to_string(port) +
@@ -408,10 +410,11 @@ TEST(EndToEndTest, UnreachableTargetFailsFastEvenWithModelGiven) {
 // (at 4 per core, and at the number of requests), and the run is clean.
 TEST(EndToEndTest, TooManyWorkersAreCappedWithAWarning) {
   const fs::path out = FreshDir("surge_e2e_workers_cap");
-  const Result r = RunSurge("run --workers 300 --num-prompts 6 --request-rate 20 "
-                            "--random-input-len 8 --random-output-len 2 --output-dir " +
-                                out.string(),
-                            120);
+  const Result r = RunSurge(
+      "run --workers 300 --num-prompts 6 --request-rate 20 "
+      "--random-input-len 8 --random-output-len 2 --output-dir " +
+          out.string(),
+      120);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   const unsigned cap = std::min(4 * cores, 6u);

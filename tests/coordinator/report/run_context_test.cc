@@ -84,7 +84,7 @@ TEST(RunContextTest, RampInstantAndPlanWithoutTarget) {
   auto m = AsMap(RunContextItems(plan_only, ramped, "synthetic", "", "0.1.0"));
   EXPECT_EQ(m["Ramp-up"], "Linear 10 → 50 RPS");
   EXPECT_EQ(m["Request rate"], "target 50 RPS (ramp-up end)");
-  EXPECT_EQ(m["Server"], "none given (surge run would start its built-in simulated server)");
+  EXPECT_EQ(m["Server"], "surge's built-in simulated server (surge run starts it on 127.0.0.1)");
   EXPECT_EQ(m["Workers"], "one per core (chosen by surge run)");
   EXPECT_EQ(m["Max concurrency"], "no cap");
   EXPECT_EQ(m["Run started"], "unknown");

@@ -1,5 +1,8 @@
 // Run folder layout (R-PLOT-1), plan CSV (R-OUT-2), details JSONL and the
 // summary (R-MET-2), and the Mooncake payload source (R-MET-3).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -7,9 +10,6 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "coordinator/dataset/payload_source.h"
 #include "coordinator/results/progress.h"
