@@ -185,20 +185,22 @@ int WorkerSession::Run() {
   uint32_t drain_ms = 0;
   int exit_code = kExitDone;
   last_flush_ = clock_.Now();
+  // Also during the drain (queued 0 then: the unreleased are reported).
+  auto send_heartbeat = [&](Clock::TimePoint now) {
+    Envelope hb;
+    auto* h = hb.mutable_heartbeat();
+    h->set_hb_seq(++hb_seq);
+    h->set_t1_worker_ns(ToNanos(now));
+    h->set_inflight(static_cast<uint32_t>(sender->inflight()));
+    h->set_queued(static_cast<uint32_t>(loop.queued()));
+    h->set_horizon_ns(loop.horizon_ns());
+    (void)SendEnvelope(std::move(hb));
+    next_heartbeat = now + heartbeat_period;
+  };
 
   while (true) {
     const Clock::TimePoint now = clock_.Now();
-    if (now >= next_heartbeat) {
-      Envelope hb;
-      auto* h = hb.mutable_heartbeat();
-      h->set_hb_seq(++hb_seq);
-      h->set_t1_worker_ns(ToNanos(now));
-      h->set_inflight(static_cast<uint32_t>(sender->inflight()));
-      h->set_queued(static_cast<uint32_t>(loop.queued()));
-      h->set_horizon_ns(loop.horizon_ns());
-      (void)SendEnvelope(std::move(hb));
-      next_heartbeat = now + heartbeat_period;
-    }
+    if (now >= next_heartbeat) send_heartbeat(now);
     // R-DIST-7: a coordinator silent past the lease stops the pacer at once
     // (the pacer checks the lease itself); one second later the worker gives
     // up and exits.
@@ -262,15 +264,7 @@ int WorkerSession::Run() {
   Clock::TimePoint drain_end = clock_.Now() + std::chrono::milliseconds(drain_ms);
   while (exit_code == kExitDone && sender->inflight() > 0 && clock_.Now() < drain_end) {
     const Clock::TimePoint now = clock_.Now();
-    if (now >= next_heartbeat) {
-      Envelope hb;
-      auto* h = hb.mutable_heartbeat();
-      h->set_hb_seq(++hb_seq);
-      h->set_t1_worker_ns(ToNanos(now));
-      h->set_inflight(static_cast<uint32_t>(sender->inflight()));
-      (void)SendEnvelope(std::move(hb));
-      next_heartbeat = now + heartbeat_period;
-    }
+    if (now >= next_heartbeat) send_heartbeat(now);
     if (ToNanos(now) > lease_expiry_ns + 1000000000) break;  // coordinator gone
     FlushRecords(false);
     auto in = transport_.Receive(options_.poll);

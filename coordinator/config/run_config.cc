@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <functional>
@@ -58,6 +59,20 @@ std::string DidYouMean(std::string_view word, const std::vector<std::string>& ca
 }
 
 namespace {
+
+// The built-in server's fault fractions by their configuration key.
+std::array<std::pair<const char*, double>, 8> SimFaultFractions(const surge::v1::SimServerConfig& sim) {
+  return {{
+      {"sim_fault_429", sim.fault_429()},
+      {"sim_fault_500", sim.fault_500()},
+      {"sim_fault_503", sim.fault_503()},
+      {"sim_fault_reset", sim.fault_reset()},
+      {"sim_fault_malformed", sim.fault_malformed()},
+      {"sim_fault_stall", sim.fault_stall()},
+      {"sim_fault_split", sim.fault_split()},
+      {"sim_fault_error_event", sim.fault_error_event()},
+  }};
+}
 
 using surge::v1::RunConfig;
 
@@ -749,17 +764,7 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
                absl::StrCat("\"", text.substr(0, 80), text.size() > 80 ? "..." : "", "\""),
                absl::StrCat(extra.status().message(), " (flag --extra-body)"));
   }
-  const auto& sim = c.sim_server();
-  const std::pair<const char*, double> fractions[] = {
-      {"sim_fault_429", sim.fault_429()},
-      {"sim_fault_500", sim.fault_500()},
-      {"sim_fault_503", sim.fault_503()},
-      {"sim_fault_reset", sim.fault_reset()},
-      {"sim_fault_malformed", sim.fault_malformed()},
-      {"sim_fault_stall", sim.fault_stall()},
-      {"sim_fault_split", sim.fault_split()},
-      {"sim_fault_error_event", sim.fault_error_event()},
-  };
+  const auto fractions = SimFaultFractions(c.sim_server());
   double fault_sum = 0;
   for (const auto& [field, fraction] : fractions) {
     fault_sum += fraction;
@@ -774,7 +779,7 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
     errors.Add("sim_fault_*", Num(fault_sum),
                "the fault fractions must add up to at most 1 (one fault per request)");
   }
-  non_negative("sim_fault_stall_ms", "--sim-fault-stall-ms", sim.fault_stall_ms());
+  non_negative("sim_fault_stall_ms", "--sim-fault-stall-ms", c.sim_server().fault_stall_ms());
   return errors.ToStatus();
 }
 
@@ -913,18 +918,8 @@ std::string SavedConfigJson(const RunConfig& c, std::vector<std::string>* left_o
     const auto& sim = c.sim_server();
     j["sim_ttft_ms"] = sim.ttft_ms();
     j["sim_itl_ms"] = sim.itl_ms();
-    const std::pair<const char*, double> fractions[] = {
-        {"sim_fault_429", sim.fault_429()},
-        {"sim_fault_500", sim.fault_500()},
-        {"sim_fault_503", sim.fault_503()},
-        {"sim_fault_reset", sim.fault_reset()},
-        {"sim_fault_malformed", sim.fault_malformed()},
-        {"sim_fault_stall", sim.fault_stall()},
-        {"sim_fault_split", sim.fault_split()},
-        {"sim_fault_error_event", sim.fault_error_event()},
-    };
     bool faults = false;
-    for (const auto& [key, fraction] : fractions) {
+    for (const auto& [key, fraction] : SimFaultFractions(sim)) {
       if (fraction != 0) {
         j[key] = fraction;
         faults = true;

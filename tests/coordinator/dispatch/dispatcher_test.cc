@@ -48,6 +48,16 @@ struct LocalWorker {
   int exit_code = -1;
 };
 
+// Options of most tests: `num_workers` workers, run id "test", a 100 ms
+// start lead.
+DispatcherOptions TestOptions(int num_workers) {
+  DispatcherOptions options;
+  options.num_workers = num_workers;
+  options.run_id = "test";
+  options.start_lead = std::chrono::milliseconds(100);
+  return options;
+}
+
 void StartWorker(InMemoryRouter& router, const std::string& name, int32_t index, LocalWorker& w,
                  bool complete_at_once = true,
                  std::function<void(surge::v1::RequestRecord&)> result = nullptr) {
@@ -73,10 +83,7 @@ TEST(DispatcherTest, EveryRequestGetsExactlyOneRecordStripedOverWorkers) {
   const ArrivalSchedule plan = ConstantPlan(1000, 400);
   FixedPayloads payloads;
   InMemoryRouter router;
-  DispatcherOptions options;
-  options.num_workers = 2;
-  options.run_id = "test";
-  options.start_lead = std::chrono::milliseconds(100);
+  DispatcherOptions options = TestOptions(2);
   options.max_batch = 16;  // many batches
   std::vector<surge::v1::RequestRecord> records;
   Dispatcher dispatcher(RealClock(), router, plan, payloads, options,
@@ -108,10 +115,7 @@ TEST(DispatcherTest, SilentWorkerIsDeclaredDeadAndNothingIsSentTwice) {
   const ArrivalSchedule plan = ConstantPlan(400, 600);  // 1.5 s
   FixedPayloads payloads;
   InMemoryRouter router;
-  DispatcherOptions options;
-  options.num_workers = 2;
-  options.run_id = "test";
-  options.start_lead = std::chrono::milliseconds(100);
+  DispatcherOptions options = TestOptions(2);
   options.lease_ms = 200;
   options.dead_after = std::chrono::milliseconds(400);
   std::vector<surge::v1::RequestRecord> records;
@@ -201,10 +205,7 @@ TEST(DispatcherTest, SecondStopCutsOffInflightRequestsAsInterrupted) {
   const ArrivalSchedule plan = ConstantPlan(100, 300);  // 3 s
   FixedPayloads payloads;
   InMemoryRouter router;
-  DispatcherOptions options;
-  options.num_workers = 2;
-  options.run_id = "test";
-  options.start_lead = std::chrono::milliseconds(100);
+  DispatcherOptions options = TestOptions(2);
   options.drain = std::chrono::milliseconds(10000);
   options.cut_wait = std::chrono::milliseconds(1000);
   std::vector<surge::v1::RequestRecord> records;
@@ -262,10 +263,7 @@ TEST(DispatcherTest, ConnectFailuresAtTheStartStopTheRun) {
   const ArrivalSchedule plan = ConstantPlan(100, 500);  // 5 s
   FixedPayloads payloads;
   InMemoryRouter router;
-  DispatcherOptions options;
-  options.num_workers = 2;
-  options.run_id = "test";
-  options.start_lead = std::chrono::milliseconds(100);
+  DispatcherOptions options = TestOptions(2);
   options.abort_after_connect_failures = 10;
   std::vector<surge::v1::RequestRecord> records;
   Dispatcher dispatcher(RealClock(), router, plan, payloads, options,
@@ -351,10 +349,7 @@ TEST(DispatcherTest, RawByteInOneRecordErrorKeepsEveryRecordOfItsBatch) {
   const ArrivalSchedule plan = ConstantPlan(1000, 60);  // 60 requests in 60 ms: few batches
   FixedPayloads payloads;
   InMemoryRouter router;
-  DispatcherOptions options;
-  options.num_workers = 1;
-  options.run_id = "test";
-  options.start_lead = std::chrono::milliseconds(100);
+  DispatcherOptions options = TestOptions(1);
   std::vector<surge::v1::RequestRecord> records;
   Dispatcher dispatcher(RealClock(), router, plan, payloads, options,
                         [&](const surge::v1::RequestRecord& r) { records.push_back(r); });
@@ -392,10 +387,7 @@ TEST(DispatcherTest, UndecodableFramesAreCountedAndSkipped) {
   const ArrivalSchedule plan = ConstantPlan(1000, 40);
   FixedPayloads payloads;
   InMemoryRouter router;
-  DispatcherOptions options;
-  options.num_workers = 1;
-  options.run_id = "test";
-  options.start_lead = std::chrono::milliseconds(100);
+  DispatcherOptions options = TestOptions(1);
   std::vector<surge::v1::RequestRecord> records;
   Dispatcher dispatcher(RealClock(), router, plan, payloads, options,
                         [&](const surge::v1::RequestRecord& r) { records.push_back(r); });
@@ -420,10 +412,7 @@ TEST(DispatcherTest, LostRecordOfAnIdleWorkerDoesNotStallTheRun) {
   const ArrivalSchedule plan = ConstantPlan(100, 10);  // 10 requests in 0.1 s
   FixedPayloads payloads;
   InMemoryRouter router;
-  DispatcherOptions options;
-  options.num_workers = 1;
-  options.run_id = "test";
-  options.start_lead = std::chrono::milliseconds(100);
+  DispatcherOptions options = TestOptions(1);
   std::vector<surge::v1::RequestRecord> records;
   Dispatcher dispatcher(RealClock(), router, plan, payloads, options,
                         [&](const surge::v1::RequestRecord& r) { records.push_back(r); });
@@ -535,10 +524,7 @@ TEST(DispatcherTest, RecordBatchesTheTransportRefusesAreSentAgain) {
   const ArrivalSchedule plan = ConstantPlan(1000, 100);
   FixedPayloads payloads;
   InMemoryRouter router;
-  DispatcherOptions options;
-  options.num_workers = 1;
-  options.run_id = "test";
-  options.start_lead = std::chrono::milliseconds(100);
+  DispatcherOptions options = TestOptions(1);
   std::vector<surge::v1::RequestRecord> records;
   Dispatcher dispatcher(RealClock(), router, plan, payloads, options,
                         [&](const surge::v1::RequestRecord& r) { records.push_back(r); });
@@ -613,10 +599,7 @@ TEST(DispatcherTest, TheMessageTakenWhenATurnEndsIsHandled) {
   FixedPayloads payloads;
   InMemoryRouter router;
   FloodOnStart transport(router);
-  DispatcherOptions options;
-  options.num_workers = 1;
-  options.run_id = "test";
-  options.start_lead = std::chrono::milliseconds(100);
+  DispatcherOptions options = TestOptions(1);
   std::vector<surge::v1::RequestRecord> records;
   Dispatcher dispatcher(RealClock(), transport, plan, payloads, options,
                         [&](const surge::v1::RequestRecord& r) { records.push_back(r); });
