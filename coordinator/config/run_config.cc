@@ -61,7 +61,8 @@ std::string DidYouMean(std::string_view word, const std::vector<std::string>& ca
 namespace {
 
 // The built-in server's fault fractions by their configuration key.
-std::array<std::pair<const char*, double>, 8> SimFaultFractions(const surge::v1::SimServerConfig& sim) {
+std::array<std::pair<const char*, double>, 8> SimFaultFractions(
+    const surge::v1::SimServerConfig& sim) {
   return {{
       {"sim_fault_429", sim.fault_429()},
       {"sim_fault_500", sim.fault_500()},
