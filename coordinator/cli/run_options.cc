@@ -313,10 +313,13 @@ absl::StatusOr<RunConfig> RunOptions::Resolve() const {
         const std::string bare = name.substr(0, name.find_first_of("= "));
         std::string guess = DidYouMean(bare, names);
         for (char& ch : guess) ch = ch == '_' ? '-' : ch;
-        errors.push_back(absl::StrCat(
-            "  ", extra, ": unknown flag",
-            guess.empty() ? std::string() : absl::StrCat("; did you mean --", guess, "?"),
-            " (surge ", command_->get_name(), " --help lists them)"));
+        const std::string hint = ForeignNameHint(bare);
+        errors.push_back(absl::StrCat("  ", extra, ": unknown flag",
+                                      !hint.empty() ? absl::StrCat("; ", hint)
+                                      : guess.empty()
+                                          ? std::string()
+                                          : absl::StrCat("; did you mean --", guess, "?"),
+                                      " (surge ", command_->get_name(), " --help lists them)"));
       } else {
         errors.push_back(absl::StrCat("  \"", extra, "\": unexpected argument (surge ",
                                       command_->get_name(), " takes flags only)"));

@@ -445,6 +445,17 @@ const std::map<std::string, std::string>& ForeignKeyHints() {
   return *hints;
 }
 
+}  // namespace
+
+std::string ForeignNameHint(std::string_view name) {
+  std::string key(name);
+  for (char& ch : key) ch = ch == '-' ? '_' : ch;
+  auto it = ForeignKeyHints().find(key);
+  return it == ForeignKeyHints().end() ? std::string() : it->second;
+}
+
+namespace {
+
 void Errors::AddUnknownKey(const std::string& field, const std::string& value,
                            const std::string& key, const std::string& section) {
   unknown_keys_ = true;

@@ -40,6 +40,12 @@ absl::Status ValidateRunConfig(const surge::v1::RunConfig& config);
 // max(2, len/3) edits. For "did you mean" hints on unknown keys and flags.
 std::string DidYouMean(std::string_view word, const std::vector<std::string>& candidates);
 
+// For a name that AISBench or vLLM use and surge spells otherwise (e.g.
+// "batch_size", "max_out_len", "host_ip"; '-' read as '_'), one sentence
+// naming surge's key; "" for any other name. Used for unknown YAML keys and
+// unknown flags alike.
+std::string ForeignNameHint(std::string_view name);
+
 // Things that are allowed but probably not meant, one sentence each (the CLI
 // prints them as WARNING lines): a base_url path ending in the segment the
 // endpoint starts with ("/v1" + "/v1/chat/completions" requests

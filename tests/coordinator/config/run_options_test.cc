@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "coordinator/config/run_config.h"
+
 namespace surge::coordinator {
 namespace {
 
@@ -49,6 +51,21 @@ TEST(RunOptionsTest, FileFlagAndRangeProblemsAreReportedTogether) {
   // The list of allowed keys comes once, last.
   EXPECT_EQ(m.find("(allowed keys:"), m.rfind("(allowed keys:"));
   EXPECT_EQ(m.substr(m.rfind('\n') + 1).rfind("  (allowed keys:", 0), 0u) << m;
+}
+
+// AISBench's and vLLM's names get the same pointer to surge's name as
+// flags as they do as YAML keys.
+TEST(RunOptionsTest, ForeignFlagNamesPointToSurgesFlags) {
+  auto config = Resolve("--host-ip 10.0.0.1 --max-out-len 64 --batch_size 8");
+  ASSERT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
+  const std::string m(config.status().message());
+  EXPECT_THAT(m, HasSubstr("  --host-ip 10.0.0.1: unknown flag; AISBench's host_ip and host_port "
+                           "are one base_url in surge"));
+  EXPECT_THAT(m, HasSubstr("  --max-out-len 64: unknown flag; AISBench's max_out_len is "
+                           "surge's random_output_len"));
+  EXPECT_THAT(m, HasSubstr("  --batch_size 8: unknown flag; AISBench's batch_size is surge's "
+                           "max_concurrency"));
+  EXPECT_EQ(ForeignNameHint("no-such-name"), "");
 }
 
 TEST(RunOptionsTest, GoodputAcceptsTheReadmeFormAndVllmForms) {
