@@ -34,13 +34,14 @@ WorkerRegistryOptions RegistryOptions(const DispatcherOptions& options) {
 
 Dispatcher::Dispatcher(Clock& clock, Transport& transport, const ArrivalSchedule& plan,
                        const PayloadSource& payloads, DispatcherOptions options, RecordSink sink,
-                       ExitProbe exited)
+                       WorkerPool* pool)
     : clock_(clock),
       transport_(transport),
       payloads_(payloads),
       options_(std::move(options)),
       sink_(std::move(sink)),
-      exited_(std::move(exited)),
+      exited_(pool == nullptr ? WorkerRegistry::ExitProbe()
+                              : [pool](int32_t index) { return pool->Exited(index); }),
       ledger_(PlannedOffsetsNs(plan), options_.num_workers),
       registry_(RegistryOptions(options_)),
       policy_(MakeAssignmentPolicy(options_.assign)),

@@ -22,6 +22,7 @@
 #include "coordinator/dataset/payload_source.h"
 #include "coordinator/dispatch/assignment_policy.h"
 #include "coordinator/dispatch/request_ledger.h"
+#include "coordinator/dispatch/worker_pool.h"
 #include "coordinator/dispatch/worker_registry.h"
 #include "coordinator/plan/arrival_schedule.h"
 #include "surge/v1/config.pb.h"
@@ -125,13 +126,13 @@ class Dispatcher {
   // Receives every final record exactly once, on the dispatcher thread, times
   // relative to t0 (ns).
   using RecordSink = std::function<void(const surge::v1::RequestRecord&)>;
-  // Returns true when local worker `index` is known to have exited (process
-  // ground truth, faster than heartbeat silence). May be empty.
-  using ExitProbe = std::function<bool(int32_t index)>;
 
+  // `pool` (may be null: workers only join) is asked whether worker k has
+  // exited (process ground truth, faster than heartbeat silence); it must
+  // outlive Run.
   Dispatcher(Clock& clock, Transport& transport, const ArrivalSchedule& plan,
              const PayloadSource& payloads, DispatcherOptions options, RecordSink sink,
-             ExitProbe exited = nullptr);
+             WorkerPool* pool = nullptr);
 
   // Runs to the end. Errors: UNAVAILABLE when not all workers said Hello in
   // time (nothing was sent then), ABORTED when every worker was lost (every
@@ -182,7 +183,8 @@ class Dispatcher {
   const PayloadSource& payloads_;
   const DispatcherOptions options_;
   RecordSink sink_;
-  ExitProbe exited_;
+  // From the pool; empty without one.
+  WorkerRegistry::ExitProbe exited_;
   std::atomic<int> stop_requests_{0};
 
   // The parts this class composes: who holds which request (ledger), who
