@@ -27,7 +27,7 @@
 #include "coordinator/config/run_config.h"
 #include "coordinator/dataset/payload_source.h"
 #include "coordinator/dispatch/dispatcher.h"
-#include "coordinator/dispatch/worker_launcher.h"
+#include "coordinator/dispatch/worker_pool.h"
 #include "coordinator/plan/arrival_schedule.h"
 #include "coordinator/plan/replay_schedule.h"
 #include "coordinator/plan/traffic.h"
@@ -441,8 +441,9 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe) {
 
   auto transport = ZmqRouterTransport::Create("tcp://127.0.0.1:0");
   if (!transport.ok()) return Fail(transport.status(), kExitFailure);
-  WorkerLauncher launcher(clock, self_exe);
-  if (absl::Status s = launcher.Start(workers, (*transport)->endpoint()); !s.ok()) {
+  // surge run: local worker processes (a RemoteWorkerPool expects joins).
+  LocalProcessPool pool(clock, self_exe);
+  if (absl::Status s = pool.Start(workers, (*transport)->endpoint()); !s.ok()) {
     return Fail(s, kExitFailure);
   }
 
@@ -461,13 +462,13 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe) {
         (void)(*details)->Flush();
         records.push_back(r);
       },
-      [&launcher](int32_t index) { return launcher.Exited(index); });
+      &pool);
   g_dispatcher.store(&dispatcher);
   if (g_interrupted.load()) dispatcher.RequestStop();
   auto outcome = dispatcher.Run();
   progress.Finish();
   g_dispatcher.store(nullptr);
-  launcher.Stop(std::chrono::milliseconds(3000));
+  pool.Stop(std::chrono::milliseconds(3000));
   if (sim) sim->Stop();
   if (!outcome.ok() && records.empty()) return Fail(outcome.status(), kExitFailure);
 

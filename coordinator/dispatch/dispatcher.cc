@@ -12,57 +12,55 @@ namespace {
 
 using surge::v1::Envelope;
 
-constexpr auto kSweepPeriod = std::chrono::milliseconds(100);
-// A sweep that starts this late means the coordinator itself stalled:
-// deadlines are pushed back instead of declaring deaths (DISTRIBUTED.md §3).
-constexpr auto kStallGuard = std::chrono::milliseconds(500);
 // How long Goodbyes are awaited after the last record.
 constexpr auto kGoodbyeWait = std::chrono::milliseconds(3000);
-// Margin beyond the lease for "provably unsent" (DISTRIBUTED.md §6, ε).
-constexpr int64_t kReassignMarginNs = 50 * 1000 * 1000;
-// How long a live worker must report itself idle (no request in flight or
-// queued, no assignment sent to it since) while still owning past-due
-// requests before those are given up as lost in transit. Far above the
-// worker's record flush period (50 ms) and heartbeat period (250 ms).
-constexpr auto kIdleGrace = std::chrono::seconds(3);
+// Process checks while waiting for the workers (DISTRIBUTED.md §3 sweep).
+constexpr auto kExitCheckPeriod = std::chrono::milliseconds(100);
+
+std::vector<int64_t> PlannedOffsetsNs(const ArrivalSchedule& plan) {
+  std::vector<int64_t> offsets(plan.size());
+  for (size_t i = 0; i < offsets.size(); ++i) offsets[i] = SecondsToNanos(plan.offset_s[i]);
+  return offsets;
+}
+
+WorkerRegistryOptions RegistryOptions(const DispatcherOptions& options) {
+  WorkerRegistryOptions r;
+  r.num_workers = options.num_workers;
+  r.dead_after = options.dead_after;
+  return r;
+}
 
 }  // namespace
 
 Dispatcher::Dispatcher(Clock& clock, Transport& transport, const ArrivalSchedule& plan,
                        const PayloadSource& payloads, DispatcherOptions options, RecordSink sink,
-                       ExitProbe exited)
+                       WorkerPool* pool)
     : clock_(clock),
       transport_(transport),
-      plan_(plan),
       payloads_(payloads),
       options_(std::move(options)),
       sink_(std::move(sink)),
-      exited_(std::move(exited)) {
-  const size_t n = plan_.size();
-  state_.assign(n, State::kUnassigned);
-  owner_.assign(n, -1);
-  attempt_.assign(n, 0);
-  offset_ns_.resize(n);
-  for (size_t i = 0; i < n; ++i) offset_ns_[i] = SecondsToNanos(plan_.offset_s[i]);
+      exited_(pool == nullptr ? WorkerRegistry::ExitProbe()
+                              : [pool](int32_t index) { return pool->Exited(index); }),
+      ledger_(PlannedOffsetsNs(plan), options_.num_workers),
+      registry_(RegistryOptions(options_)),
+      policy_(MakeAssignmentPolicy(options_.assign)),
+      outboxes_(static_cast<size_t>(std::max(options_.num_workers, 0))) {}
+
+void Dispatcher::Send(const Worker& worker, Envelope envelope) {
+  SendTo(worker.peer, worker.index, worker.alive, std::move(envelope));
 }
 
-Dispatcher::Worker* Dispatcher::FindWorker(const std::string& peer) {
-  for (auto& w : workers_) {
-    if (w.peer == peer) return &w;
-  }
-  return nullptr;
-}
-
-void Dispatcher::Send(Worker& worker, Envelope envelope) {
+void Dispatcher::SendTo(const std::string& peer, int32_t index, bool alive, Envelope envelope) {
   envelope.set_protocol_version(surge::v1::PROTOCOL_VERSION_CURRENT);
   envelope.set_run_id(options_.run_id);
   envelope.set_seq(++seq_);
-  if (absl::Status s = transport_.Send(worker.peer, envelope); !s.ok()) {
+  if (absl::Status s = transport_.Send(peer, envelope); !s.ok()) {
     // After a stop, workers that already left are expected to be unreachable.
-    if (stopping_ || stop_requests_.load() > 0 || !worker.alive) {
-      LogDebug(absl::StrCat("to worker ", worker.index, ": ", s.ToString()));
+    if (stopping_ || stop_requests_.load() > 0 || !alive) {
+      LogDebug(absl::StrCat("to worker ", index, ": ", s.ToString()));
     } else {
-      LogWarning(absl::StrCat("to worker ", worker.index, ": ", s.ToString()));
+      LogWarning(absl::StrCat("to worker ", index, ": ", s.ToString()));
     }
   }
 }
@@ -70,26 +68,23 @@ void Dispatcher::Send(Worker& worker, Envelope envelope) {
 absl::Status Dispatcher::AwaitWorkers() {
   const Clock::TimePoint give_up = clock_.Now() + options_.hello_timeout;
   Clock::TimePoint next_exit_check = clock_.Now();
-  auto ready = [this] {
-    return static_cast<int>(
-        std::count_if(workers_.begin(), workers_.end(), [](const Worker& w) { return w.ready; }));
-  };
   // Every worker must be ready (Hello answered, first heartbeat received)
   // before t0 is fixed: start-up work (process start, DNS, TLS setup) never
   // eats into the schedule or the liveness deadlines.
-  while (ready() < options_.num_workers) {
+  while (registry_.ready_count() < options_.num_workers) {
     if ((stop_requests_.load() > 0)) return absl::CancelledError("interrupted before the start");
     if (clock_.Now() >= give_up) {
-      return absl::UnavailableError(absl::StrCat(
-          "only ", ready(), " of ", options_.num_workers, " workers were ready (", workers_.size(),
-          " connected) within ", options_.hello_timeout.count(), " ms"));
+      return absl::UnavailableError(absl::StrCat("only ", registry_.ready_count(), " of ",
+                                                 options_.num_workers, " workers were ready (",
+                                                 registry_.workers().size(), " connected) within ",
+                                                 options_.hello_timeout.count(), " ms"));
     }
     // Process checks (one waitpid per worker) every 100 ms, not per message:
     // with hundreds of workers heartbeating they would starve the loop that
     // acknowledges those heartbeats.
     if (clock_.Now() >= next_exit_check) {
-      next_exit_check = clock_.Now() + kSweepPeriod;
-      for (auto& w : workers_) {
+      next_exit_check = clock_.Now() + kExitCheckPeriod;
+      for (const auto& w : registry_.workers()) {
         if (exited_ && exited_(w.index)) {
           return absl::UnavailableError(
               absl::StrCat("worker ", w.index, " exited before the start"));
@@ -109,43 +104,26 @@ absl::Status Dispatcher::AwaitWorkers() {
 
 void Dispatcher::Handle(const std::string& peer, Envelope& e) {
   if (e.protocol_version() != surge::v1::PROTOCOL_VERSION_CURRENT) {
-    Worker stranger;
-    stranger.peer = peer;
     Envelope reject;
     reject.mutable_reject()->set_reason(absl::StrCat("protocol version ", e.protocol_version(),
                                                      " is not ",
                                                      surge::v1::PROTOCOL_VERSION_CURRENT));
-    Send(stranger, std::move(reject));
+    SendTo(peer, -1, true, std::move(reject));
     return;
   }
-  Worker* w = FindWorker(peer);
+  const Clock::TimePoint now = clock_.Now();
   if (e.has_hello()) {
+    bool fresh = false;
+    Worker* w = registry_.Join(peer, e.incarnation(), e.hello().requested_index(), now, &fresh);
     if (w == nullptr) {
-      if (t0_ns_ != 0 || static_cast<int>(workers_.size()) >= options_.num_workers) {
-        Worker stranger;
-        stranger.peer = peer;
-        Envelope reject;
-        reject.mutable_reject()->set_reason("the run has all its workers");
-        Send(stranger, std::move(reject));
-        return;
-      }
-      std::vector<bool> taken(options_.num_workers, false);
-      for (const auto& other : workers_) taken[other.index] = true;
-      int32_t index = e.hello().requested_index();
-      if (index < 0 || index >= options_.num_workers || taken[index]) {
-        index = static_cast<int32_t>(std::find(taken.begin(), taken.end(), false) - taken.begin());
-      }
-      Worker fresh;
-      fresh.peer = peer;
-      fresh.index = index;
-      fresh.incarnation = e.incarnation();
-      workers_.push_back(fresh);
-      std::sort(workers_.begin(), workers_.end(),
-                [](const Worker& a, const Worker& b) { return a.index < b.index; });
-      w = FindWorker(peer);
-      LogInfo(absl::StrCat("worker ", index, " connected (pid ", e.hello().pid(), ")"));
+      Envelope reject;
+      reject.mutable_reject()->set_reason("the run has all its workers");
+      SendTo(peer, -1, true, std::move(reject));
+      return;
     }
-    w->last_heard = clock_.Now();
+    if (fresh) {
+      LogInfo(absl::StrCat("worker ", w->index, " connected (pid ", e.hello().pid(), ")"));
+    }
     // A repeated Hello (our Welcome crossed it) gets the same Welcome again.
     Envelope welcome;
     auto* m = welcome.mutable_welcome();
@@ -161,43 +139,33 @@ void Dispatcher::Handle(const std::string& peer, Envelope& e) {
     Send(*w, std::move(welcome));
     return;
   }
+  Worker* w = registry_.Find(peer);
   if (w == nullptr) return;  // not a worker of this run: ignored
   if (!w->alive) {
-    // Fenced: a worker declared dead may not take part any more.
+    // Fenced: a worker declared dead may not take part any more. The ledger
+    // refuses its records (it holds nothing now) and counts them.
     Envelope stop;
     stop.mutable_stop()->set_reason("fenced");
     Send(*w, std::move(stop));
-    if (e.has_record_batch()) outcome_.rejected_records += e.record_batch().records_size();
+    if (e.has_record_batch()) {
+      for (const auto& r : e.record_batch().records()) {
+        if (auto accepted = ledger_.Accept(w->index, r)) Deliver(std::move(*accepted));
+      }
+    }
     return;
   }
-  w->last_heard = clock_.Now();
+  registry_.Heard(*w, now);
   if (e.has_heartbeat()) {
-    w->ready = true;
-    w->inflight = e.heartbeat().inflight();
-    const bool idle = e.heartbeat().inflight() == 0 && e.heartbeat().queued() == 0;
-    if (idle && !w->idle) w->idle_since = clock_.Now();
-    w->idle = idle;
     Envelope ack;
-    auto* a = ack.mutable_heartbeat_ack();
-    a->set_hb_seq(e.heartbeat().hb_seq());
-    a->set_t1_worker_ns(e.heartbeat().t1_worker_ns());
-    a->set_t2_coord_ns(ToNanos(clock_.Now()));
+    *ack.mutable_heartbeat_ack() = registry_.OnHeartbeat(*w, e.heartbeat(), now);
     Send(*w, std::move(ack));
   } else if (e.has_record_batch()) {
-    for (const auto& r : e.record_batch().records()) AcceptRecord(*w, r);
+    for (const auto& r : e.record_batch().records()) {
+      if (auto accepted = ledger_.Accept(w->index, r)) Deliver(std::move(*accepted));
+    }
   } else if (e.has_goodbye()) {
-    w->said_goodbye = true;
+    registry_.OnGoodbye(*w);
   }
-}
-
-void Dispatcher::AcceptRecord(Worker& worker, const surge::v1::RequestRecord& record) {
-  const uint64_t i = record.index();
-  if (i >= state_.size() || state_[i] != State::kAssigned || owner_[i] != worker.index ||
-      attempt_[i] != record.attempt()) {
-    ++outcome_.rejected_records;
-    return;
-  }
-  Finalize(record);
 }
 
 void Dispatcher::CountConnectFailure(const surge::v1::RequestRecord& r) {
@@ -221,15 +189,7 @@ void Dispatcher::CountConnectFailure(const surge::v1::RequestRecord& r) {
                                        options_.abort_after_connect_failures, ", 0 = never stop)");
 }
 
-void Dispatcher::Finalize(surge::v1::RequestRecord record) {
-  const uint64_t i = record.index();
-  if (state_[i] == State::kAssigned && owner_[i] >= 0) {
-    for (auto& w : workers_) {
-      if (w.index == owner_[i] && w.outstanding > 0) --w.outstanding;
-    }
-  }
-  state_[i] = State::kFinal;
-  record.set_planned_ns(offset_ns_[i]);
+void Dispatcher::Deliver(surge::v1::RequestRecord record) {
   ++outcome_.records;
   sent_records_ += record.sent();
   ok_records_ += record.status() == surge::v1::OK;
@@ -240,109 +200,65 @@ void Dispatcher::Finalize(surge::v1::RequestRecord record) {
 }
 
 void Dispatcher::FlushPending(Worker& w, bool last) {
-  if (w.pending.empty() && !last) return;
+  Outbox& out = outboxes_[w.index];
+  if (out.pending.empty() && !last) return;
   Envelope e;
   auto* batch = e.mutable_assignment_batch();
-  batch->set_assign_seq(++w.assign_seq);
-  for (auto& a : w.pending) *batch->add_assignments() = std::move(a);
+  batch->set_assign_seq(++out.assign_seq);
+  for (auto& a : out.pending) *batch->add_assignments() = std::move(a);
   batch->set_last(last);
-  if (!w.pending.empty()) w.idle = false;  // its heartbeats must say idle again
-  w.pending.clear();
+  if (!out.pending.empty()) registry_.OnAssignmentsSent(w);
+  out.pending.clear();
   Send(w, std::move(e));
 }
 
 void Dispatcher::Refill(Clock::TimePoint now) {
   const int64_t horizon_ns =
-      NowRelNs(now) + std::chrono::duration_cast<std::chrono::nanoseconds>(options_.lookahead).count();
-  const size_t n = state_.size();
-  while (true) {
-    // The earliest of: the oldest taken-back request, the next new one.
-    bool from_reassign = false;
-    uint64_t i;
-    if (!reassign_.empty() && (cursor_ >= n || offset_ns_[reassign_.front()] <= offset_ns_[cursor_])) {
-      i = reassign_.front();
-      from_reassign = true;
-    } else if (cursor_ < n) {
-      i = cursor_;
-    } else {
-      break;
-    }
-    if (offset_ns_[i] >= horizon_ns) break;
-    // Round-robin over live workers with room (k6-style striping): with all
-    // workers alive and no cap reached, request i goes to worker i mod W.
-    Worker* target = nullptr;
-    for (size_t k = 0; k < workers_.size(); ++k) {
-      Worker& w = workers_[(next_worker_ + k) % workers_.size()];
-      if (w.alive && w.outstanding < options_.max_outstanding_per_worker) {
-        target = &w;
-        next_worker_ = (next_worker_ + k + 1) % workers_.size();
-        break;
-      }
-    }
-    if (target == nullptr) break;
-    surge::v1::Assignment a;
-    a.set_index(i);
-    a.set_offset_ns(offset_ns_[i]);
-    a.set_attempt(attempt_[i]);
-    FillAssignmentPayload(payloads_.At(i), &a);
-    state_[i] = State::kAssigned;
-    owner_[i] = static_cast<int16_t>(target->index);
-    ++target->outstanding;
-    target->pending.push_back(std::move(a));
-    if (target->pending.size() >= options_.max_batch) FlushPending(*target, false);
-    if (from_reassign) {
-      reassign_.erase(reassign_.begin());
-    } else {
-      ++cursor_;
-    }
+      NowRelNs(now) +
+      std::chrono::duration_cast<std::chrono::nanoseconds>(options_.lookahead).count();
+  std::vector<Worker>& workers = registry_.workers();
+  loads_.resize(workers.size());
+  for (size_t k = 0; k < workers.size(); ++k) {
+    loads_[k] = WorkerLoad{workers[k].alive, ledger_.outstanding(workers[k].index),
+                           options_.max_outstanding_per_worker, workers[k].inflight};
   }
-  for (auto& w : workers_) {
+  // The earliest due request (taken-back ones first on a tie) to the worker
+  // the policy picks, until the window or every worker's room is full.
+  while (const std::optional<uint64_t> i = ledger_.NextDue(horizon_ns)) {
+    const std::optional<size_t> pos = policy_->Pick(loads_);
+    if (!pos) break;
+    Worker& target = workers[*pos];
+    surge::v1::Assignment a;
+    a.set_index(*i);
+    a.set_offset_ns(ledger_.offset_ns(*i));
+    a.set_attempt(ledger_.Assign(*i, target.index));
+    FillAssignmentPayload(payloads_.At(*i), &a);
+    ++loads_[*pos].outstanding;
+    Outbox& out = outboxes_[target.index];
+    out.pending.push_back(std::move(a));
+    if (out.pending.size() >= options_.max_batch) FlushPending(target, false);
+  }
+  for (auto& w : workers) {
     if (w.alive) FlushPending(w, false);
   }
 }
 
 void Dispatcher::DeclareDead(Worker& w, Clock::TimePoint now, const std::string& why) {
-  w.alive = false;
-  w.pending.clear();
+  registry_.MarkDead(w);
+  outboxes_[w.index].pending.clear();
   ++outcome_.workers_lost;
   LogWarning(absl::StrCat("worker ", w.index, " lost: ", why));
   // DISTRIBUTED.md §6: requests planned beyond the lease are provably unsent
   // and go to the survivors with attempt + 1; the rest may have been sent and
-  // are recorded as lost (at-most-once).
-  const int64_t unsent_after_ns = NowRelNs(now) + static_cast<int64_t>(options_.lease_ms) * 1000000 +
-                                  kReassignMarginNs;
-  for (uint64_t i = 0; i < cursor_; ++i) {
-    if (state_[i] != State::kAssigned || owner_[i] != w.index) continue;
-    if (offset_ns_[i] > unsent_after_ns && !stopping_ && stop_requests_.load() == 0) {
-      state_[i] = State::kUnassigned;
-      owner_[i] = -1;
-      ++attempt_[i];
-      reassign_.push_back(i);
-      ++outcome_.reassigned;
-    } else {
-      surge::v1::RequestRecord r;
-      r.set_index(i);
-      r.set_attempt(attempt_[i]);
-      r.set_worker(w.index);
-      r.set_status(surge::v1::LOST);
-      r.set_error(absl::StrCat("send_unknown: worker ", w.index, " lost (", why, ")"));
-      Finalize(std::move(r));
-    }
-  }
-  w.outstanding = 0;
-  std::sort(reassign_.begin(), reassign_.end(), [this](uint64_t a, uint64_t b) {
-    return offset_ns_[a] != offset_ns_[b] ? offset_ns_[a] < offset_ns_[b] : a < b;
-  });
+  // are recorded as lost (at-most-once). Nothing is reassigned after a stop.
+  ledger_.TakeBack(w.index, NowRelNs(now), static_cast<int64_t>(options_.lease_ms) * 1000000,
+                   !stopping_ && stop_requests_.load() == 0, why,
+                   [this](surge::v1::RequestRecord r) { Deliver(std::move(r)); });
 }
 
 void Dispatcher::SweepLiveness(Clock::TimePoint now) {
-  for (auto& w : workers_) {
-    if (!w.alive) continue;
-    if (exited_ && exited_(w.index)) {
-      DeclareDead(w, now, "process exited");
-    } else if (now - w.last_heard > options_.dead_after) {
-      DeclareDead(w, now, absl::StrCat("silent for ", options_.dead_after.count(), " ms"));
-    }
+  for (const WorkerRegistry::Death& d : registry_.FindDead(now, exited_)) {
+    DeclareDead(*registry_.ByIndex(d.index), now, d.why);
   }
 }
 
@@ -360,55 +276,31 @@ void Dispatcher::OnReceiveError(const absl::Status& status) {
 }
 
 void Dispatcher::SweepIdleOwners(Clock::TimePoint now) {
+  const auto grace = registry_.options().idle_grace;
   const int64_t due_before_ns =
-      NowRelNs(now) - std::chrono::duration_cast<std::chrono::nanoseconds>(kIdleGrace).count();
-  for (auto& w : workers_) {
-    if (!w.alive || w.outstanding == 0 || !w.idle || now - w.idle_since < kIdleGrace) continue;
-    uint64_t given_up = 0;
-    for (uint64_t i = 0; i < cursor_; ++i) {
-      if (state_[i] != State::kAssigned || owner_[i] != w.index || offset_ns_[i] > due_before_ns) {
-        continue;
-      }
-      surge::v1::RequestRecord r;
-      r.set_index(i);
-      r.set_attempt(attempt_[i]);
-      r.set_worker(w.index);
-      r.set_status(surge::v1::LOST);
-      r.set_error(absl::StrCat("record_lost: worker ", w.index,
-                               " has been idle without reporting this request"));
-      Finalize(std::move(r));
-      ++given_up;
-    }
+      NowRelNs(now) - std::chrono::duration_cast<std::chrono::nanoseconds>(grace).count();
+  for (const int32_t index : registry_.IdleFor(now)) {
+    if (ledger_.outstanding(index) == 0) continue;
+    const uint64_t given_up = ledger_.GiveUpIdle(
+        index, due_before_ns, [this](surge::v1::RequestRecord r) { Deliver(std::move(r)); });
     if (given_up > 0) {
       outcome_.records_lost_in_transit += given_up;
-      LogWarning(
-          absl::StrCat("worker ", w.index, " has been idle for ",
-                       std::chrono::duration_cast<std::chrono::milliseconds>(kIdleGrace).count(),
-                       " ms while owning ", given_up, " requests: recorded as lost (record_lost)"));
+      LogWarning(absl::StrCat("worker ", index, " has been idle for ", grace.count(),
+                              " ms while owning ", given_up,
+                              " requests: recorded as lost (record_lost)"));
     }
   }
 }
 
 void Dispatcher::FinishUnassigned(const std::string& reason) {
-  auto not_sent = [&](uint64_t i) {
-    surge::v1::RequestRecord r;
-    r.set_index(i);
-    r.set_attempt(attempt_[i]);
-    r.set_worker(-1);
-    r.set_status(surge::v1::NOT_SENT);
-    r.set_error(reason);
-    Finalize(std::move(r));
-  };
-  for (uint64_t i : reassign_) not_sent(i);
-  reassign_.clear();
-  for (; cursor_ < state_.size(); ++cursor_) not_sent(cursor_);
+  ledger_.CloseUnassigned(reason, [this](surge::v1::RequestRecord r) { Deliver(std::move(r)); });
 }
 
 void Dispatcher::BeginStop(Clock::TimePoint now, const std::string& reason,
                            std::chrono::milliseconds drain) {
   stopping_ = true;
   FinishUnassigned(absl::StrCat("not_sent: ", reason));
-  for (auto& w : workers_) {
+  for (auto& w : registry_.workers()) {
     if (!w.alive) continue;
     Envelope stop;
     stop.mutable_stop()->set_reason(reason);
@@ -423,32 +315,31 @@ void Dispatcher::BeginStop(Clock::TimePoint now, const std::string& reason,
 absl::StatusOr<DispatchOutcome> Dispatcher::Run() {
   if (absl::Status s = AwaitWorkers(); !s.ok()) {
     // Nothing was assigned: release the workers that did come.
-    for (auto& w : workers_) {
+    for (auto& w : registry_.workers()) {
       Envelope stop;
       stop.mutable_stop()->set_reason("start_failed");
       Send(w, std::move(stop));
     }
     return s;
   }
-  const size_t n = state_.size();
+  const size_t n = ledger_.size();
   Clock::TimePoint now = clock_.Now();
   // t0 lies start_lead ahead so that the first window reaches every worker
   // before anything is due (DISTRIBUTED.md §4).
   t0_ns_ = ToNanos(now + options_.start_lead);
   outcome_.t0_ns = t0_ns_;
   Refill(now);
-  for (auto& w : workers_) {
+  for (auto& w : registry_.workers()) {
     Envelope start;
     start.mutable_start()->set_t0_coord_ns(t0_ns_);
     Send(w, std::move(start));
-    w.last_heard = now;
   }
-  LogInfo(absl::StrCat("started ", n, " requests on ", workers_.size(), " workers"));
+  registry_.Start(now);
+  LogInfo(absl::StrCat("started ", n, " requests on ", registry_.workers().size(), " workers"));
 
   bool user_stop_seen = false;
   bool second_stop_seen = false;
   bool aborted = false;
-  Clock::TimePoint last_sweep = now;
   Clock::TimePoint next_progress = now;
   while (outcome_.records < n) {
     now = clock_.Now();
@@ -462,8 +353,8 @@ absl::StatusOr<DispatchOutcome> Dispatcher::Run() {
       p.ok = ok_records_;
       p.not_sent = not_sent_records_;
       p.stopping = stopping_;
-      for (const auto& w : workers_) p.inflight += w.alive ? w.inflight : 0;
-      p.last_planned_s = n > 0 ? NanosToSeconds(offset_ns_[n - 1]) : 0;
+      p.inflight = registry_.inflight();
+      p.last_planned_s = n > 0 ? NanosToSeconds(ledger_.offset_ns(n - 1)) : 0;
       options_.on_progress(p);
     }
     if (stop_requests_.load() > 0 && !user_stop_seen) {
@@ -471,8 +362,7 @@ absl::StatusOr<DispatchOutcome> Dispatcher::Run() {
       outcome_.interrupted = true;
       outcome_.interrupted_at_ns = NowRelNs(now);
       if (!stopping_) {
-        uint64_t inflight = 0;
-        for (const auto& w : workers_) inflight += w.alive ? w.inflight : 0;
+        const uint64_t inflight = registry_.inflight();
         LogWarning(absl::StrFormat(
             "interrupted by the user at %.2f s: nothing more is sent; waiting up to %d s for "
             "the %d requests in flight; Ctrl-C again to cut them off now",
@@ -487,7 +377,7 @@ absl::StatusOr<DispatchOutcome> Dispatcher::Run() {
           "second interrupt: cutting off the requests in flight (they are recorded as "
           "interrupted, with what is known of them)");
       stop_deadline_ = std::min(stop_deadline_, now + options_.cut_wait);
-      for (auto& w : workers_) {
+      for (auto& w : registry_.workers()) {
         if (!w.alive) continue;
         Envelope stop;
         stop.mutable_stop()->set_reason("interrupted");
@@ -515,20 +405,12 @@ absl::StatusOr<DispatchOutcome> Dispatcher::Run() {
       in = transport_.Receive(std::chrono::milliseconds(0));
     }
     now = clock_.Now();
-    if (now - last_sweep >= kSweepPeriod) {
-      if (now - last_sweep > kStallGuard) {
-        const auto lag = now - last_sweep;
-        for (auto& w : workers_) w.last_heard += lag;
-      }
-      last_sweep = now;
-      if (!stopping_) {
-        SweepLiveness(now);
-        SweepIdleOwners(now);
-      }
+    // The stall guard applies at every due sweep, also while stopping.
+    if (registry_.BeginSweep(now) && !stopping_) {
+      SweepLiveness(now);
+      SweepIdleOwners(now);
     }
-    const bool any_alive =
-        std::any_of(workers_.begin(), workers_.end(), [](const Worker& w) { return w.alive; });
-    if (!any_alive) {
+    if (!registry_.any_alive()) {
       aborted = true;
       FinishUnassigned("not_sent: no_worker_left");
       break;
@@ -539,42 +421,29 @@ absl::StatusOr<DispatchOutcome> Dispatcher::Run() {
   // Anything still open (the wait after a stop ended) has no record: its
   // worker is alive but said nothing in time. After a stop that is an
   // interrupted request of which nothing is known; otherwise lost.
-  for (uint64_t i = 0; i < n; ++i) {
-    if (state_[i] == State::kFinal) continue;
-    surge::v1::RequestRecord r;
-    r.set_index(i);
-    r.set_attempt(attempt_[i]);
-    r.set_worker(owner_[i]);
-    if (state_[i] != State::kAssigned) {
-      r.set_status(surge::v1::NOT_SENT);
-      r.set_error("not_sent: run_ended");
-    } else if (stopping_) {
-      r.set_status(surge::v1::INTERRUPTED);
-      r.set_error("interrupted: no_record");
-    } else {
-      r.set_status(surge::v1::LOST);
-      r.set_error("lost: no_record_before_drain_deadline");
-    }
-    Finalize(std::move(r));
-  }
+  ledger_.CloseOpen(stopping_, [this](surge::v1::RequestRecord r) { Deliver(std::move(r)); });
   // Release the workers and wait briefly for their Goodbyes.
-  for (auto& w : workers_) {
+  for (auto& w : registry_.workers()) {
     if (!w.alive) continue;
     Envelope stop;
     stop.mutable_stop()->set_reason(stopping_ ? "interrupted" : "done");
     Send(w, std::move(stop));
   }
   const Clock::TimePoint goodbye_deadline = clock_.Now() + kGoodbyeWait;
-  while (clock_.Now() < goodbye_deadline &&
-         std::any_of(workers_.begin(), workers_.end(),
-                     [this](const Worker& w) { return w.alive && !w.said_goodbye && !(exited_ && exited_(w.index)); })) {
+  while (
+      clock_.Now() < goodbye_deadline &&
+      std::any_of(registry_.workers().begin(), registry_.workers().end(), [this](const Worker& w) {
+        return w.alive && !w.said_goodbye && !(exited_ && exited_(w.index));
+      })) {
     auto in = transport_.Receive(std::chrono::milliseconds(10));
     if (in.ok() && in->has_value()) Handle((*in)->peer, (*in)->message);
     if (!in.ok()) OnReceiveError(in.status());
   }
+  outcome_.rejected_records = ledger_.refused();
+  outcome_.reassigned = ledger_.reassigned();
   if (aborted) {
-    return absl::AbortedError(absl::StrCat("every worker was lost; ", outcome_.records,
-                                           " records written"));
+    return absl::AbortedError(
+        absl::StrCat("every worker was lost; ", outcome_.records, " records written"));
   }
   return outcome_;
 }

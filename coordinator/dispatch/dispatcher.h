@@ -1,7 +1,10 @@
 // Runs one distributed execution (R-DIST-1..6): welcomes the workers, fixes
-// t0, streams assignments in bounded windows, keeps the request ledger, acks
-// heartbeats, detects dead workers, and ends with exactly one final record
-// per planned request. Owns the coordinator's Transport; one thread.
+// t0, streams assignments in bounded windows, acks heartbeats, takes work
+// back from dead workers, runs the stop state machine, and ends with exactly
+// one final record per planned request. It composes a RequestLedger (who
+// holds which request), a WorkerRegistry (membership and liveness) and an
+// AssignmentPolicy; it owns the coordinator's Transport and reads the Clock.
+// One thread.
 #ifndef SURGE_COORDINATOR_DISPATCH_DISPATCHER_H_
 #define SURGE_COORDINATOR_DISPATCH_DISPATCHER_H_
 
@@ -9,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,6 +20,10 @@
 #include "common/clock.h"
 #include "common/transport.h"
 #include "coordinator/dataset/payload_source.h"
+#include "coordinator/dispatch/assignment_policy.h"
+#include "coordinator/dispatch/request_ledger.h"
+#include "coordinator/dispatch/worker_pool.h"
+#include "coordinator/dispatch/worker_registry.h"
 #include "coordinator/plan/arrival_schedule.h"
 #include "surge/v1/config.pb.h"
 #include "surge/v1/record.pb.h"
@@ -56,6 +64,8 @@ struct DispatcherOptions {
   std::chrono::milliseconds lookahead{2000};
   size_t max_batch = 512;
   size_t max_outstanding_per_worker = 16384;
+  // Who gets the next request (DISTRIBUTED.md §1): round-robin by default.
+  AssignPolicyKind assign = AssignPolicyKind::kRoundRobin;
   // Liveness (DISTRIBUTED.md §3).
   uint32_t heartbeat_ms = 250;
   uint32_t lease_ms = 1000;
@@ -116,13 +126,13 @@ class Dispatcher {
   // Receives every final record exactly once, on the dispatcher thread, times
   // relative to t0 (ns).
   using RecordSink = std::function<void(const surge::v1::RequestRecord&)>;
-  // Returns true when local worker `index` is known to have exited (process
-  // ground truth, faster than heartbeat silence). May be empty.
-  using ExitProbe = std::function<bool(int32_t index)>;
 
+  // `pool` (may be null: workers only join) is asked whether worker k has
+  // exited (process ground truth, faster than heartbeat silence); it must
+  // outlive Run.
   Dispatcher(Clock& clock, Transport& transport, const ArrivalSchedule& plan,
              const PayloadSource& payloads, DispatcherOptions options, RecordSink sink,
-             ExitProbe exited = nullptr);
+             WorkerPool* pool = nullptr);
 
   // Runs to the end. Errors: UNAVAILABLE when not all workers said Hello in
   // time (nothing was sent then), ABORTED when every worker was lost (every
@@ -137,30 +147,21 @@ class Dispatcher {
   void RequestStop() { stop_requests_.fetch_add(1); }
 
  private:
-  enum class State : uint8_t { kUnassigned, kAssigned, kFinal };
-  struct Worker {
-    std::string peer;
-    int32_t index = -1;
-    uint64_t incarnation = 0;
-    bool alive = true;
-    bool said_goodbye = false;
-    bool ready = false;  // first heartbeat received
-    Clock::TimePoint last_heard;
-    size_t outstanding = 0;
-    uint64_t assign_seq = 0;
-    uint32_t inflight = 0;  // from the last heartbeat
-    // Since when every heartbeat says nothing in flight and nothing queued,
-    // with no assignment sent since (idle = false otherwise).
-    bool idle = false;
-    Clock::TimePoint idle_since{};
+  using Worker = WorkerRegistry::Worker;
+  // Assignments waiting to go to one worker in its next AssignmentBatch.
+  struct Outbox {
     std::vector<surge::v1::Assignment> pending;
+    uint64_t assign_seq = 0;
   };
 
   absl::Status AwaitWorkers();
-  void Send(Worker& worker, surge::v1::Envelope envelope);
+  void Send(const Worker& worker, surge::v1::Envelope envelope);
+  // `index` and `alive` only choose the log level of a failed send.
+  void SendTo(const std::string& peer, int32_t index, bool alive, surge::v1::Envelope envelope);
   void Handle(const std::string& peer, surge::v1::Envelope& envelope);
-  void AcceptRecord(Worker& worker, const surge::v1::RequestRecord& record);
-  void Finalize(surge::v1::RequestRecord record);
+  // A final record from the ledger: counted, checked by the connect-failure
+  // rule, handed to the sink.
+  void Deliver(surge::v1::RequestRecord record);
   void Refill(Clock::TimePoint now);
   void FlushPending(Worker& worker, bool last);
   void SweepLiveness(Clock::TimePoint now);
@@ -176,30 +177,25 @@ class Dispatcher {
   void BeginStop(Clock::TimePoint now, const std::string& reason, std::chrono::milliseconds drain);
   void CountConnectFailure(const surge::v1::RequestRecord& record);
   int64_t NowRelNs(Clock::TimePoint now) const { return ToNanos(now) - t0_ns_; }
-  Worker* FindWorker(const std::string& peer);
 
   Clock& clock_;
   Transport& transport_;
-  const ArrivalSchedule& plan_;
   const PayloadSource& payloads_;
   const DispatcherOptions options_;
   RecordSink sink_;
-  ExitProbe exited_;
+  // From the pool; empty without one.
+  WorkerRegistry::ExitProbe exited_;
   std::atomic<int> stop_requests_{0};
 
-  std::vector<Worker> workers_;
+  // The parts this class composes: who holds which request (ledger), who
+  // is there and alive (registry), who gets the next request (policy).
+  RequestLedger ledger_;
+  WorkerRegistry registry_;
+  std::unique_ptr<AssignmentPolicy> policy_;
+  std::vector<Outbox> outboxes_;   // by worker index
+  std::vector<WorkerLoad> loads_;  // scratch for the policy, by position
   uint64_t seq_ = 0;
   int64_t t0_ns_ = 0;
-  // Ledger, indexed by request (DISTRIBUTED.md §8): state, owner, attempt.
-  std::vector<State> state_;
-  std::vector<int16_t> owner_;
-  std::vector<uint8_t> attempt_;
-  std::vector<int64_t> offset_ns_;
-  // Next never-assigned index; requests taken back from a dead worker wait in
-  // `reassign_` (sorted by planned offset) and go first.
-  uint64_t cursor_ = 0;
-  std::vector<uint64_t> reassign_;
-  size_t next_worker_ = 0;
   DispatchOutcome outcome_;
   uint64_t sent_records_ = 0;
   uint64_t ok_records_ = 0;

@@ -2,11 +2,20 @@
 // without sockets. Messages travel as serialized bytes, like on the wire: a
 // message protobuf cannot parse back (e.g. invalid UTF-8 in a string field)
 // comes out of Receive as DATA_LOSS, as from ZmqRouterTransport. Thread-safe.
+//
+// Simulated time: after InMemoryRouter::UseSimulatedTime(clock, step), the
+// router's Receive never waits in real time. It runs `step` (scripted peers
+// act at the clock's current time, on the caller's thread), takes a queued
+// message if there is one, and otherwise waits on the Clock until the
+// receive deadline (an AutoAdvanceClock jumps there at once) and returns
+// nullopt. A single-threaded test then runs the dispatcher on simulated time
+// with exact, reproducible timestamps.
 #ifndef SURGE_TESTS_TESTING_IN_MEMORY_TRANSPORT_H_
 #define SURGE_TESTS_TESTING_IN_MEMORY_TRANSPORT_H_
 
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -15,6 +24,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/clock.h"
 #include "common/transport.h"
 
 namespace surge::testing {
@@ -33,6 +43,7 @@ class Mailbox {
     queue_.emplace_back(peer, std::move(bytes));
     cv_.notify_one();
   }
+  // Waits at most `timeout` in real time.
   absl::StatusOr<std::optional<Inbound>> Take(std::chrono::milliseconds timeout) {
     std::pair<std::string, std::string> frame;
     {
@@ -41,6 +52,27 @@ class Mailbox {
       frame = std::move(queue_.front());
       queue_.pop_front();
     }
+    return Decode(std::move(frame));
+  }
+  // Waits until `clock` reaches `deadline` when nothing is queued (simulated
+  // time: the waiting is the clock's, never real).
+  absl::StatusOr<std::optional<Inbound>> TakeBy(Clock& clock, Clock::TimePoint deadline) {
+    std::pair<std::string, std::string> frame;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (queue_.empty()) {
+        lock.unlock();
+        clock.SleepUntilCoarse(deadline);
+        return std::nullopt;
+      }
+      frame = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    return Decode(std::move(frame));
+  }
+
+ private:
+  static absl::StatusOr<std::optional<Inbound>> Decode(std::pair<std::string, std::string> frame) {
     Inbound in;
     in.peer = std::move(frame.first);
     if (!in.message.ParseFromString(frame.second)) {
@@ -50,7 +82,6 @@ class Mailbox {
     return std::optional<Inbound>(std::move(in));
   }
 
- private:
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::pair<std::string, std::string>> queue_;
@@ -69,7 +100,15 @@ class InMemoryRouter final : public Transport {
     return absl::OkStatus();
   }
   absl::StatusOr<std::optional<Inbound>> Receive(std::chrono::milliseconds timeout) override {
-    return inbox_.Take(timeout);
+    if (clock_ == nullptr) return inbox_.Take(timeout);
+    if (step_) step_();
+    return inbox_.TakeBy(*clock_, clock_->Now() + timeout);
+  }
+  // Receive waits on `clock` from now on, running `step` (may be empty)
+  // before each take; see the file comment.
+  void UseSimulatedTime(Clock& clock, std::function<void()> step) {
+    clock_ = &clock;
+    step_ = std::move(step);
   }
   Mailbox& inbox() { return inbox_; }
   // Delivers a frame of any bytes to worker `name` (tests of undecodable
@@ -86,6 +125,8 @@ class InMemoryRouter final : public Transport {
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<Mailbox>> workers_;
   Mailbox inbox_;
+  Clock* clock_ = nullptr;
+  std::function<void()> step_;
 };
 
 class InMemoryDealer final : public Transport {

@@ -1,4 +1,4 @@
-#include "coordinator/dispatch/worker_launcher.h"
+#include "coordinator/dispatch/worker_pool.h"
 
 #include <signal.h>
 #include <spawn.h>
@@ -14,12 +14,12 @@ extern char** environ;
 
 namespace surge::coordinator {
 
-WorkerLauncher::~WorkerLauncher() { Stop(std::chrono::milliseconds(0)); }
+LocalProcessPool::~LocalProcessPool() { Stop(std::chrono::milliseconds(0)); }
 
-absl::Status WorkerLauncher::Start(int count, const std::string& endpoint) {
+absl::Status LocalProcessPool::Start(int count, const std::string& endpoint) {
   const std::string parent = absl::StrCat(getpid());
   for (int k = 0; k < count; ++k) {
-    std::vector<std::string> args = {executable_, "worker",        "--connect",   endpoint,
+    std::vector<std::string> args = {executable_,      "worker",        "--connect",    endpoint,
                                      "--worker-index", absl::StrCat(k), "--parent-pid", parent};
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
@@ -38,7 +38,7 @@ absl::Status WorkerLauncher::Start(int count, const std::string& endpoint) {
   return absl::OkStatus();
 }
 
-bool WorkerLauncher::Exited(int index) {
+bool LocalProcessPool::Exited(int32_t index) {
   if (index < 0 || static_cast<size_t>(index) >= pids_.size()) return false;
   if (exited_[index]) return true;
   int status = 0;
@@ -52,7 +52,7 @@ bool WorkerLauncher::Exited(int index) {
   return exited_[index];
 }
 
-void WorkerLauncher::Stop(std::chrono::milliseconds grace) {
+void LocalProcessPool::Stop(std::chrono::milliseconds grace) {
   const Clock::TimePoint deadline = clock_.Now() + grace;
   auto all_exited = [this] {
     bool all = true;

@@ -1,0 +1,150 @@
+#include "coordinator/dispatch/request_ledger.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace surge::coordinator {
+
+RequestLedger::RequestLedger(std::vector<int64_t> offset_ns, int num_owners)
+    : offset_ns_(std::move(offset_ns)),
+      state_(offset_ns_.size(), State::kUnassigned),
+      owner_(offset_ns_.size(), -1),
+      attempt_(offset_ns_.size(), 0),
+      outstanding_(static_cast<size_t>(std::max(num_owners, 0)), 0) {}
+
+size_t RequestLedger::outstanding(int32_t owner) const {
+  if (owner < 0 || static_cast<size_t>(owner) >= outstanding_.size()) return 0;
+  return outstanding_[owner];
+}
+
+std::optional<uint64_t> RequestLedger::NextDue(int64_t horizon_ns) const {
+  const size_t n = size();
+  uint64_t i;
+  if (!reassign_.empty() &&
+      (cursor_ >= n || offset_ns_[reassign_.front()] <= offset_ns_[cursor_])) {
+    i = reassign_.front();
+  } else if (cursor_ < n) {
+    i = cursor_;
+  } else {
+    return std::nullopt;
+  }
+  if (offset_ns_[i] >= horizon_ns) return std::nullopt;
+  return i;
+}
+
+uint8_t RequestLedger::Assign(uint64_t index, int32_t owner) {
+  if (!reassign_.empty() && reassign_.front() == index) {
+    reassign_.pop_front();
+  } else {
+    ++cursor_;  // index == cursor_ (NextDue)
+  }
+  state_[index] = State::kAssigned;
+  owner_[index] = static_cast<int16_t>(owner);
+  if (owner >= 0 && static_cast<size_t>(owner) < outstanding_.size()) ++outstanding_[owner];
+  return attempt_[index];
+}
+
+surge::v1::RequestRecord RequestLedger::Finalize(surge::v1::RequestRecord record) {
+  const uint64_t i = record.index();
+  const int32_t owner = owner_[i];
+  if (state_[i] == State::kAssigned && owner >= 0 &&
+      static_cast<size_t>(owner) < outstanding_.size() && outstanding_[owner] > 0) {
+    --outstanding_[owner];
+  }
+  state_[i] = State::kFinal;
+  record.set_planned_ns(offset_ns_[i]);
+  ++final_count_;
+  return record;
+}
+
+surge::v1::RequestRecord RequestLedger::Made(uint64_t i, int32_t worker,
+                                             surge::v1::RequestStatus status,
+                                             std::string error) const {
+  surge::v1::RequestRecord r;
+  r.set_index(i);
+  r.set_attempt(attempt_[i]);
+  r.set_worker(worker);
+  r.set_status(status);
+  r.set_error(std::move(error));
+  return r;
+}
+
+std::optional<surge::v1::RequestRecord> RequestLedger::Accept(
+    int32_t from, const surge::v1::RequestRecord& record) {
+  const uint64_t i = record.index();
+  if (i >= size() || state_[i] != State::kAssigned || owner_[i] != from ||
+      attempt_[i] != record.attempt()) {
+    ++refused_;
+    return std::nullopt;
+  }
+  return Finalize(record);
+}
+
+uint64_t RequestLedger::TakeBack(int32_t owner, int64_t dead_at_ns, int64_t lease_ns,
+                                 bool may_reassign, absl::string_view why, Emit emit) {
+  uint64_t queued = 0;
+  const int64_t unsent_after_ns = dead_at_ns + lease_ns + kReassignMarginNs;
+  for (uint64_t i = 0; i < cursor_; ++i) {
+    if (state_[i] != State::kAssigned || owner_[i] != owner) continue;
+    if (offset_ns_[i] > unsent_after_ns && may_reassign) {
+      state_[i] = State::kUnassigned;
+      owner_[i] = -1;
+      ++attempt_[i];
+      reassign_.push_back(i);
+      ++reassigned_;
+      ++queued;
+    } else {
+      emit(Finalize(Made(i, owner, surge::v1::LOST,
+                         absl::StrCat("send_unknown: worker ", owner, " lost (", why, ")"))));
+    }
+  }
+  if (static_cast<size_t>(owner) < outstanding_.size()) outstanding_[owner] = 0;
+  std::sort(reassign_.begin(), reassign_.end(), [this](uint64_t a, uint64_t b) {
+    return offset_ns_[a] != offset_ns_[b] ? offset_ns_[a] < offset_ns_[b] : a < b;
+  });
+  return queued;
+}
+
+uint64_t RequestLedger::GiveUpIdle(int32_t owner, int64_t due_before_ns, Emit emit) {
+  uint64_t given_up = 0;
+  for (uint64_t i = 0; i < cursor_; ++i) {
+    if (state_[i] != State::kAssigned || owner_[i] != owner || offset_ns_[i] > due_before_ns) {
+      continue;
+    }
+    emit(Finalize(Made(i, owner, surge::v1::LOST,
+                       absl::StrCat("record_lost: worker ", owner,
+                                    " has been idle without reporting this request"))));
+    ++given_up;
+  }
+  return given_up;
+}
+
+void RequestLedger::CloseUnassigned(absl::string_view reason, Emit emit) {
+  for (uint64_t i : reassign_) {
+    emit(Finalize(Made(i, -1, surge::v1::NOT_SENT, std::string(reason))));
+  }
+  reassign_.clear();
+  for (; cursor_ < size(); ++cursor_) {
+    emit(Finalize(Made(cursor_, -1, surge::v1::NOT_SENT, std::string(reason))));
+  }
+}
+
+void RequestLedger::CloseOpen(bool stopping, Emit emit) {
+  for (uint64_t i = 0; i < size(); ++i) {
+    if (state_[i] == State::kFinal) continue;
+    if (state_[i] != State::kAssigned) {
+      emit(Finalize(Made(i, owner_[i], surge::v1::NOT_SENT, "not_sent: run_ended")));
+    } else if (stopping) {
+      emit(Finalize(Made(i, owner_[i], surge::v1::INTERRUPTED, "interrupted: no_record")));
+    } else {
+      emit(Finalize(Made(i, owner_[i], surge::v1::LOST, "lost: no_record_before_drain_deadline")));
+    }
+  }
+  // Nothing is left to assign.
+  reassign_.clear();
+  cursor_ = size();
+}
+
+}  // namespace surge::coordinator

@@ -1,0 +1,113 @@
+// The request ledger (R-DIST-5, R-DIST-6; DISTRIBUTED.md §6 and §8): per
+// planned request its state, owner worker and attempt, and the rule that
+// every request ends in exactly one final record. Pure: no I/O, no clock
+// (times are passed in as ns after t0). One writer (the dispatcher thread).
+#ifndef SURGE_COORDINATOR_DISPATCH_REQUEST_LEDGER_H_
+#define SURGE_COORDINATOR_DISPATCH_REQUEST_LEDGER_H_
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/functional/function_ref.h"
+#include "absl/strings/string_view.h"
+#include "surge/v1/record.pb.h"
+
+namespace surge::coordinator {
+
+class RequestLedger {
+ public:
+  enum class State : uint8_t { kUnassigned, kAssigned, kFinal };
+  // Receives the final records the ledger itself makes, one at a time (a
+  // plan of 10 M requests must not be materialised as records at once).
+  using Emit = absl::FunctionRef<void(surge::v1::RequestRecord)>;
+
+  // Margin beyond the lease for "provably unsent" (DISTRIBUTED.md §6, ε), ns.
+  static constexpr int64_t kReassignMarginNs = 50 * 1000 * 1000;
+
+  // `offset_ns`: planned offsets after t0, ns, non-decreasing (the plan).
+  // `num_owners`: worker indices are 0..num_owners-1.
+  RequestLedger(std::vector<int64_t> offset_ns, int num_owners);
+
+  size_t size() const { return offset_ns_.size(); }
+  int64_t offset_ns(uint64_t i) const { return offset_ns_[i]; }
+  State state(uint64_t i) const { return state_[i]; }
+  // Worker holding request i (-1 when none).
+  int32_t owner(uint64_t i) const { return owner_[i]; }
+  uint8_t attempt(uint64_t i) const { return attempt_[i]; }
+  // Requests assigned to `owner` and not final yet.
+  size_t outstanding(int32_t owner) const;
+  // Final records handed out so far (== size() at the end of a run).
+  uint64_t final_count() const { return final_count_; }
+  // Records refused by Accept (wrong owner, stale attempt, duplicate,
+  // unknown index): dropped; 0 in a healthy run.
+  uint64_t refused() const { return refused_; }
+  // Requests taken back from a dead worker and queued again (attempt + 1).
+  uint64_t reassigned() const { return reassigned_; }
+
+  // The earliest unassigned request planned before `horizon_ns` (ns after
+  // t0): taken-back requests and never-assigned ones in planned order, a
+  // taken-back one first on a tie. nullopt when there is none.
+  std::optional<uint64_t> NextDue(int64_t horizon_ns) const;
+  // Assigns the request NextDue returned to `owner`. Returns its attempt.
+  uint8_t Assign(uint64_t index, int32_t owner);
+
+  // A record reported by worker `from`. Accepted (returned final, with
+  // planned_ns set) only when the request is assigned to `from` with the
+  // record's attempt: a record of a stale attempt or owner (a fenced worker,
+  // a reassigned index) or a second record is refused and counted (fencing).
+  std::optional<surge::v1::RequestRecord> Accept(int32_t from,
+                                                 const surge::v1::RequestRecord& record);
+
+  // Worker `owner` was declared dead at `dead_at_ns` (ns after t0) with lease
+  // `lease_ns` (DISTRIBUTED.md §6). Its requests planned later than
+  // dead_at_ns + lease_ns + kReassignMarginNs are provably unsent: when
+  // `may_reassign` they are queued again with attempt + 1. All its other
+  // requests may have been sent: they end LOST "send_unknown: worker k lost
+  // (why)" (at-most-once), emitted in index order. Returns how many were
+  // queued again.
+  uint64_t TakeBack(int32_t owner, int64_t dead_at_ns, int64_t lease_ns, bool may_reassign,
+                    absl::string_view why, Emit emit);
+
+  // Worker `owner` is alive but has reported itself idle (nothing in flight
+  // or queued) for the idle grace: its requests planned at or before
+  // `due_before_ns` will never get a record (lost in transit). They end LOST
+  // "record_lost: worker k has been idle without reporting this request".
+  // Returns how many.
+  uint64_t GiveUpIdle(int32_t owner, int64_t due_before_ns, Emit emit);
+
+  // Every unassigned request (taken-back ones first, then the never-assigned
+  // ones in index order) ends NOT_SENT with `reason` as its error.
+  void CloseUnassigned(absl::string_view reason, Emit emit);
+
+  // The end of the run: every request still open ends, in index order:
+  // unassigned → NOT_SENT "not_sent: run_ended"; assigned → INTERRUPTED
+  // "interrupted: no_record" after a stop (`stopping`), else LOST
+  // "lost: no_record_before_drain_deadline".
+  void CloseOpen(bool stopping, Emit emit);
+
+ private:
+  // Makes `record` the final one of its request (state, planned_ns, counts).
+  surge::v1::RequestRecord Finalize(surge::v1::RequestRecord record);
+  surge::v1::RequestRecord Made(uint64_t i, int32_t worker, surge::v1::RequestStatus status,
+                                std::string error) const;
+
+  std::vector<int64_t> offset_ns_;
+  std::vector<State> state_;
+  std::vector<int16_t> owner_;
+  std::vector<uint8_t> attempt_;
+  std::vector<size_t> outstanding_;
+  // Next never-assigned index; taken-back requests wait in `reassign_`
+  // (sorted by planned offset, then index) and go first.
+  uint64_t cursor_ = 0;
+  std::deque<uint64_t> reassign_;
+  uint64_t final_count_ = 0;
+  uint64_t refused_ = 0;
+  uint64_t reassigned_ = 0;
+};
+
+}  // namespace surge::coordinator
+
+#endif  // SURGE_COORDINATOR_DISPATCH_REQUEST_LEDGER_H_

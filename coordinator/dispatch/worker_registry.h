@@ -1,0 +1,126 @@
+// The worker registry (R-DIST-1, R-DIST-6; DISTRIBUTED.md §3): who joined
+// (Hello), who is ready (first heartbeat), the heartbeat bookkeeping and its
+// acknowledgement (the lease renewal), and death detection: a worker whose
+// process exited or that has been silent for dead_after, with the stall
+// guard, and the idle-owner rule. Takes every time as an argument (the
+// dispatcher reads its Clock once per event): no I/O, no clock reads, so it
+// is tested with exact timestamps. One thread.
+#ifndef SURGE_COORDINATOR_DISPATCH_WORKER_REGISTRY_H_
+#define SURGE_COORDINATOR_DISPATCH_WORKER_REGISTRY_H_
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "surge/v1/wire.pb.h"
+
+namespace surge::coordinator {
+
+struct WorkerRegistryOptions {
+  // Workers the run expects; indices are 0..num_workers-1.
+  int num_workers = 1;
+  // Silence after which a worker is dead (DISTRIBUTED.md §3: 1.5 s). Any
+  // message from the worker counts as alive.
+  std::chrono::milliseconds dead_after{1500};
+  // Liveness is checked at most this often (DISTRIBUTED.md §3: 100 ms).
+  std::chrono::milliseconds sweep_period{100};
+  // A sweep that starts this much later than the previous one means the
+  // coordinator itself stalled: every silence deadline is pushed back by the
+  // lag instead of declaring deaths (the stall guard, DISTRIBUTED.md §3).
+  std::chrono::milliseconds stall_guard{500};
+  // How long a live worker must report itself idle (nothing in flight or
+  // queued, no assignment sent to it since) before the requests it still
+  // owns are given up as lost in transit. Far above the worker's record
+  // flush period (50 ms) and heartbeat period (250 ms).
+  std::chrono::milliseconds idle_grace{3000};
+};
+
+class WorkerRegistry {
+ public:
+  struct Worker {
+    // Transport routing id.
+    std::string peer;
+    int32_t index = -1;
+    uint64_t incarnation = 0;
+    bool alive = true;
+    bool said_goodbye = false;
+    // First heartbeat received (the worker's HTTP sender exists).
+    bool ready = false;
+    Clock::TimePoint last_heard{};
+    // In flight, from the last heartbeat.
+    uint32_t inflight = 0;
+    // Since when every heartbeat says nothing in flight and nothing queued,
+    // with no assignment sent since (idle = false otherwise).
+    bool idle = false;
+    Clock::TimePoint idle_since{};
+  };
+  struct Death {
+    int32_t index;
+    // "process exited" or "silent for <dead_after> ms".
+    std::string why;
+  };
+  // True when local worker `index` is known to have exited (process ground
+  // truth, faster than silence). May be empty.
+  using ExitProbe = std::function<bool(int32_t index)>;
+
+  explicit WorkerRegistry(WorkerRegistryOptions options) : options_(options) {}
+
+  // A Hello from `peer` at `now`. A known peer (a repeated Hello) is heard
+  // again. A new one gets `requested_index` when it is free and in range,
+  // else the lowest free index; `*fresh` is set then. Returns nullptr when
+  // it is refused: the run has started or has all its workers. A Worker
+  // pointer (from Join, Find or ByIndex) is valid until the next Join.
+  Worker* Join(const std::string& peer, uint64_t incarnation, int32_t requested_index,
+               Clock::TimePoint now, bool* fresh);
+  Worker* Find(const std::string& peer);
+  // Any message from a live worker at `now` counts as a sign of life.
+  void Heard(Worker& worker, Clock::TimePoint now) { worker.last_heard = now; }
+  // The one place heartbeats are handled (DISTRIBUTED.md §3): `received` is
+  // the coordinator's time of receipt. Marks the worker ready, keeps its
+  // in-flight count and idle state, and returns the acknowledgement (hb_seq
+  // and t1 echoed, t2 = received), which renews the worker's lease.
+  surge::v1::HeartbeatAck OnHeartbeat(Worker& worker, const surge::v1::Heartbeat& heartbeat,
+                                      Clock::TimePoint received);
+  void OnGoodbye(Worker& worker) { worker.said_goodbye = true; }
+  // Assignments were sent to `worker`: its heartbeats must say idle again.
+  void OnAssignmentsSent(Worker& worker) { worker.idle = false; }
+
+  // The run starts at `now`: no more joins; silence is counted from now
+  // (a worker that dies before its next heartbeat is still caught).
+  void Start(Clock::TimePoint now);
+  bool started() const { return started_; }
+
+  // True when a liveness sweep is due at `now` (sweep_period since the
+  // last). Applies the stall guard first: a sweep later than stall_guard
+  // pushes every last_heard forward by the lag.
+  bool BeginSweep(Clock::TimePoint now);
+  // Live workers to declare dead at `now`, in index order: process exited
+  // (`exited`), else silent for longer than dead_after. Marks nothing.
+  std::vector<Death> FindDead(Clock::TimePoint now, const ExitProbe& exited) const;
+  void MarkDead(Worker& worker) { worker.alive = false; }
+  // Live workers idle for at least idle_grace at `now`, in index order.
+  std::vector<int32_t> IdleFor(Clock::TimePoint now) const;
+
+  // Joined workers, sorted by index.
+  std::vector<Worker>& workers() { return workers_; }
+  const std::vector<Worker>& workers() const { return workers_; }
+  Worker* ByIndex(int32_t index);
+  int ready_count() const;
+  bool any_alive() const;
+  // In flight on live workers, from their last heartbeats.
+  uint64_t inflight() const;
+  const WorkerRegistryOptions& options() const { return options_; }
+
+ private:
+  WorkerRegistryOptions options_;
+  std::vector<Worker> workers_;
+  bool started_ = false;
+  Clock::TimePoint last_sweep_{};
+};
+
+}  // namespace surge::coordinator
+
+#endif  // SURGE_COORDINATOR_DISPATCH_WORKER_REGISTRY_H_

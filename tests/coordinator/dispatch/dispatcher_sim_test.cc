@@ -1,0 +1,231 @@
+// The dispatcher on simulated time (issue 7): scripted workers step on the
+// test's thread whenever the dispatcher receives, and the in-memory
+// transport's receive deadlines wait on the AutoAdvanceClock, so a run of
+// seconds takes milliseconds and every timestamp is exact and reproducible
+// (R-DIST-3, R-DIST-5, R-DIST-6; DISTRIBUTED.md §3, §6, §11 items 1, 16).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <vector>
+
+#include "coordinator/dispatch/dispatcher.h"
+#include "coordinator/plan/traffic.h"
+#include "tests/testing/in_memory_transport.h"
+#include "tests/testing/scripted_worker.h"
+#include "tests/testing/simulated_clock.h"
+
+namespace surge::coordinator {
+namespace {
+
+using std::chrono::milliseconds;
+using surge::testing::AutoAdvanceClock;
+using surge::testing::InMemoryRouter;
+using surge::testing::ScriptedWorker;
+
+constexpr int64_t kMs = 1000 * 1000;
+const Clock::TimePoint kStart = Clock::TimePoint(std::chrono::seconds(1000));
+
+class FixedPayloads final : public PayloadSource {
+ public:
+  Payload At(uint64_t index) const override { return Payload{10, 4, index}; }
+  const std::string& name() const override { return name_; }
+  const std::vector<std::string>& warnings() const override { return warnings_; }
+
+ private:
+  std::string name_ = "synthetic";
+  std::vector<std::string> warnings_;
+};
+
+ArrivalSchedule ConstantPlan(double rate_rps, uint64_t n) {
+  ResolvedTraffic t;
+  t.request_rate_rps = t.target_rate_rps = rate_rps;
+  return *BuildArrivalSchedule(t, n, 0);
+}
+
+DispatcherOptions SimOptions(int num_workers) {
+  DispatcherOptions options;
+  options.num_workers = num_workers;
+  options.run_id = "sim";
+  options.start_lead = milliseconds(100);
+  return options;
+}
+
+struct SimRun {
+  absl::StatusOr<DispatchOutcome> outcome;
+  std::vector<surge::v1::RequestRecord> records;
+  std::vector<std::unique_ptr<ScriptedWorker>> workers;
+  Clock::TimePoint ended;
+};
+
+// Runs `plan` with `num_workers` scripted workers; `before_step(clock, workers)`
+// runs before the workers step and returns false to skip their step.
+SimRun RunSimulated(const ArrivalSchedule& plan, DispatcherOptions options,
+                    std::function<bool(AutoAdvanceClock&, SimRun&)> before_step = nullptr) {
+  AutoAdvanceClock clock(kStart);
+  InMemoryRouter router;
+  FixedPayloads payloads;
+  SimRun run;
+  for (int k = 0; k < options.num_workers; ++k) {
+    run.workers.push_back(std::make_unique<ScriptedWorker>(
+        clock, router.Connect(absl::StrCat("w", k)), static_cast<int32_t>(k)));
+  }
+  router.UseSimulatedTime(clock, [&] {
+    if (before_step && !before_step(clock, run)) return;
+    for (auto& w : run.workers) w->Step();
+  });
+  Dispatcher dispatcher(clock, router, plan, payloads, options,
+                        [&](const surge::v1::RequestRecord& r) { run.records.push_back(r); });
+  run.outcome = dispatcher.Run();
+  run.ended = clock.Now();
+  return run;
+}
+
+TEST(DispatcherSimTest, StripedRunWithExactTimestamps) {
+  const ArrivalSchedule plan = ConstantPlan(100, 200);  // 10 ms apart, 2 s
+  SimRun run = RunSimulated(plan, SimOptions(2));
+  ASSERT_TRUE(run.outcome.ok()) << run.outcome.status();
+  // Both workers were ready at the first instant: t0 = start + lead exactly.
+  EXPECT_EQ(run.outcome->t0_ns, ToNanos(kStart) + 100 * kMs);
+  EXPECT_EQ(run.outcome->records, 200u);
+  EXPECT_EQ(run.outcome->rejected_records, 0u);
+  EXPECT_EQ(run.outcome->workers_lost, 0u);
+  ASSERT_EQ(run.records.size(), 200u);
+  std::set<uint64_t> seen;
+  for (const auto& r : run.records) {
+    EXPECT_TRUE(seen.insert(r.index()).second) << "duplicate " << r.index();
+    EXPECT_EQ(r.status(), surge::v1::OK);
+    EXPECT_EQ(r.worker(), static_cast<int32_t>(r.index() % 2)) << r.index();
+    EXPECT_EQ(r.planned_ns(), static_cast<int64_t>(r.index() + 1) * 10 * kMs);
+    // The simulated receive deadlines fall on 5 ms steps, so every request
+    // is released exactly at its planned instant.
+    EXPECT_EQ(r.sent_ns(), r.planned_ns()) << r.index();
+  }
+  for (const auto& w : run.workers) {
+    EXPECT_EQ(w->stop_reason(), "done");
+    EXPECT_EQ(w->sent().size(), 100u);
+    EXPECT_GT(w->acks(), 7u);  // about one per 250 ms of the 2.1 s
+  }
+  // Simulated, not real, time passed: the run ended soon after the plan.
+  EXPECT_GE(run.ended, kStart + milliseconds(2100));
+  EXPECT_LT(run.ended, kStart + milliseconds(2400));
+}
+
+// DISTRIBUTED.md §11 item 1 on simulated time: worker 1 goes silent at
+// t0 + 1 s; it is declared dead 1.5 s after it was last heard (within one
+// 100 ms sweep); what it held planned after death + lease (1 s) + 50 ms goes
+// to worker 0 with attempt 1, the rest of its share is LOST send_unknown;
+// nothing is sent twice, and two runs are identical.
+TEST(DispatcherSimTest, SilentWorkerIsTakenOverAtTheLeaseBoundary) {
+  const ArrivalSchedule plan = ConstantPlan(100, 500);  // 10 ms apart, 5 s
+  const Clock::TimePoint silence_at = kStart + milliseconds(100) + milliseconds(1000);
+  auto run_once = [&] {
+    return RunSimulated(plan, SimOptions(2), [&](AutoAdvanceClock& clock, SimRun& run) {
+      if (clock.Now() >= silence_at) run.workers[1]->Silence();
+      return true;
+    });
+  };
+  SimRun run = run_once();
+  ASSERT_TRUE(run.outcome.ok()) << run.outcome.status();
+  EXPECT_EQ(run.outcome->workers_lost, 1u);
+  ASSERT_EQ(run.records.size(), 500u);
+  // The silence began at 1.0 s after t0: death at 2.5 s to 2.6 s (+ a step),
+  // so the provably-unsent boundary lies in [3.55 s, 3.67 s].
+  std::set<uint64_t> seen;
+  int64_t max_lost_ns = 0, min_retried_ns = INT64_MAX;
+  uint64_t lost = 0, retried = 0;
+  for (const auto& r : run.records) {
+    EXPECT_TRUE(seen.insert(r.index()).second) << "duplicate " << r.index();
+    if (r.status() == surge::v1::LOST) {
+      ++lost;
+      EXPECT_EQ(r.index() % 2, 1u) << r.index();
+      EXPECT_EQ(r.error(), "send_unknown: worker 1 lost (silent for 1500 ms)");
+      // Silent from exactly 1.0 s on: request 99, due then, was not sent.
+      EXPECT_GE(r.planned_ns(), 1000 * kMs) << r.index();
+      max_lost_ns = std::max(max_lost_ns, r.planned_ns());
+    } else {
+      EXPECT_EQ(r.status(), surge::v1::OK) << r.index();
+    }
+    if (r.attempt() == 1) {
+      ++retried;
+      EXPECT_EQ(r.worker(), 0) << r.index();
+      EXPECT_EQ(r.index() % 2, 1u) << r.index();
+      min_retried_ns = std::min(min_retried_ns, r.planned_ns());
+    }
+  }
+  EXPECT_GT(lost, 100u);  // about 1.55 s of worker 1's share (50/s)
+  EXPECT_LT(lost, 140u);
+  EXPECT_EQ(retried, run.outcome->reassigned);
+  EXPECT_GT(retried, 0u);
+  EXPECT_EQ(run.outcome->send_unknown, lost);
+  EXPECT_GE(max_lost_ns, 3550 * kMs - 20 * kMs);
+  EXPECT_LE(max_lost_ns, 3670 * kMs);
+  EXPECT_GT(min_retried_ns, 3550 * kMs);
+  EXPECT_EQ(min_retried_ns, max_lost_ns + 20 * kMs);  // the next one of worker 1's share
+  // Fencing in practice: the silent worker sent nothing after it fell
+  // silent, and no index was sent by both workers.
+  std::set<uint64_t> by_silent;
+  for (const auto& s : run.workers[1]->sent()) {
+    EXPECT_LT(s.sent_ns, 1000 * kMs);
+    by_silent.insert(s.index);
+  }
+  for (const auto& s : run.workers[0]->sent()) EXPECT_EQ(by_silent.count(s.index), 0u);
+
+  SimRun again = run_once();
+  ASSERT_EQ(again.records.size(), run.records.size());
+  for (size_t k = 0; k < run.records.size(); ++k) {
+    EXPECT_EQ(again.records[k].SerializeAsString(), run.records[k].SerializeAsString()) << k;
+  }
+  EXPECT_EQ(again.ended, run.ended);
+}
+
+// DISTRIBUTED.md §11 item 16: the coordinator stalls for 2 s (the clock
+// jumps while nobody runs): the stall guard moves every silence deadline
+// back, so nobody is evicted and nothing is lost; requests due during the
+// stall are sent late.
+TEST(DispatcherSimTest, CoordinatorStallOfTwoSecondsEvictsNobody) {
+  const ArrivalSchedule plan = ConstantPlan(100, 300);  // 3 s
+  bool jumped = false;
+  SimRun run = RunSimulated(plan, SimOptions(2), [&](AutoAdvanceClock& clock, SimRun&) {
+    if (!jumped && clock.Now() >= kStart + milliseconds(1100)) {
+      jumped = true;
+      clock.AdvanceBy(std::chrono::seconds(2));
+      return false;
+    }
+    return true;
+  });
+  ASSERT_TRUE(jumped);
+  ASSERT_TRUE(run.outcome.ok()) << run.outcome.status();
+  EXPECT_EQ(run.outcome->workers_lost, 0u);
+  EXPECT_EQ(run.outcome->reassigned, 0u);
+  ASSERT_EQ(run.records.size(), 300u);
+  int64_t max_late_ns = 0;
+  for (const auto& r : run.records) {
+    EXPECT_EQ(r.status(), surge::v1::OK) << r.index();
+    max_late_ns = std::max(max_late_ns, r.sent_ns() - r.planned_ns());
+  }
+  EXPECT_GE(max_late_ns, 1900 * kMs);  // due just after 1.0 s, sent after the stall
+}
+
+// The least-loaded policy through the dispatcher: with equal workers it
+// stripes like round-robin, and every request still ends exactly once.
+TEST(DispatcherSimTest, LeastLoadedPolicyRunsAPlanToTheEnd) {
+  const ArrivalSchedule plan = ConstantPlan(100, 120);
+  DispatcherOptions options = SimOptions(3);
+  options.assign = AssignPolicyKind::kLeastLoaded;
+  SimRun run = RunSimulated(plan, options);
+  ASSERT_TRUE(run.outcome.ok()) << run.outcome.status();
+  ASSERT_EQ(run.records.size(), 120u);
+  std::map<int32_t, int> per_worker;
+  for (const auto& r : run.records) {
+    EXPECT_EQ(r.status(), surge::v1::OK);
+    ++per_worker[r.worker()];
+  }
+  EXPECT_EQ(per_worker, (std::map<int32_t, int>{{0, 40}, {1, 40}, {2, 40}}));
+}
+
+}  // namespace
+}  // namespace surge::coordinator

@@ -1,0 +1,240 @@
+// The request ledger on its own (R-DIST-5, R-DIST-6; DISTRIBUTED.md §6, §8):
+// exactly one final record per request, fencing of stale owners and
+// attempts, and the provably-unsent / send_unknown split at a death, with
+// times given as ns after t0 (no clock).
+#include "coordinator/dispatch/request_ledger.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <set>
+#include <vector>
+
+namespace surge::coordinator {
+namespace {
+
+using State = RequestLedger::State;
+constexpr int64_t kMs = 1000 * 1000;
+
+// Requests planned every 100 ms: request i at (i + 1) * 100 ms.
+RequestLedger Every100Ms(int n, int owners) {
+  std::vector<int64_t> offsets;
+  for (int i = 0; i < n; ++i) offsets.push_back((i + 1) * 100 * kMs);
+  return RequestLedger(offsets, owners);
+}
+
+surge::v1::RequestRecord Ok(uint64_t index, uint32_t attempt) {
+  surge::v1::RequestRecord r;
+  r.set_index(index);
+  r.set_attempt(attempt);
+  r.set_status(surge::v1::OK);
+  r.set_sent(true);
+  return r;
+}
+
+// Assigns everything due before `horizon_ns` round-robin over `owners`.
+void AssignAll(RequestLedger& ledger, int64_t horizon_ns, int owners) {
+  int next = 0;
+  while (auto i = ledger.NextDue(horizon_ns)) {
+    ledger.Assign(*i, next);
+    next = (next + 1) % owners;
+  }
+}
+
+TEST(RequestLedgerTest, NextDueHonoursTheHorizonAndAssignSetsOwner) {
+  RequestLedger ledger = Every100Ms(5, 2);
+  EXPECT_FALSE(ledger.NextDue(100 * kMs).has_value());  // request 0 at exactly 100 ms
+  ASSERT_EQ(ledger.NextDue(100 * kMs + 1), std::optional<uint64_t>(0));
+  EXPECT_EQ(ledger.Assign(0, 1), 0);
+  EXPECT_EQ(ledger.state(0), State::kAssigned);
+  EXPECT_EQ(ledger.owner(0), 1);
+  EXPECT_EQ(ledger.outstanding(1), 1u);
+  EXPECT_EQ(ledger.outstanding(0), 0u);
+  EXPECT_FALSE(ledger.NextDue(200 * kMs).has_value());
+  EXPECT_EQ(ledger.NextDue(201 * kMs), std::optional<uint64_t>(1));
+}
+
+TEST(RequestLedgerTest, RecordFromOwnerIsFinalOnceWithPlannedTime) {
+  RequestLedger ledger = Every100Ms(3, 2);
+  AssignAll(ledger, 1000 * kMs, 2);  // 0,2 → worker 0; 1 → worker 1
+  auto accepted = ledger.Accept(0, Ok(2, 0));
+  ASSERT_TRUE(accepted.has_value());
+  EXPECT_EQ(accepted->planned_ns(), 300 * kMs);
+  EXPECT_EQ(ledger.state(2), State::kFinal);
+  EXPECT_EQ(ledger.outstanding(0), 1u);
+  EXPECT_EQ(ledger.final_count(), 1u);
+  // A second record for the same request (a duplicate batch) is refused.
+  EXPECT_FALSE(ledger.Accept(0, Ok(2, 0)).has_value());
+  EXPECT_EQ(ledger.refused(), 1u);
+  EXPECT_EQ(ledger.final_count(), 1u);
+}
+
+TEST(RequestLedgerTest, RecordFromWrongOwnerOrUnknownIndexIsRefused) {
+  RequestLedger ledger = Every100Ms(3, 2);
+  AssignAll(ledger, 1000 * kMs, 2);
+  EXPECT_FALSE(ledger.Accept(1, Ok(0, 0)).has_value());  // request 0 is worker 0's
+  EXPECT_FALSE(ledger.Accept(0, Ok(3, 0)).has_value());  // no request 3
+  EXPECT_EQ(ledger.refused(), 2u);
+  EXPECT_EQ(ledger.state(0), State::kAssigned);
+  EXPECT_EQ(ledger.final_count(), 0u);
+}
+
+// DISTRIBUTED.md §6: worker 1 declared dead at 1.0 s with a 1 s lease:
+// requests planned after 1.0 + 1.0 + 0.05 s are provably unsent and queued
+// again (attempt 1); the others end LOST send_unknown, in index order.
+TEST(RequestLedgerTest, TakeBackSplitsAtDeathPlusLeasePlusMargin) {
+  RequestLedger ledger = Every100Ms(40, 2);  // 0.1 s … 4.0 s
+  AssignAll(ledger, 3000 * kMs, 2);          // requests 0..28 (≤ 2.9 s)
+  std::vector<surge::v1::RequestRecord> lost;
+  const uint64_t queued =
+      ledger.TakeBack(1, 1000 * kMs, 1000 * kMs, /*may_reassign=*/true, "silent for 1500 ms",
+                      [&](surge::v1::RequestRecord r) { lost.push_back(std::move(r)); });
+  // Worker 1 held the odd indices 1..27 (0.2 s … 2.8 s). Boundary 2.05 s:
+  // planned ≤ 2.05 s (indices 1,3,…,19) are lost, 21..27 (2.2 … 2.8 s) go back.
+  ASSERT_EQ(lost.size(), 10u);
+  for (size_t k = 0; k < lost.size(); ++k) {
+    EXPECT_EQ(lost[k].index(), 2 * k + 1);
+    EXPECT_EQ(lost[k].status(), surge::v1::LOST);
+    EXPECT_EQ(lost[k].worker(), 1);
+    EXPECT_EQ(lost[k].attempt(), 0u);
+    EXPECT_EQ(lost[k].planned_ns(), static_cast<int64_t>(2 * k + 2) * 100 * kMs);
+    EXPECT_EQ(lost[k].error(), "send_unknown: worker 1 lost (silent for 1500 ms)");
+  }
+  EXPECT_EQ(queued, 4u);
+  EXPECT_EQ(ledger.reassigned(), 4u);
+  EXPECT_EQ(ledger.outstanding(1), 0u);
+  for (uint64_t i : {21u, 23u, 25u, 27u}) {
+    EXPECT_EQ(ledger.state(i), State::kUnassigned) << i;
+    EXPECT_EQ(ledger.attempt(i), 1) << i;
+    EXPECT_EQ(ledger.owner(i), -1) << i;
+  }
+  // Taken-back requests come before never-assigned ones planned later, and
+  // carry their new attempt.
+  ASSERT_EQ(ledger.NextDue(10000 * kMs), std::optional<uint64_t>(21));
+  EXPECT_EQ(ledger.Assign(21, 0), 1);
+  EXPECT_EQ(ledger.NextDue(10000 * kMs), std::optional<uint64_t>(23));
+}
+
+// Fencing: after the take-back, a record from the dead worker (attempt 0)
+// is refused for every kind of request it held; the new owner's record
+// (attempt 1) is the final one.
+TEST(RequestLedgerTest, StaleAttemptAndFencedOwnerAreRefused) {
+  RequestLedger ledger = Every100Ms(40, 2);
+  AssignAll(ledger, 3000 * kMs, 2);
+  ledger.TakeBack(1, 1000 * kMs, 1000 * kMs, true, "process exited",
+                  [](surge::v1::RequestRecord) {});
+  EXPECT_FALSE(ledger.Accept(1, Ok(3, 0)).has_value());   // already final (lost)
+  EXPECT_FALSE(ledger.Accept(1, Ok(21, 0)).has_value());  // reassigned, unassigned now
+  while (auto i = ledger.NextDue(3000 * kMs)) ledger.Assign(*i, 0);
+  EXPECT_FALSE(ledger.Accept(1, Ok(21, 0)).has_value());  // stale owner and attempt
+  EXPECT_FALSE(ledger.Accept(0, Ok(21, 0)).has_value());  // new owner, stale attempt
+  EXPECT_EQ(ledger.refused(), 4u);
+  auto r = ledger.Accept(0, Ok(21, 1));
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->attempt(), 1u);
+  EXPECT_EQ(ledger.state(21), State::kFinal);
+}
+
+// After a stop nothing is reassigned: everything the dead worker held is
+// send_unknown.
+TEST(RequestLedgerTest, TakeBackWithoutReassignLosesEverything) {
+  RequestLedger ledger = Every100Ms(10, 2);
+  AssignAll(ledger, 2000 * kMs, 2);
+  uint64_t lost = 0;
+  EXPECT_EQ(ledger.TakeBack(0, 0, 1000 * kMs, /*may_reassign=*/false, "x",
+                            [&](surge::v1::RequestRecord) { ++lost; }),
+            0u);
+  EXPECT_EQ(lost, 5u);
+  EXPECT_EQ(ledger.reassigned(), 0u);
+}
+
+TEST(RequestLedgerTest, GiveUpIdleEndsOnlyPastDueRequests) {
+  RequestLedger ledger = Every100Ms(10, 1);
+  AssignAll(ledger, 2000 * kMs, 1);
+  ASSERT_TRUE(ledger.Accept(0, Ok(1, 0)).has_value());
+  std::vector<uint64_t> lost;
+  EXPECT_EQ(ledger.GiveUpIdle(0, 400 * kMs,
+                              [&](surge::v1::RequestRecord r) {
+                                EXPECT_EQ(r.status(), surge::v1::LOST);
+                                EXPECT_EQ(r.error(),
+                                          "record_lost: worker 0 has been idle without "
+                                          "reporting this request");
+                                lost.push_back(r.index());
+                              }),
+            3u);
+  EXPECT_EQ(lost, (std::vector<uint64_t>{0, 2, 3}));  // 1 had its record; 4 is later
+  EXPECT_EQ(ledger.outstanding(0), 6u);
+}
+
+TEST(RequestLedgerTest, CloseUnassignedTakesTakenBackFirstThenTheRest) {
+  RequestLedger ledger = Every100Ms(10, 2);
+  AssignAll(ledger, 600 * kMs, 2);  // 0..4
+  ledger.TakeBack(0, -2000 * kMs, 1000 * kMs, true, "x", [](surge::v1::RequestRecord) {});
+  // Worker 0 held 0, 2, 4; boundary −0.95 s: all three go back.
+  std::vector<uint64_t> order;
+  ledger.CloseUnassigned("not_sent: interrupted", [&](surge::v1::RequestRecord r) {
+    EXPECT_EQ(r.status(), surge::v1::NOT_SENT);
+    EXPECT_EQ(r.error(), "not_sent: interrupted");
+    EXPECT_EQ(r.worker(), -1);
+    order.push_back(r.index());
+  });
+  EXPECT_EQ(order, (std::vector<uint64_t>{0, 2, 4, 5, 6, 7, 8, 9}));
+  EXPECT_FALSE(ledger.NextDue(100000 * kMs).has_value());
+}
+
+TEST(RequestLedgerTest, CloseOpenEndsEveryOpenRequestByState) {
+  for (const bool stopping : {false, true}) {
+    RequestLedger ledger = Every100Ms(6, 1);
+    AssignAll(ledger, 350 * kMs, 1);  // 0, 1, 2
+    ASSERT_TRUE(ledger.Accept(0, Ok(1, 0)).has_value());
+    std::vector<surge::v1::RequestRecord> closed;
+    ledger.CloseOpen(stopping, [&](surge::v1::RequestRecord r) { closed.push_back(r); });
+    ASSERT_EQ(closed.size(), 5u);
+    EXPECT_EQ(closed[0].index(), 0u);
+    EXPECT_EQ(closed[0].status(), stopping ? surge::v1::INTERRUPTED : surge::v1::LOST);
+    EXPECT_EQ(closed[0].error(),
+              stopping ? "interrupted: no_record" : "lost: no_record_before_drain_deadline");
+    EXPECT_EQ(closed[0].worker(), 0);
+    EXPECT_EQ(closed[2].index(), 3u);
+    EXPECT_EQ(closed[2].status(), surge::v1::NOT_SENT);
+    EXPECT_EQ(closed[2].error(), "not_sent: run_ended");
+    EXPECT_EQ(ledger.final_count(), 6u);
+  }
+}
+
+// Property: whatever mix of records, deaths and closes, each request gets
+// exactly one final record and refused ones never become final.
+TEST(RequestLedgerTest, EveryRequestEndsExactlyOnceUnderChurn) {
+  RequestLedger ledger = Every100Ms(200, 4);
+  std::multiset<uint64_t> finals;
+  auto emit = [&](surge::v1::RequestRecord r) { finals.insert(r.index()); };
+  int64_t now = 0;
+  int next = 0;
+  std::vector<bool> dead(4, false);
+  for (int step = 0; step < 60; ++step, now += 300 * kMs) {
+    while (auto i = ledger.NextDue(now + 2000 * kMs)) {
+      do next = (next + 1) % 4;
+      while (dead[next] && !(dead[0] && dead[1] && dead[2] && dead[3]));
+      ledger.Assign(*i, next);
+    }
+    // Every live worker reports its requests due by now; dead ones try too.
+    for (uint64_t i = 0; i < ledger.size(); ++i) {
+      if (ledger.offset_ns(i) > now || ledger.state(i) != State::kAssigned) continue;
+      const int32_t owner = ledger.owner(i);
+      if (auto r = ledger.Accept(owner == 3 ? 2 : owner, Ok(i, ledger.attempt(i)))) emit(*r);
+    }
+    if (step == 10) {
+      dead[1] = true;
+      ledger.TakeBack(1, now, 1000 * kMs, true, "x", emit);
+    }
+  }
+  ledger.CloseOpen(false, emit);
+  EXPECT_EQ(finals.size(), 200u);
+  for (uint64_t i = 0; i < 200; ++i) EXPECT_EQ(finals.count(i), 1u) << i;
+  EXPECT_EQ(ledger.final_count(), 200u);
+  EXPECT_GT(ledger.refused(), 0u);  // worker 2 reported worker 3's requests
+  EXPECT_GT(ledger.reassigned(), 0u);
+}
+
+}  // namespace
+}  // namespace surge::coordinator

@@ -1,0 +1,139 @@
+// A worker that follows the protocol in simulated time, driven step by step
+// on the test's thread (InMemoryRouter::UseSimulatedTime): Hello, a first
+// heartbeat right after Welcome (ready), heartbeats every heartbeat_ms, and
+// each assignment "sent" at the first step at or after t0 + its offset,
+// answered OK at once (one RecordBatch per step). Silence() models a hung,
+// stopped or killed process: it says nothing more and reads nothing.
+// Not thread-safe: one test thread.
+#ifndef SURGE_TESTS_TESTING_SCRIPTED_WORKER_H_
+#define SURGE_TESTS_TESTING_SCRIPTED_WORKER_H_
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/transport.h"
+#include "surge/v1/wire.pb.h"
+
+namespace surge::testing {
+
+class ScriptedWorker {
+ public:
+  struct Sent {
+    uint64_t index;
+    uint32_t attempt;
+    int64_t sent_ns;  // after t0
+  };
+
+  ScriptedWorker(Clock& clock, std::unique_ptr<Transport> transport, int32_t requested_index)
+      : clock_(clock), transport_(std::move(transport)), requested_index_(requested_index) {}
+
+  // One turn at the clock's current time.
+  void Step() {
+    if (silent_ || gone_) return;
+    const int64_t now_ns = ToNanos(clock_.Now());
+    if (!said_hello_) {
+      surge::v1::Envelope hello;
+      hello.mutable_hello()->set_requested_index(requested_index_);
+      SendEnvelope(std::move(hello));
+      said_hello_ = true;
+    }
+    while (true) {
+      auto in = transport_->Receive(std::chrono::milliseconds(0));
+      if (!in.ok() || !in->has_value()) break;
+      const surge::v1::Envelope& e = (*in)->message;
+      if (e.has_welcome()) {
+        if (!welcomed_) next_heartbeat_ns_ = now_ns;  // ready at once
+        welcomed_ = true;
+        heartbeat_ns_ = static_cast<int64_t>(e.welcome().heartbeat_ms()) * 1000000;
+      } else if (e.has_start()) {
+        t0_ns_ = e.start().t0_coord_ns();
+        started_ = true;
+      } else if (e.has_assignment_batch()) {
+        for (const auto& a : e.assignment_batch().assignments()) queue_.push_back(a);
+        std::stable_sort(queue_.begin(), queue_.end(), [](const auto& x, const auto& y) {
+          return x.offset_ns() < y.offset_ns();
+        });
+      } else if (e.has_heartbeat_ack()) {
+        ++acks_;
+      } else if (e.has_stop()) {
+        stop_reason_ = e.stop().reason();
+        surge::v1::Envelope bye;
+        bye.mutable_goodbye()->set_reason("stopped");
+        SendEnvelope(std::move(bye));
+        gone_ = true;
+        return;
+      }
+    }
+    if (started_) {
+      surge::v1::Envelope batch;
+      size_t released = 0;
+      while (released < queue_.size() && t0_ns_ + queue_[released].offset_ns() <= now_ns) {
+        const auto& a = queue_[released++];
+        auto* r = batch.mutable_record_batch()->add_records();
+        r->set_index(a.index());
+        r->set_attempt(a.attempt());
+        r->set_worker(index_hint());
+        r->set_status(surge::v1::OK);
+        r->set_sent(true);
+        r->set_sent_ns(now_ns - t0_ns_);
+        sent_.push_back(Sent{a.index(), a.attempt(), now_ns - t0_ns_});
+      }
+      queue_.erase(queue_.begin(), queue_.begin() + static_cast<long>(released));
+      if (released > 0) {
+        batch.mutable_record_batch()->set_batch_seq(++batch_seq_);
+        SendEnvelope(std::move(batch));
+      }
+    }
+    if (welcomed_ && now_ns >= next_heartbeat_ns_) {
+      surge::v1::Envelope hb;
+      hb.mutable_heartbeat()->set_hb_seq(++hb_seq_);
+      hb.mutable_heartbeat()->set_t1_worker_ns(now_ns);
+      hb.mutable_heartbeat()->set_inflight(0);
+      hb.mutable_heartbeat()->set_queued(static_cast<uint32_t>(queue_.size()));
+      SendEnvelope(std::move(hb));
+      next_heartbeat_ns_ = now_ns + heartbeat_ns_;
+    }
+  }
+
+  // From now on the worker says nothing and reads nothing.
+  void Silence() { silent_ = true; }
+  const std::vector<Sent>& sent() const { return sent_; }
+  const std::string& stop_reason() const { return stop_reason_; }
+  bool gone() const { return gone_; }
+  uint64_t acks() const { return acks_; }
+
+ private:
+  int32_t index_hint() const { return requested_index_; }
+  void SendEnvelope(surge::v1::Envelope e) {
+    e.set_protocol_version(surge::v1::PROTOCOL_VERSION_CURRENT);
+    e.set_seq(++seq_);
+    (void)transport_->Send("", e);
+  }
+
+  Clock& clock_;
+  std::unique_ptr<Transport> transport_;
+  int32_t requested_index_;
+  bool said_hello_ = false;
+  bool welcomed_ = false;
+  bool started_ = false;
+  bool silent_ = false;
+  bool gone_ = false;
+  int64_t t0_ns_ = 0;
+  int64_t heartbeat_ns_ = 250 * 1000000;
+  int64_t next_heartbeat_ns_ = 0;
+  uint64_t hb_seq_ = 0;
+  uint64_t batch_seq_ = 0;
+  uint64_t seq_ = 0;
+  uint64_t acks_ = 0;
+  std::vector<surge::v1::Assignment> queue_;
+  std::vector<Sent> sent_;
+  std::string stop_reason_;
+};
+
+}  // namespace surge::testing
+
+#endif  // SURGE_TESTS_TESTING_SCRIPTED_WORKER_H_
