@@ -208,8 +208,8 @@ class BeastRequestSender::Impl {
  public:
   Impl(Clock& clock, ParsedUrl url, std::string target_path, ApiKind kind, std::string model,
        bool stream, double timeout_s, std::string header_block, std::string api_key,
-       nlohmann::json extra_body, std::shared_ptr<net::ssl::context> tls_context,
-       bool verify_peer, tcp::resolver::results_type eps, int io_threads)
+       nlohmann::json extra_body, std::shared_ptr<net::ssl::context> tls_context, bool verify_peer,
+       tcp::resolver::results_type eps, int io_threads)
       : clock_(clock),
         url_(std::move(url)),
         target_path_(std::move(target_path)),
@@ -1038,11 +1038,11 @@ absl::StatusOr<std::unique_ptr<BeastRequestSender>> BeastRequestSender::Create(
   const ApiKind kind = ApiKindForEndpoint(endpoint);
   const std::string target_path = url->path_prefix + endpoint;
   const bool verify_peer = !target.insecure_skip_verify();
-  auto impl = std::make_unique<Impl>(
-      clock, *std::move(url), target_path, kind, target.model(), target.stream(),
-      target.request_timeout_s(), std::move(header_block), *std::move(api_key),
-      *std::move(extra_body),
-      std::move(tls_context), verify_peer, std::move(endpoints), io_threads);
+  auto impl =
+      std::make_unique<Impl>(clock, *std::move(url), target_path, kind, target.model(),
+                             target.stream(), target.request_timeout_s(), std::move(header_block),
+                             *std::move(api_key), *std::move(extra_body), std::move(tls_context),
+                             verify_peer, std::move(endpoints), io_threads);
   return std::unique_ptr<BeastRequestSender>(new BeastRequestSender(std::move(impl)));
 }
 
