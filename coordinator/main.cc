@@ -98,6 +98,13 @@ int Main(int argc, char** argv) {
   worker->add_option("--worker-index", worker_args.worker_index, "Worker index to ask for");
   worker->add_option("--parent-pid", worker_args.parent_pid,
                      "Exit when this process (the local coordinator) is gone");
+  worker->add_option("--curve-secret-key", worker_args.curve_secret_key_file,
+                     "This worker's CurveZMQ secret key file (surge keygen; docs/SECURITY.md)");
+  worker->add_option("--curve-server-key", worker_args.curve_server_key_file,
+                     "The coordinator's CurveZMQ public key file (its .pub)");
+  worker->add_flag("--insecure", worker_args.insecure,
+                   "Connect to a non-loopback coordinator without CurveZMQ (no authentication, "
+                   "no encryption)");
 
   surge::simserver::SimServerOptions sim_options;
   sim_options.port = 8000;
