@@ -32,8 +32,8 @@ int WorkerCommand(const WorkerArgs& args) {
   WorkerSessionOptions options;
   options.requested_index = args.worker_index;
   options.incarnation = rng();
-  if (absl::Status s = CheckConnectSecurity({args.connect, args.curve_secret_key_file,
-                                              args.curve_server_key_file, args.insecure});
+  if (absl::Status s = CheckConnectSecurity(
+          {args.connect, args.curve_secret_key_file, args.curve_server_key_file, args.insecure});
       !s.ok()) {
     LogError(std::string(s.message()));
     return kExitRejected;
