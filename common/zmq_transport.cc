@@ -193,10 +193,15 @@ class ZapHandler {
     } else if (allowed_.count(frames[6]) == 0) {
       text = "client public key not in the allow-list";
       const std::string key = EncodeZ85Key(frames[6]);
-      if (logged_.insert(key).second) {
+      if (logged_.size() < kMaxLoggedRefusals && logged_.insert(key).second) {
         LogWarning(absl::StrCat("refused a peer from ", address, ": its CurveZMQ public key ", key,
                                 " is not in the allow-list (further attempts with this key are "
                                 "not logged)"));
+        if (logged_.size() == kMaxLoggedRefusals) {
+          LogWarning(absl::StrCat("refused ", kMaxLoggedRefusals,
+                                  " different peers so far: further refusals are counted, not "
+                                  "logged"));
+        }
       }
     } else {
       status = "200";
@@ -215,7 +220,10 @@ class ZapHandler {
   zmq::socket_t control_in_;
   zmq::socket_t control_out_;  // the owner's end; used by the destructor only
   const std::set<std::string> allowed_;
-  std::set<std::string> logged_;  // keys (Z85) and mechanisms already logged
+  // Keys (Z85) and mechanisms already logged; bounded, so a peer trying
+  // fresh keys can neither flood the log nor grow this set without end.
+  static constexpr size_t kMaxLoggedRefusals = 32;
+  std::set<std::string> logged_;
   std::atomic<uint64_t> accepted_{0};
   std::atomic<uint64_t> refused_{0};
   std::thread thread_;

@@ -136,9 +136,9 @@ class ZmqRouterTransport final : public Transport {
   // inproc://zeromq.zap.01 of this transport's own context, then binds as a
   // CURVE server: only clients whose public key is in the allow-list
   // complete the handshake; the first refusal of each key is logged as a
-  // warning. Errors: UNAVAILABLE when the bind fails; INVALID_ARGUMENT for a
-  // malformed key or an empty allow-list; UNIMPLEMENTED without CURVE in
-  // libzmq.
+  // warning (up to 32 different keys, then refusals are only counted). Errors: UNAVAILABLE when the
+  // bind fails; INVALID_ARGUMENT for a malformed key or an empty allow-list; UNIMPLEMENTED without
+  // CURVE in libzmq.
   static absl::StatusOr<std::unique_ptr<ZmqRouterTransport>> Create(
       const std::string& endpoint, const ZmqRouterOptions& options = {});
   ~ZmqRouterTransport() override;

@@ -385,6 +385,34 @@ TEST(CurveTransport, WorkerWithAnUnknownKeyGetsNothingThroughAndIsLoggedOnce) {
   ExpectOnlyTheAllowedWorkerGetsThrough(*server, keys);
 }
 
+TEST(CurveTransport, RefusalLogIsBoundedAgainstPeersTryingFreshKeys) {
+  Keys keys;
+  auto server = CurveServer(keys);
+  ASSERT_NE(server, nullptr);
+  constexpr int kPeers = 40;  // more than the 32 keys that are logged
+  ::testing::internal::CaptureStderr();
+  for (int i = 0; i < kPeers; ++i) {
+    auto fresh = GenerateCurveKeyPair();
+    ASSERT_TRUE(fresh.ok());
+    auto intruder = CurveClient(server->endpoint(), "x" + std::to_string(i), *fresh,
+                                keys.server.public_key_z85);
+    ASSERT_TRUE(intruder->Send("", InjectedRecordBatch()).ok());
+    ASSERT_TRUE(WaitForRefusals(*server, static_cast<uint64_t>(i + 1)));
+  }
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  int lines = 0;
+  for (size_t at = log.find("is not in the allow-list"); at != std::string::npos;
+       at = log.find("is not in the allow-list", at + 1)) {
+    ++lines;
+  }
+  EXPECT_EQ(lines, 32);
+  EXPECT_THAT(log, HasSubstr("refused 32 different peers so far: further refusals are counted, "
+                             "not logged"));
+  EXPECT_EQ(server->zap_counts().refused, static_cast<uint64_t>(kPeers));
+  EXPECT_FALSE(ReceiveWithin(*server, std::chrono::milliseconds(300)).has_value());
+  ExpectOnlyTheAllowedWorkerGetsThrough(*server, keys);
+}
+
 TEST(CurveTransport, AllowedKeyAgainstTheWrongServerKeyGetsNothingThrough) {
   Keys keys;
   auto server = CurveServer(keys);
