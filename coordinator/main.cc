@@ -1,5 +1,6 @@
 // The `surge` executable: parses the command line and hands over to one
-// command (run, plan, worker, sim-server). Nothing else lives here.
+// command (run, plan, report, keygen, worker, sim-server). Nothing else
+// lives here.
 #include <signal.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include "common/log.h"
 #include "common/version.h"
 #include "coordinator/cli/commands.h"
+#include "coordinator/cli/keygen.h"
 #include "coordinator/cli/run_options.h"
 #include "simserver/sim_server.h"
 #include "worker/worker_main.h"
@@ -78,6 +80,17 @@ int Main(int argc, char** argv) {
   report->add_option("folder", report_folder, "The run folder (.../performances/{model})")
       ->required();
 
+  std::string keygen_out;
+  std::string keygen_name = "surge";
+  CLI::App* keygen = app.add_subcommand(
+      "keygen", "Write a CurveZMQ key pair (DIR/NAME.key secret, DIR/NAME.pub public) for a "
+                "coordinator or worker on a non-loopback address (docs/SECURITY.md).");
+  keygen->add_option("--out", keygen_out, "Directory for the key files (created, mode 0700)")
+      ->required();
+  keygen->add_option("--name", keygen_name,
+                     "Base name of the two files (default surge); existing files are never "
+                     "overwritten");
+
   surge::worker::WorkerArgs worker_args;
   CLI::App* worker = app.add_subcommand("worker", "Run one worker connected to a coordinator.");
   worker->add_option("--connect", worker_args.connect, "Coordinator endpoint, tcp://host:port")
@@ -85,6 +98,13 @@ int Main(int argc, char** argv) {
   worker->add_option("--worker-index", worker_args.worker_index, "Worker index to ask for");
   worker->add_option("--parent-pid", worker_args.parent_pid,
                      "Exit when this process (the local coordinator) is gone");
+  worker->add_option("--curve-secret-key", worker_args.curve_secret_key_file,
+                     "This worker's CurveZMQ secret key file (surge keygen; docs/SECURITY.md)");
+  worker->add_option("--curve-server-key", worker_args.curve_server_key_file,
+                     "The coordinator's CurveZMQ public key file (its .pub)");
+  worker->add_flag("--insecure", worker_args.insecure,
+                   "Connect to a non-loopback coordinator without CurveZMQ (no authentication, "
+                   "no encryption)");
 
   surge::simserver::SimServerOptions sim_options;
   sim_options.port = 8000;
@@ -142,6 +162,7 @@ int Main(int argc, char** argv) {
     return surge::coordinator::RunCommand(*config, SelfExe(argv[0]));
   }
   if (*report) return surge::coordinator::ReportCommand(report_folder);
+  if (*keygen) return surge::coordinator::KeygenCommand(keygen_out, keygen_name);
   if (*worker) return surge::worker::WorkerCommand(worker_args);
   if (*sim) return SimServerCommand(sim_options);
   return surge::coordinator::kExitConfigError;

@@ -6,6 +6,7 @@
 
 #include <random>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -31,8 +32,28 @@ int WorkerCommand(const WorkerArgs& args) {
   WorkerSessionOptions options;
   options.requested_index = args.worker_index;
   options.incarnation = rng();
+  if (absl::Status s = CheckConnectSecurity(
+          {args.connect, args.curve_secret_key_file, args.curve_server_key_file, args.insecure});
+      !s.ok()) {
+    LogError(std::string(s.message()));
+    return kExitRejected;
+  }
+  ZmqDealerOptions transport_options;
+  if (!args.curve_secret_key_file.empty()) {
+    auto secret = ReadCurveKeyFile(args.curve_secret_key_file);
+    auto server = ReadCurveKeyFile(args.curve_server_key_file);
+    for (const auto* key : {&secret, &server}) {
+      if (!key->ok()) {
+        LogError(absl::StrCat(key == &secret ? "--curve-secret-key: " : "--curve-server-key: ",
+                              key->status().message()));
+        return kExitRejected;
+      }
+    }
+    transport_options.curve = CurveClientOptions{*secret, *server};
+  }
   auto transport = ZmqDealerTransport::Create(
-      args.connect, absl::StrFormat("w%d-%016x", args.worker_index, options.incarnation));
+      args.connect, absl::StrFormat("w%d-%016x", args.worker_index, options.incarnation),
+      transport_options);
   if (!transport.ok()) {
     LogError(transport.status().ToString());
     return kExitRejected;

@@ -14,9 +14,18 @@ struct WorkerArgs {
   // Local workers: the coordinator's pid. The worker dies with it
   // (PR_SET_PDEATHSIG) and exits at once when it is already gone. 0 = none.
   int parent_pid = 0;
+  // CurveZMQ (docs/SECURITY.md): this worker's secret key file and the
+  // coordinator's public key file, both from `surge keygen`; "" = none.
+  // Required together for a non-loopback --connect unless `insecure`.
+  std::string curve_secret_key_file;
+  std::string curve_server_key_file;
+  // --insecure: connect to a non-loopback coordinator without CurveZMQ.
+  bool insecure = false;
 };
 
-// Runs one worker to the end; returns the exit code (worker_session.h).
+// Runs one worker to the end; returns the exit code (worker_session.h):
+// kExitRejected (2) also for security flags that break the rule of
+// CheckConnectSecurity (common/zmq_transport.h) or unreadable key files.
 int WorkerCommand(const WorkerArgs& args);
 
 }  // namespace surge::worker

@@ -1,5 +1,6 @@
 #include "worker/http/api_key.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -53,6 +54,22 @@ absl::StatusOr<std::string> LoadApiKey(const surge::v1::TargetConfig& target) {
     return absl::InvalidArgumentError("OPENAI_API_KEY holds control characters");
   }
   return key;
+}
+
+void RedactApiKey(std::string* text, const std::string& api_key) {
+  if (api_key.empty() || text->empty()) return;
+  for (size_t at = text->find(api_key); at != std::string::npos;
+       at = text->find(api_key, at + std::strlen(kRedactedApiKey))) {
+    text->replace(at, api_key.size(), kRedactedApiKey);
+  }
+  // A quote cut by a length limit leaves the key's first characters at the end.
+  constexpr size_t kMinTail = 4;
+  for (size_t n = std::min(api_key.size() - 1, text->size()); n >= kMinTail; --n) {
+    if (text->compare(text->size() - n, n, api_key, 0, n) == 0) {
+      text->replace(text->size() - n, n, kRedactedApiKey);
+      break;
+    }
+  }
 }
 
 }  // namespace surge::worker

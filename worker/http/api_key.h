@@ -20,6 +20,16 @@ namespace surge::worker {
 // no message ever quotes the key.
 absl::StatusOr<std::string> LoadApiKey(const surge::v1::TargetConfig& target);
 
+// What an API key is replaced with in texts surge keeps.
+inline constexpr const char* kRedactedApiKey = "[API key redacted]";
+
+// Removes `api_key` from `text` (in place) before it is logged or recorded:
+// servers quote a rejected key back ("Incorrect API key provided: sk-...").
+// Every occurrence becomes kRedactedApiKey, and so does a tail of `text`
+// that is the first 4 or more characters of the key (a quote cut short by a
+// length limit). No-op for an empty key.
+void RedactApiKey(std::string* text, const std::string& api_key);
+
 }  // namespace surge::worker
 
 #endif  // SURGE_WORKER_HTTP_API_KEY_H_

@@ -207,8 +207,8 @@ std::string HeaderBlock(const ParsedUrl& url, bool stream, const std::string& ap
 class BeastRequestSender::Impl {
  public:
   Impl(Clock& clock, ParsedUrl url, std::string target_path, ApiKind kind, std::string model,
-       bool stream, double timeout_s, std::string header_block, nlohmann::json extra_body,
-       std::shared_ptr<net::ssl::context> tls_context, bool verify_peer,
+       bool stream, double timeout_s, std::string header_block, std::string api_key,
+       nlohmann::json extra_body, std::shared_ptr<net::ssl::context> tls_context, bool verify_peer,
        tcp::resolver::results_type eps, int io_threads)
       : clock_(clock),
         url_(std::move(url)),
@@ -218,6 +218,7 @@ class BeastRequestSender::Impl {
         stream_(stream),
         timeout_s_(timeout_s),
         header_block_(std::move(header_block)),
+        api_key_(std::move(api_key)),
         extra_body_(std::move(extra_body)),
         tls_context_(std::move(tls_context)),
         verify_peer_(verify_peer),
@@ -456,6 +457,9 @@ class BeastRequestSender::Impl {
     // Every error text quotes something from outside (a body, a TLS or
     // system message): it must be valid UTF-8 to travel in a proto string.
     MakeValidUtf8(record.mutable_error());
+    // ... and never the API key, which servers quote back when they reject
+    // it (R-REQ-1).
+    RedactApiKey(record.mutable_error(), api_key_);
     SendCallback callback = std::move(st->on_done);
     // Retire first, so inflight() already excludes this request inside and
     // after its callback. Shutdown still waits for a running callback: it
@@ -899,7 +903,10 @@ class BeastRequestSender::Impl {
     if (!ok_status) {
       metrics.FillRecord(estimated_input, record);
       record.set_status(surge::v1::FAILED);
-      record.set_error(absl::StrCat("http_", status, ": ", ToValidUtf8(body, kErrorBodyChars)));
+      // Redacted before it is cut short, so no piece of the key survives.
+      std::string quoted = body;
+      RedactApiKey(&quoted, api_key_);
+      record.set_error(absl::StrCat("http_", status, ": ", ToValidUtf8(quoted, kErrorBodyChars)));
       co_return keep_alive;
     }
     if (sse) {
@@ -951,6 +958,7 @@ class BeastRequestSender::Impl {
   const double timeout_s_;
   // Every header line but Content-Length; holds the API key: never log it.
   const std::string header_block_;
+  const std::string api_key_;  // "" = none; only to redact it from error texts
   const nlohmann::json extra_body_;                       // null: none
   const std::shared_ptr<net::ssl::context> tls_context_;  // null for http
   const bool verify_peer_;
@@ -1030,10 +1038,11 @@ absl::StatusOr<std::unique_ptr<BeastRequestSender>> BeastRequestSender::Create(
   const ApiKind kind = ApiKindForEndpoint(endpoint);
   const std::string target_path = url->path_prefix + endpoint;
   const bool verify_peer = !target.insecure_skip_verify();
-  auto impl = std::make_unique<Impl>(
-      clock, *std::move(url), target_path, kind, target.model(), target.stream(),
-      target.request_timeout_s(), std::move(header_block), *std::move(extra_body),
-      std::move(tls_context), verify_peer, std::move(endpoints), io_threads);
+  auto impl =
+      std::make_unique<Impl>(clock, *std::move(url), target_path, kind, target.model(),
+                             target.stream(), target.request_timeout_s(), std::move(header_block),
+                             *std::move(api_key), *std::move(extra_body), std::move(tls_context),
+                             verify_peer, std::move(endpoints), io_threads);
   return std::unique_ptr<BeastRequestSender>(new BeastRequestSender(std::move(impl)));
 }
 

@@ -176,6 +176,9 @@ absl::StatusOr<ModelsGet> GetModels(const surge::v1::TargetConfig& target,
   } catch (const std::exception& e) {
     return absl::UnavailableError(absl::StrCat("cannot reach ", get.models_url, ": ", e.what()));
   }
+  // The answer is quoted in error messages; a server may quote the key.
+  RedactApiKey(&get.exchange.body, spec.api_key);
+  RedactApiKey(&get.exchange.error, spec.api_key);
   return get;
 }
 

@@ -375,5 +375,30 @@ TEST(ExtraRequestFieldsTest, BadHeadersAndBodiesAreRejectedByName) {
   }
 }
 
+// Servers quote a rejected key back; what surge keeps never holds it
+// (R-REQ-1, issue 7 item 5).
+TEST(RedactApiKeyTest, EveryOccurrenceAndACutOffTailAreReplaced) {
+  const std::string key = "sk-secret-0123456789";
+  std::string text = "Incorrect API key provided: sk-secret-0123456789 (sk-secret-0123456789)";
+  RedactApiKey(&text, key);
+  EXPECT_EQ(text, "Incorrect API key provided: [API key redacted] ([API key redacted])");
+  // A quote cut short by a length limit: the key's first characters at the end.
+  std::string cut = "http_401: {\"message\":\"bad key sk-secr";
+  RedactApiKey(&cut, key);
+  EXPECT_EQ(cut, "http_401: {\"message\":\"bad key [API key redacted]");
+  // Three characters are too few to stand for the key (and are common text).
+  std::string short_tail = "expected sk-";
+  RedactApiKey(&short_tail, key);
+  EXPECT_EQ(short_tail, "expected sk-");
+  // No key: nothing to redact.
+  std::string untouched = "sk-secret-0123456789";
+  RedactApiKey(&untouched, "");
+  EXPECT_EQ(untouched, "sk-secret-0123456789");
+  // A key that contains the mask text cannot loop forever.
+  std::string odd = "x [API key redacted] y";
+  RedactApiKey(&odd, "[API key redacted]");
+  EXPECT_EQ(odd, "x [API key redacted] y");
+}
+
 }  // namespace
 }  // namespace surge::worker
