@@ -30,6 +30,15 @@ surge::v1::RunConfig DefaultRunConfig();
 // unreadable file, YAML syntax with its line).
 absl::Status LoadYamlConfig(const std::string& path, surge::v1::RunConfig* config);
 
+// Applies the options that imply another, as vLLM does: a synthetic dataset
+// with no random_len_dist and exactly one distribution parameter given
+// (random_range_ratio > 0 → "uniform", random_len_stddev > 0 → "gaussian",
+// random_zipf_s present → "zipf") gets that distribution. Returns one
+// sentence per change (for an INFO line). Parameters of two distributions,
+// or one contradicting a named distribution, are left for
+// ValidateRunConfig to refuse.
+std::vector<std::string> ApplyImpliedOptions(surge::v1::RunConfig* config);
+
 // Checks every field against its valid set (R-CFG-1). Errors:
 // INVALID_ARGUMENT listing every problem, one per line, as
 // "<field path> = <value>: <what is allowed>".
