@@ -153,11 +153,13 @@ int Main(int argc, char** argv) {
   }
 
   if (*run || *plan) {
-    auto config = (*run ? run_options : plan_options).Resolve();
+    const auto& options = *run ? run_options : plan_options;
+    auto config = options.Resolve();
     if (!config.ok()) {
       std::cerr << "surge: " << config.status().message() << "\n";
       return surge::coordinator::kExitConfigError;
     }
+    for (const std::string& note : options.notes()) surge::LogInfo(note);
     if (*plan) return surge::coordinator::PlanCommand(*config);
     return surge::coordinator::RunCommand(*config, SelfExe(argv[0]));
   }

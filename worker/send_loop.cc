@@ -135,21 +135,28 @@ void SendLoop::Release(surge::v1::Assignment assignment, int64_t released_local_
     std::lock_guard<std::mutex> lock(mu_);
     t0 = t0_local_ns_;
   }
-  // R-REQ-2: wait for a free slot; the wait is recorded as blocked time and
-  // shows up as lateness, the schedule itself is not reshaped.
-  int64_t blocked_ns = 0;
+  // R-REQ-2: wait for a free slot; the schedule itself is not reshaped.
+  // blocked_ns is the whole time from the planned send to the slot for every
+  // request the cap held back: one that waited here itself, and one that
+  // fell due while the pacer was waiting here for an earlier request (it was
+  // queued behind the held-back one). So lateness = blocked + the pacer's and
+  // sender's own delay after the slot.
+  const int64_t deadline_ns = t0 + assignment.offset_ns();
+  bool held_back = deadline_ns < last_gate_wait_end_ns_;
   if (options_.max_inflight > 0 && sender_.inflight() >= options_.max_inflight) {
-    const Clock::TimePoint start = clock_.Now();
     while (sender_.inflight() >= options_.max_inflight && !stop_.load()) {
       clock_.SleepUntilCoarse(clock_.Now() + std::chrono::microseconds(100));
     }
-    blocked_ns = ToNanos(clock_.Now()) - ToNanos(start);
     if (stop_.load()) {  // stopped while held back: it was never sent
       std::lock_guard<std::mutex> lock(mu_);
       PushHeap(ready_, std::move(assignment));
       return;
     }
+    held_back = true;
+    last_gate_wait_end_ns_ = ToNanos(clock_.Now());
   }
+  const int64_t blocked_ns =
+      held_back ? std::max<int64_t>(0, ToNanos(clock_.Now()) - deadline_ns) : 0;
   released_.fetch_add(1);
   const int32_t worker = options_.worker_index;
   const int64_t planned_ns = assignment.offset_ns();

@@ -23,7 +23,9 @@ struct SendLoopOptions {
   // Worker index written into every record.
   int32_t worker_index = 0;
   // Requests this worker may have in flight; 0 = no cap (R-REQ-2). A request
-  // held back by the cap is sent late; its blocked_ns and lateness show it.
+  // held back by the cap (waiting for a slot itself, or due while the pacer
+  // waited for a slot for an earlier one) is sent late; its blocked_ns is the
+  // time from its planned send to the slot, and its lateness shows it.
   uint32_t max_inflight = 0;
   // Longest coarse sleep between checks for new work or a stop, so an early
   // assignment or Stop() is seen within this time.
@@ -100,6 +102,10 @@ class SendLoop {
   std::atomic<int64_t> lease_expiry_ns_{INT64_MAX};
   std::atomic<int64_t> horizon_ns_{0};
   std::atomic<uint64_t> released_{0};
+  // Local steady ns at which the pacer last got a slot after waiting at the
+  // concurrency gate; a request due before then was held back. Pacer thread
+  // only.
+  int64_t last_gate_wait_end_ns_ = INT64_MIN;
 };
 
 }  // namespace surge::worker

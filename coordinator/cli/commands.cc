@@ -87,11 +87,12 @@ std::string HumanBytes(double bytes) {
 // R-PLOT-0 said aloud: why a plan in instant mode has no expected page.
 std::string InstantModeNoExpectedPage(const ResolvedTraffic& traffic) {
   return absl::StrFormat(
-      "expected page: none: no expected page is written because the target rate %g RPS is below "
-      "0.1 (instant mode, R-PLOT-0: every request is planned at once, there is no planned rate to "
-      "draw); give --request-rate 0.1 or more (or an active ramp-up) for one. The actual page is "
-      "written after the run.",
-      traffic.target_rate_rps);
+      "expected page: none: no expected page is written because %s (instant mode, R-PLOT-0: "
+      "every request is planned at once, there is no planned rate to draw); give --request-rate "
+      "0.1 or more (or an active ramp-up) for one. The actual page is written after the run.",
+      std::isinf(traffic.target_rate_rps)
+          ? std::string("request_rate is inf (all at once)")
+          : absl::StrFormat("the target rate %g RPS is below 0.1", traffic.target_rate_rps));
 }
 
 // Plan, folder, plan CSV, configuration and the expected page. Returns the
@@ -106,7 +107,9 @@ absl::StatusOr<Prepared> Prepare(const RunConfig& config, const std::string& mod
     *exit_code = kExitFailure;
     return s;
   }
-  for (const std::string& w : ConfigWarnings(config)) LogWarning(w);
+  // From `saved`: its base_url is empty when the built-in server serves the
+  // run (whose sim_* options then count), as the user gave it.
+  for (const std::string& w : ConfigWarnings(saved)) LogWarning(w);
   // Trace replay (docs/DATASETS.md): the trace's timestamps replace the
   // generated schedule, so the traffic keys are ignored, with one warning.
   const bool replay = config.dataset().trace_replay();
@@ -136,13 +139,15 @@ absl::StatusOr<Prepared> Prepare(const RunConfig& config, const std::string& mod
     for (const auto& w : traffic.warnings) LogWarning(w);  // R-RAMP: one warning
     if (traffic.instant) {
       // R-INST is the seed's rule, but never silent: say how many go at once.
-      LogWarning(
-          absl::StrCat("request_rate ", traffic.request_rate_rps, " < ", kInstantModeBelowRps,
-                       ": instant mode, all ", config.num_prompts(), " requests are sent at once",
-                       config.max_concurrency() > 0
-                           ? absl::StrCat(" (at most ", config.max_concurrency(), " in flight)")
-                           : std::string(),
-                       "; give --request-rate (>= 0.1) or a ramp-up for paced traffic"));
+      LogWarning(absl::StrCat(
+          "request_rate ", traffic.request_rate_rps,
+          std::isinf(traffic.request_rate_rps) ? std::string()
+                                               : absl::StrCat(" < ", kInstantModeBelowRps),
+          ": instant mode, all ", config.num_prompts(), " requests are sent at once",
+          config.max_concurrency() > 0
+              ? absl::StrCat(" (at most ", config.max_concurrency(), " in flight)")
+              : std::string(),
+          "; give --request-rate (>= 0.1) or a ramp-up for paced traffic"));
     }
   }
   const uint64_t n = config.num_prompts();
@@ -489,7 +494,10 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe) {
       {"seed", config.seed()},
       {"dataset", p.dataset},
       {"num_prompts", config.num_prompts()},
-      {"target_rate_rps", p.plan.traffic.target_rate_rps},
+      // JSON has no infinity: request_rate inf is written "inf".
+      {"target_rate_rps", std::isinf(p.plan.traffic.target_rate_rps)
+                              ? nlohmann::json("inf")
+                              : nlohmann::json(p.plan.traffic.target_rate_rps)},
       {"burstiness", p.plan.traffic.burstiness},
       {"ramp_up_active", p.plan.traffic.ramp_active},
       {"ramp_up_strategy", std::string(RampStrategyTitle(p.plan.traffic.strategy))},

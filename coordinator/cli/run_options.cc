@@ -45,8 +45,9 @@ uint32_t U32(const std::string& s) { return static_cast<uint32_t>(std::min<uint6
 const std::vector<Flag>& Flags() {
   static const auto* flags = new std::vector<Flag>{
       {"request-rate", "request_rate", Kind::kNumber,
-       "Target rate, requests/s (>= 0). Below 0.1 without ramp-up: all requests at once "
-       "(instant mode). Default 0.",
+       "Target rate, requests/s (>= 0), or inf. Below 0.1 or inf without ramp-up: all "
+       "requests at once (instant mode; with --max-concurrency N, vLLM's closed loop of N in "
+       "flight). Default 0.",
        [](RunConfig* c, const std::string& v) { c->set_request_rate(D(v)); }},
       {"burstiness", "traffic_cfg.burstiness", Kind::kNumber,
        "Gamma shape β of the intervals: 0 fixed (default, as AISBench), 1 Poisson (vLLM's "
@@ -117,17 +118,20 @@ const std::vector<Flag>& Flags() {
        "Synthetic lengths per request: fixed (default), uniform, gaussian or zipf.",
        [](RunConfig* c, const std::string& v) { c->mutable_dataset()->set_random_len_dist(v); }},
       {"random-range-ratio", "random_range_ratio", Kind::kNumber,
-       "uniform: lengths in [len*(1-r), len*(1+r)], 0 <= r < 1 (default 0).",
+       "uniform: lengths in [len*(1-r), len*(1+r)], 0 <= r < 1 (default 0); without "
+       "--random-len-dist it implies uniform.",
        [](RunConfig* c, const std::string& v) {
          c->mutable_dataset()->set_random_range_ratio(D(v));
        }},
       {"random-len-stddev", "random_len_stddev", Kind::kNumber,
-       "gaussian: standard deviation of both lengths, tokens (default 0).",
+       "gaussian: standard deviation of both lengths, tokens (default 0); without "
+       "--random-len-dist it implies gaussian.",
        [](RunConfig* c, const std::string& v) {
          c->mutable_dataset()->set_random_len_stddev(D(v));
        }},
       {"random-zipf-s", "random_zipf_s", Kind::kNumber,
-       "zipf: exponent s > 0 of P(k) ~ k^-s over k = 1..2*len (default 1).",
+       "zipf: exponent s > 0 of P(k) ~ k^-s over k = 1..2*len (default 1); without "
+       "--random-len-dist it implies zipf.",
        [](RunConfig* c, const std::string& v) { c->mutable_dataset()->set_random_zipf_s(D(v)); }},
       {"trace-replay", "trace_replay", Kind::kSwitch,
        "mooncake: send each request at the trace's timestamp instead of the generated "
@@ -363,6 +367,8 @@ absl::StatusOr<RunConfig> RunOptions::Resolve() const {
     if (ok) f.set(&config, text);
   }
   add_status(ParseGoodput(goodput_, config.mutable_goodput()));
+  // vLLM's rule: a distribution's parameter given alone names it.
+  notes_ = ApplyImpliedOptions(&config);
   // Range checks on everything that did parse (values that did not keep
   // their defaults, so they add no second, misleading line).
   add_status(ValidateRunConfig(config));

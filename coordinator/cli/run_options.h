@@ -24,7 +24,12 @@ class RunOptions {
   // Defaults ← --config file ← flags; then validation. Errors:
   // INVALID_ARGUMENT with every problem, each naming the field path, the
   // value and what is allowed.
+  // Options that imply another (ApplyImpliedOptions: a range ratio without
+  // a distribution means uniform) are applied before validation; each
+  // such change is one line in notes().
   absl::StatusOr<surge::v1::RunConfig> Resolve() const;
+  // What the last Resolve() changed by implication, one sentence each.
+  const std::vector<std::string>& notes() const { return notes_; }
 
  private:
   CLI::App* command_ = nullptr;
@@ -33,6 +38,7 @@ class RunOptions {
   std::vector<std::string> goodput_;
   // flag name without dashes → (option, value)
   std::map<std::string, std::pair<CLI::Option*, std::string>> values_;
+  mutable std::vector<std::string> notes_;
 };
 
 // Parses --goodput values (vLLM's syntax): each value holds one or more

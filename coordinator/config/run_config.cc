@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <map>
 #include <vector>
 
@@ -113,6 +114,18 @@ std::string Show(const YAML::Node& node) {
 // Typed readers: on a wrong type they record an error naming the field.
 bool ReadDouble(const YAML::Node& node, const std::string& field, Errors& errors, double* out) {
   double v;
+  // YAML's own spellings of infinity (`request_rate: .inf`, R-INST); "inf"
+  // and "infinity" are read by SimpleAtod. Each field's validator says
+  // whether an infinite value is allowed.
+  const std::string lower = node.IsScalar() ? absl::AsciiStrToLower(node.Scalar()) : "";
+  if (lower == ".inf" || lower == "+.inf") {
+    *out = std::numeric_limits<double>::infinity();
+    return true;
+  }
+  if (lower == "-.inf") {
+    *out = -std::numeric_limits<double>::infinity();
+    return true;
+  }
   if (!node.IsScalar() || !absl::SimpleAtod(node.Scalar(), &v)) {
     errors.Add(field, Show(node), "must be a number");
     return false;
@@ -495,6 +508,25 @@ std::string Errors::AllowedKeysLine() {
 
 std::string Num(double v) { return absl::StrCat(v); }
 
+// The synthetic length parameters set to something other than "not given":
+// random_range_ratio > 0, random_len_stddev > 0, random_zipf_s present.
+std::vector<std::string> LengthParametersGiven(const surge::v1::DatasetConfig& d) {
+  std::vector<std::string> given;
+  if (d.random_range_ratio() != 0) given.push_back("random_range_ratio");
+  if (d.random_len_stddev() != 0) given.push_back("random_len_stddev");
+  if (d.has_random_zipf_s()) given.push_back("random_zipf_s");
+  return given;
+}
+
+bool IsSynthetic(const surge::v1::DatasetConfig& d) {
+  return d.dataset_name() == "synthetic" || d.dataset_name() == "random";
+}
+
+// True for an https base_url (the TLS options' only use).
+bool IsHttps(const surge::v1::TargetConfig& target) {
+  return absl::StartsWithIgnoreCase(target.base_url(), "https://");
+}
+
 }  // namespace
 
 RunConfig DefaultRunConfig() {
@@ -510,14 +542,28 @@ RunConfig DefaultRunConfig() {
   c.mutable_dataset()->set_dataset_name("synthetic");
   c.mutable_dataset()->set_random_input_len(1024);
   c.mutable_dataset()->set_random_output_len(128);
-  c.mutable_dataset()->set_random_len_dist("fixed");
-  c.mutable_dataset()->set_random_zipf_s(1.0);
-  c.mutable_dataset()->set_trace_time_scale(1.0);
   c.mutable_sim_server()->set_ttft_ms(20);
   c.mutable_sim_server()->set_itl_ms(2);
   c.mutable_sim_server()->set_fault_after_tokens(1);
   c.mutable_sim_server()->set_fault_stall_ms(1000);
   return c;
+}
+
+std::vector<std::string> ApplyImpliedOptions(RunConfig* config) {
+  std::vector<std::string> notes;
+  auto* d = config->mutable_dataset();
+  if (!IsSynthetic(*d) || !d->random_len_dist().empty()) return notes;
+  const std::vector<std::string> given = LengthParametersGiven(*d);
+  if (given.size() != 1) return notes;  // none, or ambiguous (refused by validation)
+  const std::string dist = given[0] == "random_range_ratio"  ? "uniform"
+                           : given[0] == "random_len_stddev" ? "gaussian"
+                                                             : "zipf";
+  d->set_random_len_dist(dist);
+  std::string flag = given[0];
+  for (char& ch : flag) ch = ch == '_' ? '-' : ch;
+  notes.push_back(absl::StrCat("--", flag, " implies --random-len-dist ", dist,
+                               " (no distribution was named)"));
+  return notes;
 }
 
 absl::Status LoadYamlConfig(const std::string& given_path, RunConfig* config) {
@@ -608,7 +654,13 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
       errors.Add(field, Num(v), absl::StrCat("must be a finite number >= 0 (flag ", flag, ")"));
     }
   };
-  non_negative("request_rate", "--request-rate", c.request_rate());
+  // request_rate: a finite rate >= 0, or +inf (vLLM's "all at once": instant
+  // mode, R-INST).
+  if (std::isnan(c.request_rate()) || c.request_rate() < 0) {
+    errors.Add("request_rate", Num(c.request_rate()),
+               "must be a number >= 0, or inf for all requests at once (instant mode) "
+               "(flag --request-rate)");
+  }
   const auto& t = c.traffic_cfg();
   non_negative("traffic_cfg.burstiness", "--burstiness", t.burstiness());
   if (t.has_ramp_up_start_rps()) {
@@ -741,6 +793,37 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
     errors.Add("random_zipf_s", Num(d.random_zipf_s()),
                "must be a finite number > 0 (flag --random-zipf-s)");
   }
+  // A distribution's parameter with another distribution named explicitly:
+  // which one was meant is unclear, so it is refused (given alone, the
+  // parameter implies its distribution: ApplyImpliedOptions).
+  const bool synthetic_set = name == "synthetic" || name == "random";
+  if (synthetic_set && (dist.empty() || dist == "fixed" || dist == "uniform" ||
+                        dist == "gaussian" || dist == "zipf")) {
+    std::vector<std::string> given = LengthParametersGiven(d);
+    if (dist.empty() && given.size() > 1) {
+      errors.Add("random_len_dist", "\"\"",
+                 absl::StrCat("parameters of different distributions are given (",
+                              absl::StrJoin(given, ", "),
+                              "); name the one meant (flag --random-len-dist)"));
+    }
+    for (const auto& [param, owner] :
+         std::vector<std::pair<std::string, std::string>>{{"random_range_ratio", "uniform"},
+                                                          {"random_len_stddev", "gaussian"},
+                                                          {"random_zipf_s", "zipf"}}) {
+      if (!dist.empty() && dist != owner &&
+          std::find(given.begin(), given.end(), param) != given.end()) {
+        std::string flag = param;
+        for (char& ch : flag) ch = ch == '_' ? '-' : ch;
+        const double v = param == "random_range_ratio"  ? d.random_range_ratio()
+                         : param == "random_len_stddev" ? d.random_len_stddev()
+                                                        : d.random_zipf_s();
+        errors.Add(
+            param, Num(v),
+            absl::StrCat("only shapes the ", owner, " distribution, but random_len_dist is \"",
+                         dist, "\"; give --random-len-dist ", owner, " or drop --", flag));
+      }
+    }
+  }
   if (d.trace_replay() && name != "mooncake") {
     errors.Add("trace_replay", "true",
                absl::StrCat("only the \"mooncake\" dataset has timestamps to replay, not \"",
@@ -846,6 +929,77 @@ std::vector<std::string> ConfigWarnings(const RunConfig& c) {
       }
     }
   }
+  // Options that have no effect in this run (docs/DESIGN.md "No option is
+  // silently ignored"): warned, the run goes on, and run_config.json leaves
+  // them out (SavedConfigJson).
+  const auto& d = c.dataset();
+  const auto& t = c.traffic_cfg();
+  const bool replay = d.trace_replay();
+  const std::string& strategy = t.ramp_up_strategy();
+  if (!replay && (strategy.empty() || strategy == "none")) {
+    std::vector<std::string> rates;
+    if (t.has_ramp_up_start_rps()) rates.push_back("traffic_cfg.ramp_up_start_rps");
+    if (t.has_ramp_up_end_rps()) rates.push_back("traffic_cfg.ramp_up_end_rps");
+    if (!rates.empty()) {
+      warnings.push_back(absl::StrCat(absl::StrJoin(rates, " and "),
+                                      " ignored: no ramp-up strategy is given (flag "
+                                      "--ramp-up-strategy linear or exponential)"));
+    }
+  }
+  if (!replay && t.burstiness() != 0) {
+    const ResolvedTraffic traffic = ResolveTraffic(c);
+    if (traffic.instant) {
+      warnings.push_back(absl::StrCat("traffic_cfg.burstiness ", t.burstiness(),
+                                      " ignored: in instant mode every request is due at once "
+                                      "(flags --burstiness, --request-rate)"));
+    }
+  }
+  if (!replay && d.has_trace_time_scale()) {
+    warnings.push_back(absl::StrCat("trace_time_scale ", d.trace_time_scale(),
+                                    " ignored: it scales a trace replay only (flags "
+                                    "--trace-time-scale, --trace-replay)"));
+  }
+  if (!IsSynthetic(d)) {
+    std::vector<std::string> keys = LengthParametersGiven(d);
+    if (!d.random_len_dist().empty()) keys.insert(keys.begin(), "random_len_dist");
+    if (!keys.empty()) {
+      warnings.push_back(absl::StrCat(
+          absl::StrJoin(keys, ", "),
+          " ignored: only synthetic prompts have a length distribution, not dataset \"",
+          d.dataset_name(), "\" (flag --dataset-name)"));
+    }
+  }
+  if (!IsHttps(target)) {
+    std::vector<std::string> keys;
+    if (!target.ca_cert_path().empty()) keys.push_back("ca_cert_path");
+    if (target.insecure_skip_verify()) keys.push_back("insecure_skip_verify");
+    if (!keys.empty()) {
+      warnings.push_back(absl::StrCat(
+          absl::StrJoin(keys, " and "), " ignored: the server is reached over plain http (",
+          target.base_url().empty() ? std::string("the built-in server") : target.base_url(),
+          "), TLS options apply to an https base_url only (flags --ca-cert, --insecure)"));
+    }
+  }
+  if (!target.base_url().empty()) {
+    const auto& sim = c.sim_server();
+    const auto defaults = DefaultRunConfig().sim_server();
+    std::vector<std::string> keys;
+    if (sim.ttft_ms() != defaults.ttft_ms()) keys.push_back("sim_ttft_ms");
+    if (sim.itl_ms() != defaults.itl_ms()) keys.push_back("sim_itl_ms");
+    for (const auto& [key, fraction] : SimFaultFractions(sim)) {
+      if (fraction != 0) keys.push_back(key);
+    }
+    if (sim.fault_after_tokens() != defaults.fault_after_tokens()) {
+      keys.push_back("sim_fault_after_tokens");
+    }
+    if (sim.fault_stall_ms() != defaults.fault_stall_ms()) keys.push_back("sim_fault_stall_ms");
+    if (sim.fault_seed() != defaults.fault_seed()) keys.push_back("sim_fault_seed");
+    if (!keys.empty()) {
+      warnings.push_back(absl::StrCat(
+          absl::StrJoin(keys, ", "), " ignored: they set up the built-in server, and base_url ",
+          target.base_url(), " is used instead (flags --sim-*, --base-url)"));
+    }
+  }
   return warnings;
 }
 
@@ -870,16 +1024,26 @@ std::string SavedConfigJson(const RunConfig& c, std::vector<std::string>* left_o
   const bool strategy_set = !strategy.empty() && strategy != "none";
   // Traffic keys (SPEC §2); none for a trace replay, whose timestamps set
   // the schedule. request_rate has no effect under an active ramp (R-TGT).
+  // An inactive ramp's keys had no effect (R-RAMP: request_rate was used),
+  // nor has burstiness in instant mode (R-INST: every offset is 0).
   if (!replay) {
-    if (!ResolveTraffic(c).ramp_active) j["request_rate"] = c.request_rate();
-    nlohmann::ordered_json traffic;
-    traffic["burstiness"] = t.burstiness();
-    if (strategy_set) {
-      traffic["ramp_up_strategy"] = strategy;
-      if (t.has_ramp_up_start_rps()) traffic["ramp_up_start_rps"] = t.ramp_up_start_rps();
-      if (t.has_ramp_up_end_rps()) traffic["ramp_up_end_rps"] = t.ramp_up_end_rps();
+    const ResolvedTraffic traffic_used = ResolveTraffic(c);
+    if (!traffic_used.ramp_active) {
+      // JSON has no infinity: vLLM's "inf", which --config reads back.
+      if (std::isinf(c.request_rate())) {
+        j["request_rate"] = "inf";
+      } else {
+        j["request_rate"] = c.request_rate();
+      }
     }
-    j["traffic_cfg"] = traffic;
+    nlohmann::ordered_json traffic = nlohmann::ordered_json::object();
+    if (!traffic_used.instant) traffic["burstiness"] = t.burstiness();
+    if (strategy_set && traffic_used.ramp_active) {
+      traffic["ramp_up_strategy"] = strategy;
+      traffic["ramp_up_start_rps"] = t.ramp_up_start_rps();
+      traffic["ramp_up_end_rps"] = t.ramp_up_end_rps();
+    }
+    if (!traffic.empty()) j["traffic_cfg"] = traffic;
   }
   j["num_prompts"] = c.num_prompts();
   j["seed"] = c.seed();
@@ -894,8 +1058,8 @@ std::string SavedConfigJson(const RunConfig& c, std::vector<std::string>* left_o
   j["endpoint"] = target.endpoint();
   j["stream"] = target.stream();
   j["request_timeout_s"] = target.request_timeout_s();
-  if (!target.ca_cert_path().empty()) j["ca_cert_path"] = target.ca_cert_path();
-  if (target.insecure_skip_verify()) j["insecure_skip_verify"] = true;
+  if (IsHttps(target) && !target.ca_cert_path().empty()) j["ca_cert_path"] = target.ca_cert_path();
+  if (IsHttps(target) && target.insecure_skip_verify()) j["insecure_skip_verify"] = true;
   // The key file's path only; the key itself is never in a configuration.
   if (!target.api_key_file().empty()) j["api_key_file"] = target.api_key_file();
   nlohmann::ordered_json headers = nlohmann::ordered_json::array();
@@ -913,7 +1077,8 @@ std::string SavedConfigJson(const RunConfig& c, std::vector<std::string>* left_o
   if (!d.dataset_path().empty()) j["dataset_path"] = d.dataset_path();
   const bool synthetic = d.dataset_name() == "synthetic" || d.dataset_name() == "random";
   if (synthetic) j["random_input_len"] = d.random_input_len();
-  j["random_output_len"] = d.random_output_len();
+  // A Mooncake trace gives every request's output length itself.
+  if (d.dataset_name() != "mooncake") j["random_output_len"] = d.random_output_len();
   if (synthetic) {
     const std::string& dist = d.random_len_dist();
     j["random_len_dist"] = dist.empty() ? std::string("fixed") : dist;

@@ -30,6 +30,15 @@ surge::v1::RunConfig DefaultRunConfig();
 // unreadable file, YAML syntax with its line).
 absl::Status LoadYamlConfig(const std::string& path, surge::v1::RunConfig* config);
 
+// Applies the options that imply another, as vLLM does: a synthetic dataset
+// with no random_len_dist and exactly one distribution parameter given
+// (random_range_ratio > 0 → "uniform", random_len_stddev > 0 → "gaussian",
+// random_zipf_s present → "zipf") gets that distribution. Returns one
+// sentence per change (for an INFO line). Parameters of two distributions,
+// or one contradicting a named distribution, are left for
+// ValidateRunConfig to refuse.
+std::vector<std::string> ApplyImpliedOptions(surge::v1::RunConfig* config);
+
 // Checks every field against its valid set (R-CFG-1). Errors:
 // INVALID_ARGUMENT listing every problem, one per line, as
 // "<field path> = <value>: <what is allowed>".
@@ -51,16 +60,23 @@ std::string ForeignNameHint(std::string_view name);
 // endpoint starts with ("/v1" + "/v1/chat/completions" requests
 // "/v1/v1/chat/completions"; not changed, only warned), and extra_body_json
 // overriding max_tokens / max_completion_tokens or dropping
-// stream_options.include_usage.
+// stream_options.include_usage; and every option that has no effect in this
+// run, naming its flags: ramp rates without a strategy, burstiness in instant
+// mode, trace_time_scale without trace_replay, length-distribution options
+// with a file dataset, ca_cert_path / insecure_skip_verify without an https
+// base_url, sim_* options (changed from their defaults) with a base_url.
 std::vector<std::string> ConfigWarnings(const surge::v1::RunConfig& config);
 
 // The configuration as `--config` reads it back (flat AISBench keys plus the
 // traffic_cfg and goodput mappings; JSON, which is YAML), so that
 // `--config run_config.json` reproduces the run and its plan byte for byte.
 // Keys that had no effect are left out: request_rate under an active ramp,
-// the traffic keys in a trace replay, ramp rates without a strategy, the
-// synthetic length keys for file datasets, the built-in server's keys when a
-// base_url is given. Never holds a secret: no API key (only api_key_file's
+// the traffic keys in a trace replay, the ramp keys of an absent or inactive
+// ramp, burstiness in instant mode, the synthetic length keys for file
+// datasets (random_output_len too for Mooncake), the other distributions'
+// parameters, trace_time_scale without replay, the TLS keys without https,
+// the built-in server's keys when a base_url is given. request_rate +inf is
+// written "inf" (JSON has no infinity; LoadYamlConfig reads it back). Never holds a secret: no API key (only api_key_file's
 // path), and headers whose name suggests a credential (auth, key, token,
 // secret, cookie, password) are left out, their names appended to
 // `left_out` (may be null).

@@ -1,5 +1,7 @@
 #include "coordinator/plan/traffic.h"
 
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 
 namespace surge::coordinator {
@@ -58,7 +60,8 @@ ResolvedTraffic ResolveTraffic(const surge::v1::RunConfig& config) {
   }
   // R-TGT and R-INST.
   t.target_rate_rps = t.ramp_active ? t.ramp_end_rps : t.request_rate_rps;
-  t.instant = t.target_rate_rps < kInstantModeBelowRps;
+  // request_rate inf is vLLM's spelling of "all at once": the same mode.
+  t.instant = t.target_rate_rps < kInstantModeBelowRps || std::isinf(t.target_rate_rps);
   return t;
 }
 
@@ -77,8 +80,10 @@ absl::Status CheckTraffic(const ResolvedTraffic& t, uint64_t num_requests) {
   return absl::InvalidArgumentError(absl::StrCat(
       "invalid configuration:\n  ", t.ramp_inactive_field, " = ", value,
       ": ramp-up is inactive because ", t.ramp_inactive_reason,
-      ", and the fallback request_rate = ", t.request_rate_rps, " is below ", kInstantModeBelowRps,
-      " RPS, so all ", num_requests,
+      ", and the fallback request_rate = ", t.request_rate_rps,
+      std::isinf(t.request_rate_rps) ? absl::StrCat(" means all at once")
+                                     : absl::StrCat(" is below ", kInstantModeBelowRps, " RPS"),
+      ", so all ", num_requests,
       " requests would be sent at once (instant mode); make the ramp valid (start > 0, "
       "end > 0.1, end >= start; flags --ramp-up-start-rps, --ramp-up-end-rps) or give "
       "request_rate >= 0.1 (flag --request-rate)"));

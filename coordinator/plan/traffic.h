@@ -14,7 +14,8 @@ namespace surge::coordinator {
 
 enum class RampStrategy { kNone, kLinear, kExponential };
 
-// Below this target rate (requests/s) a run is in instant mode (R-INST).
+// Below this target rate (requests/s) a run is in instant mode (R-INST); so
+// is a request_rate of +inf (vLLM's `--request-rate inf`).
 inline constexpr double kInstantModeBelowRps = 0.1;
 
 struct ResolvedTraffic {
@@ -31,7 +32,7 @@ struct ResolvedTraffic {
   double ramp_end_rps = 0;
   // R-TGT: ramp end when the ramp is active, else request_rate.
   double target_rate_rps = 0;
-  // R-INST: target rate < 0.1.
+  // R-INST: target rate < 0.1, or request_rate +inf.
   bool instant = false;
   // One line per R-RAMP condition that failed for a configured strategy.
   std::vector<std::string> warnings;

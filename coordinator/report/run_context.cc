@@ -1,5 +1,6 @@
 #include "coordinator/report/run_context.h"
 
+#include <cmath>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -54,6 +55,8 @@ PageContext RunContextItems(const surge::v1::RunConfig& config, const ArrivalSch
   if (traffic.trace_replay) {
     rate = absl::StrCat("trace replay: the trace's timestamps (mean ",
                         Rate(traffic.target_rate_rps), ")");
+  } else if (traffic.instant && std::isinf(traffic.target_rate_rps)) {
+    rate = "instant mode: request_rate inf (all at once), every request planned at 0 (R-INST)";
   } else if (traffic.instant) {
     rate = absl::StrCat("instant mode: target rate ", Rate(traffic.target_rate_rps),
                         " < 0.1 RPS, every request planned at 0 (R-INST)");

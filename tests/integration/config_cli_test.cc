@@ -35,6 +35,10 @@ TEST(ConfigRoundTripTest, PlanFromRunConfigJsonIsByteForByteTheSame) {
       "traffic_cfg:\n  burstiness: 2\n  ramp_up_strategy: exponential\n  ramp_up_start_rps: 0.5\n"
       "  ramp_up_end_rps: 40\nnum_prompts: 500\nseed: 123456789012\nmodel: org/m\n"
       "random_len_dist: zipf\nrandom_zipf_s: 1.2\ngoodput: {ttft_ms: 25}\n",
+      // Issue 11 item 7: YAML's .inf is instant mode, saved as "inf".
+      "request_rate: .inf\nnum_prompts: 300\nmax_concurrency: 4\n",
+      // Issue 11 item 6: a range ratio alone is the uniform distribution.
+      "request_rate: 5\nnum_prompts: 300\nrandom_input_len: 64\nrandom_range_ratio: 0.25\n",
   };
   int k = 0;
   for (const std::string& yaml : configs) {
@@ -141,6 +145,49 @@ TEST(ConfigWarningsCliTest, ModelNameAndDoubledV1) {
       RunSurge("plan --extra-body '{\"model\":\"zzz\"}' --output-dir " + out.string());
   EXPECT_EQ(extra.exit_code, 2);
   EXPECT_THAT(extra.output, HasSubstr("must not set \"model\""));
+}
+
+// Issue 11 items 6 and 7 at the command line: `--request-rate inf` (was exit
+// 2) is instant mode, saved as "inf"; a range ratio alone names the uniform
+// distribution (was: equal prompts, no word), one contradicting the named
+// distribution exits 2; an ignored option is warned about and not saved.
+TEST(ConfigWarningsCliTest, InfiniteRateImpliedDistributionAndIgnoredOptions) {
+  const fs::path out = FreshDir("surge_cfg_issue11");
+  const Result inf = RunSurge(
+      "plan --request-rate inf --max-concurrency 2 --num-prompts 6 --output-dir " + out.string());
+  ASSERT_EQ(inf.exit_code, 0) << inf.output;
+  EXPECT_THAT(inf.output, HasSubstr("WARNING request_rate inf: instant mode, all 6 requests are "
+                                    "sent at once (at most 2 in flight)"));
+  EXPECT_THAT(inf.output, HasSubstr("no expected page is written because request_rate is inf"));
+  EXPECT_THAT(inf.output, Not(HasSubstr("inf < 0.1")));
+  const std::string inf_config = ReadFile(ResultsFolder(inf.output) / "run_config.json");
+  EXPECT_THAT(inf_config, HasSubstr("\"request_rate\": \"inf\""));
+  EXPECT_THAT(ReadFile(ResultsFolder(inf.output) / "synthetic_plan.csv"),
+              HasSubstr("\n5,inf,0,0,instant\n"));
+
+  const Result ratio = RunSurge(
+      "plan --request-rate 5 --num-prompts 3 --random-input-len 64 --random-range-ratio 0.25 "
+      "--output-dir " +
+      out.string());
+  ASSERT_EQ(ratio.exit_code, 0) << ratio.output;
+  EXPECT_THAT(ratio.output,
+              HasSubstr("INFO --random-range-ratio implies --random-len-dist uniform"));
+  const std::string ratio_config = ReadFile(ResultsFolder(ratio.output) / "run_config.json");
+  EXPECT_THAT(ratio_config, HasSubstr("\"random_len_dist\": \"uniform\""));
+  EXPECT_THAT(ratio_config, HasSubstr("\"random_range_ratio\": 0.25"));
+
+  const Result clash = RunSurge(
+      "plan --random-len-dist gaussian --random-range-ratio 0.25 --output-dir " + out.string());
+  EXPECT_EQ(clash.exit_code, 2) << clash.output;
+  EXPECT_THAT(clash.output,
+              HasSubstr("give --random-len-dist uniform or drop --random-range-ratio"));
+
+  const Result ignored = RunSurge(
+      "plan --request-rate 5 --num-prompts 3 --trace-time-scale 0.5 --output-dir " + out.string());
+  ASSERT_EQ(ignored.exit_code, 0) << ignored.output;
+  EXPECT_THAT(ignored.output, HasSubstr("WARNING trace_time_scale 0.5 ignored"));
+  EXPECT_THAT(ReadFile(ResultsFolder(ignored.output) / "run_config.json"),
+              Not(HasSubstr("trace_time_scale")));
 }
 
 // `surge plan --num-prompts 100000000` into a folder that cannot be made:

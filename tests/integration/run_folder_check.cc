@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -49,7 +50,12 @@ RunFolderReport CheckRunFolder(const fs::path& folder, const std::string& datase
   }
   surge::v1::RunConfig run = coordinator::DefaultRunConfig();
   if (config.is_object()) {
-    run.set_request_rate(config.value("request_rate", 0.0));
+    // "inf" (vLLM's all at once) is saved as a string: JSON has no infinity.
+    if (config.contains("request_rate") && config["request_rate"] == "inf") {
+      run.set_request_rate(std::numeric_limits<double>::infinity());
+    } else {
+      run.set_request_rate(config.value("request_rate", 0.0));
+    }
     const auto tc = config.value("traffic_cfg", nlohmann::json::object());
     run.mutable_traffic_cfg()->set_burstiness(tc.value("burstiness", 0.0));
     run.mutable_traffic_cfg()->set_ramp_up_strategy(tc.value("ramp_up_strategy", std::string()));

@@ -1,9 +1,12 @@
 // A RequestSender that records every Prepare, CancelPrepared and Send with
-// the clock's time and answers at once (or never, to model requests in
-// flight). Thread-safe.
+// the clock's time and answers at once, or never (to model requests in
+// flight), or after a fixed latency on the clock (set_latency: a request
+// sent at s is answered at the first inflight() or Send() call at or after
+// s + latency, so a simulated server's answer time is exact). Thread-safe.
 #ifndef SURGE_TESTS_TESTING_FAKE_REQUEST_SENDER_H_
 #define SURGE_TESTS_TESTING_FAKE_REQUEST_SENDER_H_
 
+#include <cstddef>
 #include <functional>
 #include <mutex>
 #include <vector>
@@ -32,6 +35,7 @@ class FakeRequestSender final : public surge::worker::RequestSender {
   }
 
   void Send(const surge::v1::Assignment& a, surge::worker::SendCallback on_done) override {
+    AnswerDue();
     const int64_t now = ToNanos(clock_.Now());
     surge::v1::RequestRecord r;
     r.set_index(a.index());
@@ -47,15 +51,21 @@ class FakeRequestSender final : public surge::worker::RequestSender {
     {
       std::lock_guard<std::mutex> lock(mu_);
       sent_.push_back(Sent{a.index(), now});
-      if (!complete_at_once_) {
+      if (!complete_at_once_ || latency_ns_ > 0) {
         held_.push_back({std::move(r), std::move(on_done)});
-        return;
+        held_at_ns_.push_back(now);
       }
     }
+    if (latency_ns_ > 0) {  // answered later; the hook still sees the send
+      if (after_send_) after_send_(a.index());
+      return;
+    }
+    if (!complete_at_once_) return;
     on_done(std::move(r));
     if (after_send_) after_send_(a.index());
   }
   size_t inflight() const override {
+    const_cast<FakeRequestSender*>(this)->AnswerDue();
     std::lock_guard<std::mutex> lock(mu_);
     return held_.size();
   }
@@ -64,6 +74,7 @@ class FakeRequestSender final : public surge::worker::RequestSender {
     {
       std::lock_guard<std::mutex> lock(mu_);
       held.swap(held_);
+      held_at_ns_.clear();
     }
     // As BeastRequestSender: what is still in flight is cut off and keeps
     // what is known of it.
@@ -84,6 +95,7 @@ class FakeRequestSender final : public surge::worker::RequestSender {
       if (held_.empty()) return;
       one = std::move(held_.front());
       held_.erase(held_.begin());
+      held_at_ns_.erase(held_at_ns_.begin());
     }
     one.second(std::move(one.first));
   }
@@ -99,12 +111,37 @@ class FakeRequestSender final : public surge::worker::RequestSender {
     std::lock_guard<std::mutex> lock(mu_);
     return cancelled_;
   }
+  // Every request is answered `latency` after its Send (see the class
+  // comment), with e2el_ns = latency. Set it before the first Send.
+  void set_latency(std::chrono::nanoseconds latency) { latency_ns_ = latency.count(); }
   void set_after_send(std::function<void(uint64_t)> f) { after_send_ = std::move(f); }
   // Changes each record before it is answered (or held), e.g. into a
   // connection failure. Set it before the first Send.
   void set_result(std::function<void(surge::v1::RequestRecord&)> f) { result_ = std::move(f); }
 
  private:
+  // Answers (outside the lock) every held request whose latency has passed.
+  void AnswerDue() {
+    if (latency_ns_ <= 0) return;
+    std::vector<std::pair<surge::v1::RequestRecord, surge::worker::SendCallback>> due;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      const int64_t now = ToNanos(clock_.Now());
+      size_t k = 0;
+      while (k < held_.size()) {
+        if (held_at_ns_[k] + latency_ns_ <= now) {
+          held_[k].first.set_e2el_ns(latency_ns_);
+          due.push_back(std::move(held_[k]));
+          held_.erase(held_.begin() + static_cast<std::ptrdiff_t>(k));
+          held_at_ns_.erase(held_at_ns_.begin() + static_cast<std::ptrdiff_t>(k));
+        } else {
+          ++k;
+        }
+      }
+    }
+    for (auto& [r, done] : due) done(std::move(r));
+  }
+
   Clock& clock_;
   const bool complete_at_once_;
   mutable std::mutex mu_;
@@ -112,6 +149,8 @@ class FakeRequestSender final : public surge::worker::RequestSender {
   std::vector<Sent> prepared_;
   std::vector<Sent> cancelled_;
   std::vector<std::pair<surge::v1::RequestRecord, surge::worker::SendCallback>> held_;
+  std::vector<int64_t> held_at_ns_;  // Send time of each held_ entry
+  int64_t latency_ns_ = 0;
   std::function<void(uint64_t)> after_send_;
   std::function<void(surge::v1::RequestRecord&)> result_;
 };

@@ -97,7 +97,10 @@ TEST(RunConfigTest, ValidatorRejectsOutOfRangeValues) {
   c.mutable_target()->set_endpoint("/v1/embeddings");
   c.mutable_dataset()->set_dataset_name("mooncake");
   const std::string m(ValidateRunConfig(c).message());
-  EXPECT_THAT(m, HasSubstr("request_rate = nan: must be a finite number >= 0 (flag --request-rate)"));
+  EXPECT_THAT(
+      m, HasSubstr(
+             "request_rate = nan: must be a number >= 0, or inf for all requests at once (instant "
+             "mode) (flag --request-rate)"));
   EXPECT_THAT(m, HasSubstr("traffic_cfg.burstiness = -1: must be a finite number >= 0"));
   EXPECT_THAT(m, HasSubstr("traffic_cfg.ramp_up_strategy = \"quadratic\": must be \"linear\", "
                            "\"exponential\""));

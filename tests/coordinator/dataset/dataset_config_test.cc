@@ -1,12 +1,12 @@
 // The dataset keys and flags (R-MET-3, R-CFG-1): YAML reading, flag parsing,
 // and validation errors that name the field path (every such error makes
 // `surge run`/`surge plan` exit 2: coordinator/main.cc).
-#include <unistd.h>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -20,7 +20,8 @@ namespace {
 using ::testing::HasSubstr;
 
 absl::Status LoadText(const std::string& yaml, surge::v1::RunConfig* config) {
-  const auto path = std::filesystem::path(::testing::TempDir()) / ("dataset_config_test_" + std::to_string(getpid()) + ".yaml");
+  const auto path = std::filesystem::path(::testing::TempDir()) /
+                    ("dataset_config_test_" + std::to_string(getpid()) + ".yaml");
   std::ofstream(path) << yaml;
   *config = DefaultRunConfig();
   return LoadYamlConfig(path.string(), config);
@@ -39,12 +40,15 @@ std::string Message(const absl::Status& s) { return std::string(s.message()); }
 
 TEST(DatasetConfigTest, DefaultsAreFixedLengthsAndNoReplay) {
   const surge::v1::RunConfig c = DefaultRunConfig();
-  EXPECT_EQ(c.dataset().random_len_dist(), "fixed");
+  // Unset: "fixed" unless one distribution's parameter is given
+  // (ApplyImpliedOptions); the zipf exponent and the time scale default to 1
+  // where they are used, and are unset so that giving them can be noticed.
+  EXPECT_EQ(c.dataset().random_len_dist(), "");
   EXPECT_EQ(c.dataset().random_range_ratio(), 0);
   EXPECT_EQ(c.dataset().random_len_stddev(), 0);
-  EXPECT_EQ(c.dataset().random_zipf_s(), 1);
+  EXPECT_FALSE(c.dataset().has_random_zipf_s());
   EXPECT_FALSE(c.dataset().trace_replay());
-  EXPECT_EQ(c.dataset().trace_time_scale(), 1);
+  EXPECT_FALSE(c.dataset().has_trace_time_scale());
   EXPECT_TRUE(ValidateRunConfig(c).ok());
 }
 
@@ -52,16 +56,18 @@ TEST(DatasetConfigTest, ReadsTheNewYamlKeys) {
   surge::v1::RunConfig c;
   ASSERT_TRUE(LoadText(R"(dataset_name: random
 random_len_dist: zipf
-random_range_ratio: 0.3
-random_len_stddev: 12.5
 random_zipf_s: 1.2
 )",
                        &c)
                   .ok());
   EXPECT_EQ(c.dataset().random_len_dist(), "zipf");
-  EXPECT_DOUBLE_EQ(c.dataset().random_range_ratio(), 0.3);
-  EXPECT_DOUBLE_EQ(c.dataset().random_len_stddev(), 12.5);
   EXPECT_DOUBLE_EQ(c.dataset().random_zipf_s(), 1.2);
+  EXPECT_TRUE(ValidateRunConfig(c).ok());
+  ASSERT_TRUE(LoadText("random_len_dist: uniform\nrandom_range_ratio: 0.3\n", &c).ok());
+  EXPECT_DOUBLE_EQ(c.dataset().random_range_ratio(), 0.3);
+  EXPECT_TRUE(ValidateRunConfig(c).ok());
+  ASSERT_TRUE(LoadText("random_len_dist: gaussian\nrandom_len_stddev: 12.5\n", &c).ok());
+  EXPECT_DOUBLE_EQ(c.dataset().random_len_stddev(), 12.5);
   EXPECT_TRUE(ValidateRunConfig(c).ok());
 
   ASSERT_TRUE(LoadText(R"(dataset_name: mooncake
@@ -126,15 +132,17 @@ trace_time_scale: 0
 }
 
 TEST(DatasetConfigTest, FlagsSetTheNewFields) {
-  auto c = FromFlags(
-      "--random-len-dist gaussian --random-len-stddev 30 --random-range-ratio 0.1 "
-      "--random-zipf-s 2");
+  auto c = FromFlags("--random-len-dist gaussian --random-len-stddev 30");
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->dataset().random_len_dist(), "gaussian");
   EXPECT_DOUBLE_EQ(c->dataset().random_len_stddev(), 30);
-  EXPECT_DOUBLE_EQ(c->dataset().random_range_ratio(), 0.1);
-  EXPECT_DOUBLE_EQ(c->dataset().random_zipf_s(), 2);
   EXPECT_FALSE(c->dataset().trace_replay());
+  auto u = FromFlags("--random-len-dist uniform --random-range-ratio 0.1");
+  ASSERT_TRUE(u.ok()) << u.status();
+  EXPECT_DOUBLE_EQ(u->dataset().random_range_ratio(), 0.1);
+  auto z = FromFlags("--random-len-dist zipf --random-zipf-s 2");
+  ASSERT_TRUE(z.ok()) << z.status();
+  EXPECT_DOUBLE_EQ(z->dataset().random_zipf_s(), 2);
 
   auto r = FromFlags(
       "--dataset-name mooncake --dataset-path t.jsonl --trace-replay "
@@ -175,6 +183,162 @@ TEST(DatasetConfigTest, BadFlagsAreFieldNamedConfigErrors) {
     EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);  // exit 2
     EXPECT_THAT(Message(r.status()), HasSubstr(c.expected));
   }
+}
+
+// Issue 11 item 6: `--random-input-len 64 --random-range-ratio 0.25` without
+// --random-len-dist gave every prompt 64 tokens, silently. A distribution's
+// parameter given alone now names it (vLLM's rule for the range ratio), and
+// run_config.json says so; the same from a YAML file.
+TEST(ImpliedOptionsTest, ARangeRatioAloneMeansUniform) {
+  auto c = FromFlags("--random-input-len 64 --random-range-ratio 0.25");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->dataset().random_len_dist(), "uniform");
+  EXPECT_DOUBLE_EQ(c->dataset().random_range_ratio(), 0.25);
+  const std::string saved = SavedConfigJson(*c, nullptr);
+  EXPECT_THAT(saved, HasSubstr("\"random_len_dist\": \"uniform\""));
+  EXPECT_THAT(saved, HasSubstr("\"random_range_ratio\": 0.25"));
+
+  auto g = FromFlags("--random-len-stddev 8");
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->dataset().random_len_dist(), "gaussian");
+  auto z = FromFlags("--random-zipf-s 1.5");
+  ASSERT_TRUE(z.ok()) << z.status();
+  EXPECT_EQ(z->dataset().random_len_dist(), "zipf");
+  auto none = FromFlags("--random-input-len 64");
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(none->dataset().random_len_dist(), "");  // fixed
+  EXPECT_THAT(SavedConfigJson(*none, nullptr), HasSubstr("\"random_len_dist\": \"fixed\""));
+
+  surge::v1::RunConfig y;
+  ASSERT_TRUE(LoadText("random_input_len: 64\nrandom_range_ratio: 0.25\n", &y).ok());
+  const std::vector<std::string> notes = ApplyImpliedOptions(&y);
+  EXPECT_EQ(y.dataset().random_len_dist(), "uniform");
+  EXPECT_THAT(notes, ::testing::ElementsAre(
+                         "--random-range-ratio implies --random-len-dist uniform (no distribution "
+                         "was named)"));
+  // Not for a file dataset: the lengths come from the file (warned instead).
+  surge::v1::RunConfig file = DefaultRunConfig();
+  file.mutable_dataset()->set_dataset_name("jsonl");
+  file.mutable_dataset()->set_random_range_ratio(0.25);
+  EXPECT_TRUE(ApplyImpliedOptions(&file).empty());
+  EXPECT_EQ(file.dataset().random_len_dist(), "");
+}
+
+// A parameter that contradicts the distribution named, or parameters of two
+// distributions with none named, are refused with both flags named.
+TEST(ImpliedOptionsTest, AParameterOfAnotherDistributionIsAnError) {
+  struct Case {
+    std::string args, expected;
+  };
+  const Case cases[] = {
+      {"--random-len-dist gaussian --random-range-ratio 0.25",
+       "random_range_ratio = 0.25: only shapes the uniform distribution, but random_len_dist is "
+       "\"gaussian\"; give --random-len-dist uniform or drop --random-range-ratio"},
+      {"--random-len-dist fixed --random-range-ratio 0.25",
+       "random_range_ratio = 0.25: only shapes the uniform distribution, but random_len_dist is "
+       "\"fixed\""},
+      {"--random-len-dist uniform --random-len-stddev 4",
+       "random_len_stddev = 4: only shapes the gaussian distribution"},
+      {"--random-len-dist fixed --random-zipf-s 1.5",
+       "random_zipf_s = 1.5: only shapes the zipf distribution"},
+      {"--random-range-ratio 0.2 --random-len-stddev 5",
+       "random_len_dist = \"\": parameters of different distributions are given "
+       "(random_range_ratio, random_len_stddev); name the one meant (flag --random-len-dist)"},
+  };
+  for (const Case& k : cases) {
+    auto c = FromFlags(k.args);
+    ASSERT_FALSE(c.ok()) << k.args;
+    EXPECT_THAT(Message(c.status()), HasSubstr(k.expected)) << k.args;
+  }
+}
+
+// Issue 11 item 7: `--request-rate inf` (vLLM's all at once) was exit 2. It
+// is instant mode, alone or with --max-concurrency (vLLM's closed loop),
+// from a flag or YAML (inf, .inf), saved as "inf" and read back.
+TEST(InfiniteRateTest, InfIsAcceptedSavedAndReadBack) {
+  auto c = FromFlags("--request-rate inf --max-concurrency 4");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(std::isinf(c->request_rate()));
+  EXPECT_GT(c->request_rate(), 0);
+  EXPECT_EQ(c->max_concurrency(), 4u);
+  const std::string saved = SavedConfigJson(*c, nullptr);
+  EXPECT_THAT(saved, HasSubstr("\"request_rate\": \"inf\""));
+  surge::v1::RunConfig back;
+  ASSERT_TRUE(LoadText(saved, &back).ok()) << saved;
+  EXPECT_TRUE(std::isinf(back.request_rate()));
+  EXPECT_TRUE(ValidateRunConfig(back).ok());
+  for (const char* yaml : {"request_rate: .inf\n", "request_rate: inf\n", "request_rate: +.inf\n",
+                           "request_rate: Infinity\n"}) {
+    surge::v1::RunConfig y;
+    ASSERT_TRUE(LoadText(yaml, &y).ok()) << yaml;
+    EXPECT_TRUE(std::isinf(y.request_rate()) && y.request_rate() > 0) << yaml;
+    EXPECT_TRUE(ValidateRunConfig(y).ok()) << yaml;
+  }
+  for (const char* bad : {"--request-rate -inf", "--request-rate nan"}) {
+    auto r = FromFlags(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_THAT(Message(r.status()),
+                HasSubstr("must be a number >= 0, or inf for all requests at once (instant "
+                          "mode) (flag --request-rate)"))
+        << bad;
+  }
+}
+
+// Issue 11 item 6, the same kind: options that have no effect in this run
+// are warned (naming the flags) and left out of run_config.json.
+TEST(IgnoredOptionsTest, EachIsWarnedAndNotSaved) {
+  struct Case {
+    std::string args, warning, not_saved;
+  };
+  const Case cases[] = {
+      {"--request-rate 5 --ramp-up-start-rps 1 --ramp-up-end-rps 10",
+       "traffic_cfg.ramp_up_start_rps and traffic_cfg.ramp_up_end_rps ignored: no ramp-up "
+       "strategy is given (flag --ramp-up-strategy linear or exponential)",
+       "ramp_up"},
+      {"--request-rate 0 --burstiness 0.5",
+       "traffic_cfg.burstiness 0.5 ignored: in instant mode every request is due at once",
+       "burstiness"},
+      {"--request-rate inf --burstiness 0.5", "traffic_cfg.burstiness 0.5 ignored", "burstiness"},
+      {"--request-rate 5 --trace-time-scale 0.5",
+       "trace_time_scale 0.5 ignored: it scales a trace replay only (flags --trace-time-scale, "
+       "--trace-replay)",
+       "trace_time_scale"},
+      {"--request-rate 5 --insecure",
+       "insecure_skip_verify ignored: the server is reached over plain http (the built-in "
+       "server), TLS options apply to an https base_url only (flags --ca-cert, --insecure)",
+       "insecure"},
+      {"--request-rate 5 --base-url http://127.0.0.1:9 --sim-ttft-ms 5 --sim-fault-429 0.1",
+       "sim_ttft_ms, sim_fault_429 ignored: they set up the built-in server, and base_url "
+       "http://127.0.0.1:9 is used instead (flags --sim-*, --base-url)",
+       "sim_"},
+      {"--request-rate 5 --dataset-name jsonl --dataset-path p.jsonl --random-range-ratio 0.3",
+       "random_range_ratio ignored: only synthetic prompts have a length distribution, not "
+       "dataset \"jsonl\" (flag --dataset-name)",
+       "random_range_ratio"},
+  };
+  for (const Case& k : cases) {
+    auto c = FromFlags(k.args);
+    ASSERT_TRUE(c.ok()) << k.args << ": " << c.status();
+    EXPECT_THAT(ConfigWarnings(*c), ::testing::Contains(HasSubstr(k.warning))) << k.args;
+    EXPECT_THAT(SavedConfigJson(*c, nullptr), ::testing::Not(HasSubstr(k.not_saved))) << k.args;
+  }
+  // The same options where they do count: no warning, and saved.
+  auto ramp = FromFlags("--ramp-up-strategy linear --ramp-up-start-rps 1 --ramp-up-end-rps 10");
+  ASSERT_TRUE(ramp.ok()) << ramp.status();
+  EXPECT_TRUE(ConfigWarnings(*ramp).empty());
+  EXPECT_THAT(SavedConfigJson(*ramp, nullptr), HasSubstr("\"ramp_up_end_rps\": 10.0"));
+  auto tls = FromFlags("--request-rate 5 --base-url https://127.0.0.1:9 --insecure");
+  ASSERT_TRUE(tls.ok()) << tls.status();
+  EXPECT_TRUE(ConfigWarnings(*tls).empty());
+  EXPECT_THAT(SavedConfigJson(*tls, nullptr), HasSubstr("\"insecure_skip_verify\": true"));
+  auto sim = FromFlags("--request-rate 5 --sim-ttft-ms 5");
+  ASSERT_TRUE(sim.ok()) << sim.status();
+  EXPECT_TRUE(ConfigWarnings(*sim).empty());
+  EXPECT_THAT(SavedConfigJson(*sim, nullptr), HasSubstr("\"sim_ttft_ms\": 5.0"));
+  // A Mooncake trace gives the output lengths: random_output_len not saved.
+  auto trace = FromFlags("--dataset-name mooncake --dataset-path t.jsonl --request-rate 5");
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  EXPECT_THAT(SavedConfigJson(*trace, nullptr), ::testing::Not(HasSubstr("random_output_len")));
 }
 
 }  // namespace

@@ -3,14 +3,15 @@
 // anomaly classes (R-ANOM) and determinism (R-RNG).
 #include "coordinator/plan/arrival_schedule.h"
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "coordinator/config/run_config.h"
 #include "coordinator/plan/traffic.h"
@@ -152,7 +153,8 @@ TEST_P(GammaIntervalTest, MeanAndCoefficientOfVariation) {
   EXPECT_NEAR(plan->offset_s.back(), sum, 1e-9 * sum);
 }
 
-INSTANTIATE_TEST_SUITE_P(Burstiness, GammaIntervalTest, ::testing::Values(0.25, 0.5, 1.0, 2.0, 8.0));
+INSTANTIATE_TEST_SUITE_P(Burstiness, GammaIntervalTest,
+                         ::testing::Values(0.25, 0.5, 1.0, 2.0, 8.0));
 
 TEST(ArrivalScheduleTest, NormalizationMakesTheRunLastNOverRate) {
   ResolvedTraffic t;
@@ -288,6 +290,32 @@ TEST(RampTest, InactiveRampFallingBackToInstantModeIsRefused) {
   slow.set_request_rate(0.05);
   EXPECT_TRUE(CheckTraffic(ResolveTraffic(slow), 200).ok());
   EXPECT_TRUE(ResolveTraffic(slow).instant);
+}
+
+// Issue 11 item 7: request_rate inf (vLLM's "all at once") is instant mode
+// (R-INST): every request at offset 0, anomaly instant; with an inactive
+// ramp it is refused like any rate below 0.1.
+TEST(RampTest, InfiniteRequestRateIsInstantMode) {
+  surge::v1::RunConfig config = DefaultRunConfig();
+  config.set_request_rate(std::numeric_limits<double>::infinity());
+  const ResolvedTraffic t = ResolveTraffic(config);
+  EXPECT_TRUE(t.instant);
+  EXPECT_TRUE(std::isinf(t.target_rate_rps));
+  EXPECT_TRUE(CheckTraffic(t, 6).ok());
+  auto plan = BuildArrivalSchedule(t, 6, /*seed=*/0);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->size(), 6u);
+  for (size_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(plan->offset_s[i], 0.0);
+    EXPECT_EQ(plan->interval_s[i], 0.0);
+    EXPECT_EQ(plan->anomaly[i], Anomaly::kInstant);
+  }
+  config.mutable_traffic_cfg()->set_ramp_up_strategy("linear");
+  config.mutable_traffic_cfg()->set_ramp_up_start_rps(0);
+  const absl::Status refused = CheckTraffic(ResolveTraffic(config), 6);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(std::string(refused.message()),
+              ::testing::HasSubstr("fallback request_rate = inf means all at once, so all 6"));
 }
 
 // Issue 8 item 4: β = 1e-5 makes every Gamma draw underflow to 0; the plan

@@ -403,6 +403,46 @@ TEST(SummaryTest, TpotItlConcurrencyAndGoodput) {
   EXPECT_EQ(j["common"]["Success Requests"], 3);
 }
 
+// Issue 11 item 8: the edge rules docs/DESIGN.md "Metric edge rules" states.
+// A request with at most one output token has no TPOT and meets a TPOT
+// objective (vLLM's rule), even a 0 ms one; a timed-out request (failed, E2EL
+// 0) is in the send-side metrics only, in flight for no time.
+TEST(SummaryTest, DocumentedEdgeRules) {
+  std::vector<surge::v1::RequestRecord> records = {
+      OkRecord(0, 0.0, 0.2, 0.2, 1),  // one token: no TPOT
+      OkRecord(1, 0.1, 0.2, 0.2, 0),  // no token at all: no TPOT either
+      OkRecord(2, 0.2, 0.2, 0.4, 3),  // TPOT (0.4 − 0.2)/2 = 0.1 s
+  };
+  surge::v1::RequestRecord timeout;
+  timeout.set_index(3);
+  timeout.set_status(surge::v1::FAILED);
+  timeout.set_error("timeout");
+  timeout.set_sent(true);
+  timeout.set_planned_ns(300000000);
+  timeout.set_sent_ns(310000000);
+  timeout.set_ttft_ns(50000000);  // a first token came, then nothing
+  records.push_back(timeout);
+  surge::v1::GoodputConfig slo;
+  slo.set_tpot_ms(0);
+  const RunSummary s = Summarize(records, &slo);
+  EXPECT_EQ(s.tpot_s.count, 1u);
+  EXPECT_EQ(s.good_requests, 2u);  // the 1- and 0-token requests; request 2 misses 0 ms
+  EXPECT_EQ(s.ttft_s.count, 3u);   // ok requests only: the timeout's 50 ms is not there
+  EXPECT_NEAR(s.ttft_s.min, 0.2, 1e-9);
+  EXPECT_EQ(s.sent, 4u);
+  EXPECT_EQ(s.lateness_s.count, 4u);  // send-side: every sent request
+  EXPECT_NEAR(s.lateness_s.max, 0.01, 1e-9);
+  EXPECT_EQ(s.reasons.at("timeout"), 1u);
+  EXPECT_NEAR(s.duration_s, 0.6, 1e-9);  // request 2's end; the timeout adds no time
+  EXPECT_NEAR(s.mean_concurrency, (0.2 + 0.2 + 0.4) / 0.6, 1e-9);
+  // Nothing for a metric with no value: n/a, null, an empty cell, N = 0.
+  const RunSummary none = Summarize({OkRecord(0, 0.0, 0.1, 0.1, 1)});
+  EXPECT_THAT(FormatSummaryTable(none),
+              HasSubstr("TPOT mean/p50/p99 (ms)               n/a / n/a / n/a"));
+  EXPECT_TRUE(SummaryToJson(none, {})["tpot_s"]["p50"].is_null());
+  EXPECT_THAT(SummaryToCsv(none), HasSubstr("TPOT (ms),,,,,,,,0\n"));
+}
+
 // Issue 8 item 6(a): how many output token counts are estimates is said in
 // the console table, {dataset}.json and {dataset}.csv; TPOT uses the count
 // the record carries (the estimate when there is no usage).
