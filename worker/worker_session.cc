@@ -131,7 +131,20 @@ int WorkerSession::Run() {
       if (!in.ok()) OnReceiveError(in.status());
       if (!in.ok() || !in->has_value()) continue;
       const Envelope& e = (*in)->message;
+      if (e.protocol_version() != surge::v1::PROTOCOL_VERSION_CURRENT) {
+        LogError(absl::StrCat("the coordinator speaks protocol version ", e.protocol_version(),
+                              ", this worker speaks version ", surge::v1::PROTOCOL_VERSION_CURRENT,
+                              ": run the same surge release on both sides"));
+        return kExitRejected;
+      }
       if (e.has_reject()) {
+        const auto kind = e.reject().kind();
+        if (kind == surge::v1::REJECT_RUN_STARTED || kind == surge::v1::REJECT_RUN_FULL) {
+          // Too late or one too many: nothing went wrong, there is just
+          // nothing for this worker to do.
+          LogInfo(absl::StrCat("not needed: ", e.reject().reason(), "; exiting"));
+          return kExitDone;
+        }
         LogError(absl::StrCat("rejected by the coordinator: ", e.reject().reason()));
         return kExitRejected;
       }

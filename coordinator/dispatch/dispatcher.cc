@@ -105,9 +105,13 @@ absl::Status Dispatcher::AwaitWorkers() {
 void Dispatcher::Handle(const std::string& peer, Envelope& e) {
   if (e.protocol_version() != surge::v1::PROTOCOL_VERSION_CURRENT) {
     Envelope reject;
-    reject.mutable_reject()->set_reason(absl::StrCat("protocol version ", e.protocol_version(),
-                                                     " is not ",
-                                                     surge::v1::PROTOCOL_VERSION_CURRENT));
+    const std::string why =
+        absl::StrCat("the worker speaks protocol version ", e.protocol_version(),
+                     ", this coordinator speaks version ", surge::v1::PROTOCOL_VERSION_CURRENT,
+                     ": run the same surge release on both sides");
+    reject.mutable_reject()->set_reason(why);
+    reject.mutable_reject()->set_kind(surge::v1::REJECT_PROTOCOL_VERSION);
+    LogWarning(absl::StrCat("refused a worker: ", why));
     SendTo(peer, -1, true, std::move(reject));
     return;
   }
@@ -117,7 +121,13 @@ void Dispatcher::Handle(const std::string& peer, Envelope& e) {
     Worker* w = registry_.Join(peer, e.incarnation(), e.hello().requested_index(), now, &fresh);
     if (w == nullptr) {
       Envelope reject;
-      reject.mutable_reject()->set_reason("the run has all its workers");
+      const bool started = registry_.started();
+      reject.mutable_reject()->set_reason(
+          started
+              ? "the run has already started without this worker (it joined too late)"
+              : absl::StrCat("the run has all the ", options_.num_workers, " workers it expects"));
+      reject.mutable_reject()->set_kind(started ? surge::v1::REJECT_RUN_STARTED
+                                                : surge::v1::REJECT_RUN_FULL);
       SendTo(peer, -1, true, std::move(reject));
       return;
     }

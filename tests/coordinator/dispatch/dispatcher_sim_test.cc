@@ -227,5 +227,80 @@ TEST(DispatcherSimTest, LeastLoadedPolicyRunsAPlanToTheEnd) {
   EXPECT_EQ(per_worker, (std::map<int32_t, int>{{0, 40}, {1, 40}, {2, 40}}));
 }
 
+// Issue 7 item 1: who may join. A third worker before the start is told the
+// run has all its workers (REJECT_RUN_FULL), one after the start that it
+// started without it (REJECT_RUN_STARTED): both exit 0, nothing to do. A
+// worker of another protocol version is refused naming both versions.
+TEST(DispatcherSimTest, LateExtraAndForeignWorkersAreRefusedWithTheirReason) {
+  const ArrivalSchedule plan = ConstantPlan(100, 50);  // 0.5 s
+  std::unique_ptr<Transport> extra, late, foreign;
+  std::vector<surge::v1::Reject> extra_got, late_got, foreign_got;
+  bool late_sent = false;
+  auto hello = [](Transport& t, uint32_t version) {
+    surge::v1::Envelope e;
+    e.set_protocol_version(version);
+    e.mutable_hello()->set_requested_index(-1);
+    ASSERT_TRUE(t.Send("", e).ok());
+  };
+  auto drain = [](Transport& t, std::vector<surge::v1::Reject>& got) {
+    for (;;) {
+      auto in = t.Receive(milliseconds(0));
+      if (!in.ok() || !in->has_value()) return;
+      if ((*in)->message.has_reject()) got.push_back((*in)->message.reject());
+    }
+  };
+  AutoAdvanceClock clock(kStart);
+  InMemoryRouter router;
+  FixedPayloads payloads;
+  SimRun run;
+  for (int k = 0; k < 2; ++k) {
+    run.workers.push_back(std::make_unique<ScriptedWorker>(
+        clock, router.Connect(absl::StrCat("w", k)), static_cast<int32_t>(k)));
+  }
+  extra = router.Connect("extra");
+  foreign = router.Connect("foreign");
+  late = router.Connect("late");
+  hello(*foreign, surge::v1::PROTOCOL_VERSION_CURRENT + 7);
+  bool extra_sent = false;
+  router.UseSimulatedTime(clock, [&] {
+    for (auto& w : run.workers) w->Step();
+    // Once the two have said Hello (their first step), a third one does.
+    if (!extra_sent) {
+      hello(*extra, surge::v1::PROTOCOL_VERSION_CURRENT);
+      extra_sent = true;
+    }
+    // After the start (t0 = start + 100 ms), the late worker says Hello.
+    if (!late_sent && clock.Now() >= kStart + milliseconds(300)) {
+      hello(*late, surge::v1::PROTOCOL_VERSION_CURRENT);
+      late_sent = true;
+    }
+    drain(*extra, extra_got);
+    drain(*late, late_got);
+    drain(*foreign, foreign_got);
+  });
+  Dispatcher dispatcher(clock, router, plan, payloads, SimOptions(2),
+                        [&](const surge::v1::RequestRecord& r) { run.records.push_back(r); });
+  run.outcome = dispatcher.Run();
+  drain(*extra, extra_got);
+  drain(*late, late_got);
+  drain(*foreign, foreign_got);
+  ASSERT_TRUE(run.outcome.ok()) << run.outcome.status();
+  EXPECT_EQ(run.records.size(), 50u);
+  ASSERT_EQ(extra_got.size(), 1u);
+  EXPECT_EQ(extra_got[0].kind(), surge::v1::REJECT_RUN_FULL);
+  EXPECT_EQ(extra_got[0].reason(), "the run has all the 2 workers it expects");
+  ASSERT_TRUE(late_sent);
+  ASSERT_EQ(late_got.size(), 1u);
+  EXPECT_EQ(late_got[0].kind(), surge::v1::REJECT_RUN_STARTED);
+  EXPECT_THAT(late_got[0].reason(), ::testing::HasSubstr("already started"));
+  ASSERT_EQ(foreign_got.size(), 1u);
+  EXPECT_EQ(foreign_got[0].kind(), surge::v1::REJECT_PROTOCOL_VERSION);
+  EXPECT_EQ(
+      foreign_got[0].reason(),
+      absl::StrCat("the worker speaks protocol version ", surge::v1::PROTOCOL_VERSION_CURRENT + 7,
+                   ", this coordinator speaks version ", surge::v1::PROTOCOL_VERSION_CURRENT,
+                   ": run the same surge release on both sides"));
+}
+
 }  // namespace
 }  // namespace surge::coordinator

@@ -1,0 +1,74 @@
+// How a worker ends when the coordinator refuses it (issue 7 item 1): a
+// worker that came too late (the run started, or has all its workers) has
+// nothing to do and exits 0; a protocol version mismatch, either way round,
+// exits kExitRejected with a message naming both versions.
+#include "worker/worker_session.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <thread>
+
+#include "common/clock.h"
+#include "tests/testing/fake_request_sender.h"
+#include "tests/testing/in_memory_transport.h"
+
+namespace surge::worker {
+namespace {
+
+using surge::testing::InMemoryRouter;
+
+// Runs one worker session against `router`; the test plays the coordinator:
+// it waits for the Hello and answers with `answer`. Returns the exit code.
+int RunAgainst(const surge::v1::Envelope& answer) {
+  InMemoryRouter router;
+  auto transport = router.Connect("w");
+  WorkerSessionOptions options;
+  options.hello_timeout = std::chrono::milliseconds(5000);
+  int exit_code = -1;
+  std::thread worker([&] {
+    WorkerSession session(
+        RealClock(), *transport,
+        [](const surge::v1::Welcome&) -> absl::StatusOr<std::unique_ptr<RequestSender>> {
+          return std::unique_ptr<RequestSender>(
+              std::make_unique<surge::testing::FakeRequestSender>(RealClock()));
+        },
+        options);
+    exit_code = session.Run();
+  });
+  std::string peer;
+  for (int i = 0; i < 100 && peer.empty(); ++i) {
+    auto in = router.Receive(std::chrono::milliseconds(50));
+    if (in.ok() && in->has_value() && (*in)->message.has_hello()) peer = (*in)->peer;
+  }
+  EXPECT_EQ(peer, "w");
+  EXPECT_TRUE(router.Send(peer, answer).ok());
+  worker.join();
+  return exit_code;
+}
+
+surge::v1::Envelope RejectOf(surge::v1::RejectKind kind) {
+  surge::v1::Envelope e;
+  e.set_protocol_version(surge::v1::PROTOCOL_VERSION_CURRENT);
+  e.mutable_reject()->set_kind(kind);
+  e.mutable_reject()->set_reason("test");
+  return e;
+}
+
+TEST(WorkerSessionTest, TooLateOrOneTooManyExitsZero) {
+  EXPECT_EQ(RunAgainst(RejectOf(surge::v1::REJECT_RUN_STARTED)), kExitDone);
+  EXPECT_EQ(RunAgainst(RejectOf(surge::v1::REJECT_RUN_FULL)), kExitDone);
+}
+
+TEST(WorkerSessionTest, VersionMismatchIsAnError) {
+  EXPECT_EQ(RunAgainst(RejectOf(surge::v1::REJECT_PROTOCOL_VERSION)), kExitRejected);
+  EXPECT_EQ(RunAgainst(RejectOf(surge::v1::REJECT_KIND_UNSPECIFIED)), kExitRejected);
+  // A coordinator of another version: the worker refuses its Welcome.
+  surge::v1::Envelope welcome;
+  welcome.set_protocol_version(surge::v1::PROTOCOL_VERSION_CURRENT + 1);
+  welcome.mutable_welcome()->set_worker_index(0);
+  EXPECT_EQ(RunAgainst(welcome), kExitRejected);
+}
+
+}  // namespace
+}  // namespace surge::worker
