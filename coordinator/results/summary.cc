@@ -45,6 +45,7 @@ std::vector<MetricRow> MetricRows(const RunSummary& s) {
   return {
       {"E2EL", "ms", 1e3, &s.e2el_s},
       {"TTFT", "ms", 1e3, &s.ttft_s},
+      {"TTFC", "ms", 1e3, &s.ttfc_s},
       {"TPOT", "ms", 1e3, &s.tpot_s},
       {"ITL", "ms", 1e3, &s.itl_s},
       {"InputTokens", "tokens", 1, &s.input_tokens_stats},
@@ -68,6 +69,8 @@ std::vector<std::pair<std::string, nlohmann::json>> CommonRows(const RunSummary&
       {"Total Input Tokens", s.input_tokens},
       {"Total Generated Tokens", s.output_tokens},
       {"Estimated Output Token Counts", s.output_tokens_estimated},
+      {"Short Outputs (ignore_eos)", s.short_outputs},
+      {"Retried Requests", s.retried_requests},
       {"Input Token Throughput (token/s)", Number(s.input_token_throughput)},
       {"Output Token Throughput (token/s)", Number(s.output_token_throughput)},
       {"Total Token Throughput (token/s)", Number(s.total_token_throughput)},
@@ -109,13 +112,13 @@ MetricStats ComputeStats(std::vector<double> values) {
 RunSummary Summarize(const std::vector<surge::v1::RequestRecord>& records,
                      const surge::v1::GoodputConfig* goodput) {
   RunSummary s;
-  std::vector<double> sent_s, planned_all_s, lateness, ttft, e2el, tpot, itl, in_tokens, out_tokens,
-      out_throughput;
+  std::vector<double> sent_s, planned_all_s, lateness, ttft, ttfc, e2el, tpot, itl, in_tokens,
+      out_tokens, out_throughput;
   // (time, +1/−1) events for the in-flight sweep.
   std::vector<std::pair<double, int>> events;
   double end_s = 0, busy_s = 0;
-  s.has_goodput = goodput != nullptr && (goodput->has_ttft_ms() || goodput->has_tpot_ms() ||
-                                         goodput->has_e2el_ms());
+  s.has_goodput = goodput != nullptr &&
+                  (goodput->has_ttft_ms() || goodput->has_tpot_ms() || goodput->has_e2el_ms());
   for (const auto& r : records) {
     ++s.total;
     planned_all_s.push_back(NanosToSeconds(r.planned_ns()));
@@ -135,6 +138,11 @@ RunSummary Summarize(const std::vector<surge::v1::RequestRecord>& records,
       default:
         ++s.not_sent;
         break;
+    }
+    if (r.http_retries() > 0) {
+      ++s.retried_requests;
+      const std::string& why = r.retry_reason();
+      ++s.retry_reasons[why.empty() ? std::string("unknown") : why.substr(0, why.find(':'))];
     }
     if (r.status() != surge::v1::OK) {
       const std::string& e = r.error();
@@ -157,7 +165,10 @@ RunSummary Summarize(const std::vector<surge::v1::RequestRecord>& records,
     const double e2el_r = NanosToSeconds(r.e2el_ns());
     const double ttft_r = NanosToSeconds(r.ttft_ns());
     ttft.push_back(ttft_r);
+    if (r.ttfc_ns() > 0) ttfc.push_back(NanosToSeconds(r.ttfc_ns()));
     e2el.push_back(e2el_r);
+    s.short_outputs += r.short_output();
+    ++s.finish_reasons[r.finish_reason().empty() ? std::string("none") : r.finish_reason()];
     double tpot_r = kNaN;
     if (r.output_tokens() > 1) {
       tpot_r = (e2el_r - ttft_r) / static_cast<double>(r.output_tokens() - 1);
@@ -175,7 +186,8 @@ RunSummary Summarize(const std::vector<surge::v1::RequestRecord>& records,
       if (goodput->has_ttft_ms()) good &= ttft_r * 1e3 <= goodput->ttft_ms();
       if (goodput->has_e2el_ms()) good &= e2el_r * 1e3 <= goodput->e2el_ms();
       // A request with one token has no TPOT; it meets a TPOT objective.
-      if (goodput->has_tpot_ms() && std::isfinite(tpot_r)) good &= tpot_r * 1e3 <= goodput->tpot_ms();
+      if (goodput->has_tpot_ms() && std::isfinite(tpot_r))
+        good &= tpot_r * 1e3 <= goodput->tpot_ms();
       s.good_requests += good;
     }
   }
@@ -184,13 +196,15 @@ RunSummary Summarize(const std::vector<surge::v1::RequestRecord>& records,
   int64_t inflight = 0;
   for (const auto& [t, delta] : events) {
     inflight += delta;
-    s.max_concurrency = std::max<uint64_t>(s.max_concurrency, static_cast<uint64_t>(std::max<int64_t>(inflight, 0)));
+    s.max_concurrency = std::max<uint64_t>(s.max_concurrency,
+                                           static_cast<uint64_t>(std::max<int64_t>(inflight, 0)));
   }
   s.duration_s = end_s;
   s.request_throughput_rps = PerSecond(static_cast<double>(s.succeeded), end_s);
   s.input_token_throughput = PerSecond(static_cast<double>(s.input_tokens), end_s);
   s.output_token_throughput = PerSecond(static_cast<double>(s.output_tokens), end_s);
-  s.total_token_throughput = PerSecond(static_cast<double>(s.input_tokens + s.output_tokens), end_s);
+  s.total_token_throughput =
+      PerSecond(static_cast<double>(s.input_tokens + s.output_tokens), end_s);
   s.mean_concurrency = PerSecond(busy_s, end_s);
   s.goodput_rps = PerSecond(static_cast<double>(s.good_requests), end_s);
   s.achieved_rate_rps = RateOverSpan(sent_s);
@@ -199,6 +213,7 @@ RunSummary Summarize(const std::vector<surge::v1::RequestRecord>& records,
   s.intended_rate_rps = RateOverSpan(planned_all_s);
   s.lateness_s = ComputeStats(std::move(lateness));
   s.ttft_s = ComputeStats(std::move(ttft));
+  s.ttfc_s = ComputeStats(std::move(ttfc));
   s.e2el_s = ComputeStats(std::move(e2el));
   s.tpot_s = ComputeStats(std::move(tpot));
   s.itl_s = ComputeStats(std::move(itl));
@@ -210,7 +225,7 @@ RunSummary Summarize(const std::vector<surge::v1::RequestRecord>& records,
 
 nlohmann::json SummaryToJson(const RunSummary& s, const nlohmann::json& context) {
   auto seconds = [](const MetricStats& m) {
-    return nlohmann::json{{"count", m.count},    {"mean", Number(m.mean)}, {"min", Number(m.min)},
+    return nlohmann::json{{"count", m.count},     {"mean", Number(m.mean)}, {"min", Number(m.min)},
                           {"max", Number(m.max)}, {"p50", Number(m.p50)},   {"p75", Number(m.p75)},
                           {"p90", Number(m.p90)}, {"p99", Number(m.p99)}};
   };
@@ -226,6 +241,7 @@ nlohmann::json SummaryToJson(const RunSummary& s, const nlohmann::json& context)
   j["achieved_vs_intended"] = Number(s.achieved_rate_rps / s.intended_rate_rps);
   j["lateness_s"] = seconds(s.lateness_s);
   j["ttft_s"] = seconds(s.ttft_s);
+  j["ttfc_s"] = seconds(s.ttfc_s);
   j["e2el_s"] = seconds(s.e2el_s);
   j["tpot_s"] = seconds(s.tpot_s);
   j["itl_s"] = seconds(s.itl_s);
@@ -235,6 +251,19 @@ nlohmann::json SummaryToJson(const RunSummary& s, const nlohmann::json& context)
       {"requests", s.output_tokens_estimated},
       {"of_succeeded", s.succeeded},
       {"rule", "no usage from the server: ceil(UTF-8 bytes of the answer text / 4)"}};
+  j["short_outputs"] = {
+      {"requests", s.short_outputs},
+      {"of_succeeded", s.succeeded},
+      {"rule",
+       "ignore_eos asked and the answer stopped before max_tokens (server usage below "
+       "max_tokens, or a finish_reason other than length)"}};
+  j["finish_reasons"] = s.finish_reasons;
+  j["http_retries"] = {{"retried_requests", s.retried_requests},
+                       {"reasons", s.retry_reasons},
+                       {"rule",
+                        "sent again on a fresh connection: a reused keep-alive "
+                        "connection closed before any answer byte; latency counts "
+                        "from the first write"}};
   j["output_token_throughput"] = Number(s.output_token_throughput);
   j["mean_concurrency"] = Number(s.mean_concurrency);
   j["max_concurrency"] = s.max_concurrency;
@@ -266,7 +295,9 @@ nlohmann::json SummaryToJson(const RunSummary& s, const nlohmann::json& context)
 
 std::string SummaryToCsv(const RunSummary& s) {
   std::string out = "Performance Parameters,Average,Min,Max,Median,P75,P90,P99,N\n";
-  auto cell = [](double v) { return std::isfinite(v) ? absl::StrFormat("%.4f", v) : std::string(); };
+  auto cell = [](double v) {
+    return std::isfinite(v) ? absl::StrFormat("%.4f", v) : std::string();
+  };
   for (const MetricRow& row : MetricRows(s)) {
     const MetricStats& m = *row.stats;
     absl::StrAppend(&out, row.name, " (", row.unit, "),", cell(m.mean * row.scale), ",",
@@ -277,7 +308,7 @@ std::string SummaryToCsv(const RunSummary& s) {
   absl::StrAppend(&out, "\nCommon Metric,Value\n");
   for (const auto& [name, value] : CommonRows(s)) {
     absl::StrAppend(&out, name, ",",
-                    value.is_null() ? std::string()
+                    value.is_null()           ? std::string()
                     : value.is_number_float() ? absl::StrFormat("%.4f", value.get<double>())
                                               : value.dump(),
                     "\n");
@@ -303,24 +334,41 @@ std::string FormatSummaryTable(const RunSummary& s) {
   row("Intended rate, plan (RPS)", Fixed(s.intended_rate_rps));
   row("Achieved rate, sent (RPS)", Fixed(s.achieved_rate_rps));
   row("Request throughput (RPS)", Fixed(s.request_throughput_rps));
-  row("Concurrency mean / max", absl::StrCat(Fixed(s.mean_concurrency, 2), " / ", s.max_concurrency));
+  row("Concurrency mean / max",
+      absl::StrCat(Fixed(s.mean_concurrency, 2), " / ", s.max_concurrency));
   row("Output token throughput (tok/s)", Fixed(s.output_token_throughput));
   row("Total token throughput (tok/s)", Fixed(s.total_token_throughput));
   if (s.output_tokens_estimated > 0) {
     absl::StrAppend(&out, "  Output tokens estimated for ", s.output_tokens_estimated, " of ",
                     s.succeeded, " requests (no usage from the server; ~4 chars/token)\n");
   }
-  if (s.has_goodput) row("Goodput (RPS)", absl::StrCat(Fixed(s.goodput_rps), " (", s.good_requests, " good)"));
-  row("Send lateness p50/p99/max (ms)", absl::StrCat(Fixed(s.lateness_s.p50 * 1e3), " / ",
-                                                     Fixed(s.lateness_s.p99 * 1e3), " / ",
-                                                     Fixed(s.lateness_s.max * 1e3)));
+  if (s.short_outputs > 0) {
+    absl::StrAppend(&out, "  Short outputs: ", s.short_outputs, " of ", s.succeeded,
+                    " requests stopped before max_tokens although ignore_eos was asked\n");
+  }
+  if (s.retried_requests > 0) {
+    absl::StrAppend(&out, "  Retried requests: ", s.retried_requests,
+                    " sent again on a fresh connection (keep-alive connection closed before "
+                    "any answer byte)\n");
+  }
+  if (s.has_goodput)
+    row("Goodput (RPS)", absl::StrCat(Fixed(s.goodput_rps), " (", s.good_requests, " good)"));
+  row("Send lateness p50/p99/max (ms)",
+      absl::StrCat(Fixed(s.lateness_s.p50 * 1e3), " / ", Fixed(s.lateness_s.p99 * 1e3), " / ",
+                   Fixed(s.lateness_s.max * 1e3)));
   row("TTFT mean/p50/p99 (ms)", ms(s.ttft_s));
+  // Only when it says something TTFT does not: reasoning came first, or
+  // some answers had no content at all.
+  if (s.ttfc_s.count != s.ttft_s.count || (s.ttfc_s.count > 0 && s.ttfc_s.mean != s.ttft_s.mean)) {
+    row("TTFC (first content) mean/p50/p99", ms(s.ttfc_s));
+  }
   row("TPOT mean/p50/p99 (ms)", ms(s.tpot_s));
   row("ITL mean/p50/p99 (ms)", ms(s.itl_s));
   row("E2EL mean/p50/p99 (ms)", ms(s.e2el_s));
   if (!s.reasons.empty()) {
     absl::StrAppend(&out, "  Requests not OK, by reason:\n");
-    for (const auto& [reason, count] : s.reasons) row(absl::StrCat("    ", reason), absl::StrCat(count));
+    for (const auto& [reason, count] : s.reasons)
+      row(absl::StrCat("    ", reason), absl::StrCat(count));
   }
   absl::StrAppend(&out, "===============================================\n");
   if (s.total > 0 && s.succeeded == 0) {

@@ -16,7 +16,8 @@ namespace {
 using ::testing::HasSubstr;
 
 absl::Status LoadText(const std::string& yaml, surge::v1::RunConfig* config) {
-  const auto path = std::filesystem::path(::testing::TempDir()) / ("run_config_test_" + std::to_string(getpid()) + ".yaml");
+  const auto path = std::filesystem::path(::testing::TempDir()) /
+                    ("run_config_test_" + std::to_string(getpid()) + ".yaml");
   std::ofstream(path) << yaml;
   *config = DefaultRunConfig();
   return LoadYamlConfig(path.string(), config);
@@ -97,7 +98,8 @@ TEST(RunConfigTest, ValidatorRejectsOutOfRangeValues) {
   c.mutable_target()->set_endpoint("/v1/embeddings");
   c.mutable_dataset()->set_dataset_name("mooncake");
   const std::string m(ValidateRunConfig(c).message());
-  EXPECT_THAT(m, HasSubstr("request_rate = nan: must be a finite number >= 0 (flag --request-rate)"));
+  EXPECT_THAT(m,
+              HasSubstr("request_rate = nan: must be a finite number >= 0 (flag --request-rate)"));
   EXPECT_THAT(m, HasSubstr("traffic_cfg.burstiness = -1: must be a finite number >= 0"));
   EXPECT_THAT(m, HasSubstr("traffic_cfg.ramp_up_strategy = \"quadratic\": must be \"linear\", "
                            "\"exponential\""));
@@ -128,7 +130,8 @@ TEST(RunConfigTest, BadYamlNamesTheFile) {
   const absl::Status s = LoadText("request_rate: [1, 2\n", &c);
   EXPECT_THAT(std::string(s.message()), HasSubstr("not valid YAML"));
   const absl::Status missing = LoadYamlConfig("/nonexistent/surge.yaml", &c);
-  EXPECT_THAT(std::string(missing.message()), HasSubstr("--config = \"/nonexistent/surge.yaml\": no such file"));
+  EXPECT_THAT(std::string(missing.message()),
+              HasSubstr("--config = \"/nonexistent/surge.yaml\": no such file"));
   const absl::Status directory = LoadYamlConfig(::testing::TempDir(), &c);
   EXPECT_THAT(std::string(directory.message()), HasSubstr("is not a regular file"));
 }
@@ -306,6 +309,23 @@ TEST(ConfigWarningsTest, ExtraBodyCannotOverrideSurgesOwnFields) {
   ASSERT_EQ(w.size(), 2u);
   EXPECT_THAT(w[0], HasSubstr("extra_body_json sets \"max_tokens\" = 16 for every request"));
   EXPECT_THAT(w[1], HasSubstr("output token counts are estimated"));
+}
+
+// Issue 11 item 1: several choices per request (n > 1, best_of > 1) are a
+// configuration error (exit 2, nothing sent): their chunks interleave in one
+// stream and surge measures one answer per request.
+TEST(ConfigWarningsTest, ExtraBodyCannotAskForSeveralChoices) {
+  surge::v1::RunConfig c = DefaultRunConfig();
+  c.mutable_target()->set_extra_body_json(R"({"n":2})");
+  const absl::Status s = ValidateRunConfig(c);
+  ASSERT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("  extra_body_json = \"{\"n\":2}\": sets \"n\": 2; surge measures one "
+                        "answer per request, so only 1 is allowed"));
+  c.mutable_target()->set_extra_body_json(R"({"best_of":4})");
+  EXPECT_EQ(ValidateRunConfig(c).code(), absl::StatusCode::kInvalidArgument);
+  c.mutable_target()->set_extra_body_json(R"({"n":1,"ignore_eos":true})");
+  EXPECT_TRUE(ValidateRunConfig(c).ok());
 }
 
 }  // namespace

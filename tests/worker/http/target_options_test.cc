@@ -1,9 +1,8 @@
 // The R-REQ-1 target options of the HTTP client, end to end on 127.0.0.1:
 // https against the sim server with a certificate made here, the API key
 // file, extra headers and extra body fields.
-#include <unistd.h>
-
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -46,8 +45,8 @@ using ::testing::Not;
 using ::testing::StartsWith;
 
 std::string TempPath(const std::string& name) {
-  return (std::filesystem::path(::testing::TempDir()) /
-          (std::to_string(getpid()) + "_" + name)).string();
+  return (std::filesystem::path(::testing::TempDir()) / (std::to_string(getpid()) + "_" + name))
+      .string();
 }
 
 void WriteFile(const std::string& path, const std::string& text) {
@@ -362,6 +361,10 @@ TEST(ExtraRequestFieldsTest, BadHeadersAndBodiesAreRejectedByName) {
       {{}, "{oops", "extra_body_json: is not valid JSON"},
       {{}, "[1,2]", "extra_body_json: must be a JSON object"},
       {{}, R"({"stream":false})", "extra_body_json: must not set \"stream\""},
+      // Issue 11 item 1: one answer per request.
+      {{}, R"({"n":2})", "extra_body_json: sets \"n\": 2; surge measures one answer"},
+      {{}, R"({"n":"2"})", "extra_body_json: sets \"n\": \"2\"; surge measures one answer"},
+      {{}, R"({"best_of":3})", "extra_body_json: sets \"best_of\": 3; surge measures one answer"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.message_prefix);
@@ -372,6 +375,17 @@ TEST(ExtraRequestFieldsTest, BadHeadersAndBodiesAreRejectedByName) {
     EXPECT_EQ(sender.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(std::string(sender.status().message()), StartsWith(c.message_prefix));
     EXPECT_THAT(std::string(sender.status().message()), Not(HasSubstr("sk-x")));
+  }
+}
+
+// Issue 11 item 1: n and best_of of 1 (or null, the server's default) ask
+// for one answer and are allowed.
+TEST(ExtraRequestFieldsTest, OneChoiceIsAllowed) {
+  for (const char* text : {R"({"n":1})", R"({"n":1.0,"best_of":1})", R"({"n":null})"}) {
+    EXPECT_TRUE(ParseExtraBody(text).ok()) << text;
+  }
+  for (const char* text : {R"({"n":0})", R"({"n":true})", R"({"best_of":2,"n":1})"}) {
+    EXPECT_EQ(ParseExtraBody(text).status().code(), absl::StatusCode::kInvalidArgument) << text;
   }
 }
 
