@@ -117,8 +117,8 @@ RunSummary Summarize(const std::vector<surge::v1::RequestRecord>& records,
   // (time, +1/−1) events for the in-flight sweep.
   std::vector<std::pair<double, int>> events;
   double end_s = 0, busy_s = 0;
-  s.has_goodput = goodput != nullptr &&
-                  (goodput->has_ttft_ms() || goodput->has_tpot_ms() || goodput->has_e2el_ms());
+  s.has_goodput = goodput != nullptr && (goodput->has_ttft_ms() || goodput->has_tpot_ms() ||
+                                         goodput->has_e2el_ms());
   for (const auto& r : records) {
     ++s.total;
     planned_all_s.push_back(NanosToSeconds(r.planned_ns()));
@@ -186,8 +186,7 @@ RunSummary Summarize(const std::vector<surge::v1::RequestRecord>& records,
       if (goodput->has_ttft_ms()) good &= ttft_r * 1e3 <= goodput->ttft_ms();
       if (goodput->has_e2el_ms()) good &= e2el_r * 1e3 <= goodput->e2el_ms();
       // A request with one token has no TPOT; it meets a TPOT objective.
-      if (goodput->has_tpot_ms() && std::isfinite(tpot_r))
-        good &= tpot_r * 1e3 <= goodput->tpot_ms();
+      if (goodput->has_tpot_ms() && std::isfinite(tpot_r)) good &= tpot_r * 1e3 <= goodput->tpot_ms();
       s.good_requests += good;
     }
   }
@@ -196,15 +195,13 @@ RunSummary Summarize(const std::vector<surge::v1::RequestRecord>& records,
   int64_t inflight = 0;
   for (const auto& [t, delta] : events) {
     inflight += delta;
-    s.max_concurrency = std::max<uint64_t>(s.max_concurrency,
-                                           static_cast<uint64_t>(std::max<int64_t>(inflight, 0)));
+    s.max_concurrency = std::max<uint64_t>(s.max_concurrency, static_cast<uint64_t>(std::max<int64_t>(inflight, 0)));
   }
   s.duration_s = end_s;
   s.request_throughput_rps = PerSecond(static_cast<double>(s.succeeded), end_s);
   s.input_token_throughput = PerSecond(static_cast<double>(s.input_tokens), end_s);
   s.output_token_throughput = PerSecond(static_cast<double>(s.output_tokens), end_s);
-  s.total_token_throughput =
-      PerSecond(static_cast<double>(s.input_tokens + s.output_tokens), end_s);
+  s.total_token_throughput = PerSecond(static_cast<double>(s.input_tokens + s.output_tokens), end_s);
   s.mean_concurrency = PerSecond(busy_s, end_s);
   s.goodput_rps = PerSecond(static_cast<double>(s.good_requests), end_s);
   s.achieved_rate_rps = RateOverSpan(sent_s);
@@ -225,7 +222,7 @@ RunSummary Summarize(const std::vector<surge::v1::RequestRecord>& records,
 
 nlohmann::json SummaryToJson(const RunSummary& s, const nlohmann::json& context) {
   auto seconds = [](const MetricStats& m) {
-    return nlohmann::json{{"count", m.count},     {"mean", Number(m.mean)}, {"min", Number(m.min)},
+    return nlohmann::json{{"count", m.count},    {"mean", Number(m.mean)}, {"min", Number(m.min)},
                           {"max", Number(m.max)}, {"p50", Number(m.p50)},   {"p75", Number(m.p75)},
                           {"p90", Number(m.p90)}, {"p99", Number(m.p99)}};
   };
@@ -295,9 +292,7 @@ nlohmann::json SummaryToJson(const RunSummary& s, const nlohmann::json& context)
 
 std::string SummaryToCsv(const RunSummary& s) {
   std::string out = "Performance Parameters,Average,Min,Max,Median,P75,P90,P99,N\n";
-  auto cell = [](double v) {
-    return std::isfinite(v) ? absl::StrFormat("%.4f", v) : std::string();
-  };
+  auto cell = [](double v) { return std::isfinite(v) ? absl::StrFormat("%.4f", v) : std::string(); };
   for (const MetricRow& row : MetricRows(s)) {
     const MetricStats& m = *row.stats;
     absl::StrAppend(&out, row.name, " (", row.unit, "),", cell(m.mean * row.scale), ",",
@@ -308,7 +303,7 @@ std::string SummaryToCsv(const RunSummary& s) {
   absl::StrAppend(&out, "\nCommon Metric,Value\n");
   for (const auto& [name, value] : CommonRows(s)) {
     absl::StrAppend(&out, name, ",",
-                    value.is_null()           ? std::string()
+                    value.is_null() ? std::string()
                     : value.is_number_float() ? absl::StrFormat("%.4f", value.get<double>())
                                               : value.dump(),
                     "\n");
@@ -334,8 +329,7 @@ std::string FormatSummaryTable(const RunSummary& s) {
   row("Intended rate, plan (RPS)", Fixed(s.intended_rate_rps));
   row("Achieved rate, sent (RPS)", Fixed(s.achieved_rate_rps));
   row("Request throughput (RPS)", Fixed(s.request_throughput_rps));
-  row("Concurrency mean / max",
-      absl::StrCat(Fixed(s.mean_concurrency, 2), " / ", s.max_concurrency));
+  row("Concurrency mean / max", absl::StrCat(Fixed(s.mean_concurrency, 2), " / ", s.max_concurrency));
   row("Output token throughput (tok/s)", Fixed(s.output_token_throughput));
   row("Total token throughput (tok/s)", Fixed(s.total_token_throughput));
   if (s.output_tokens_estimated > 0) {
@@ -351,11 +345,10 @@ std::string FormatSummaryTable(const RunSummary& s) {
                     " sent again on a fresh connection (keep-alive connection closed before "
                     "any answer byte)\n");
   }
-  if (s.has_goodput)
-    row("Goodput (RPS)", absl::StrCat(Fixed(s.goodput_rps), " (", s.good_requests, " good)"));
-  row("Send lateness p50/p99/max (ms)",
-      absl::StrCat(Fixed(s.lateness_s.p50 * 1e3), " / ", Fixed(s.lateness_s.p99 * 1e3), " / ",
-                   Fixed(s.lateness_s.max * 1e3)));
+  if (s.has_goodput) row("Goodput (RPS)", absl::StrCat(Fixed(s.goodput_rps), " (", s.good_requests, " good)"));
+  row("Send lateness p50/p99/max (ms)", absl::StrCat(Fixed(s.lateness_s.p50 * 1e3), " / ",
+                                                     Fixed(s.lateness_s.p99 * 1e3), " / ",
+                                                     Fixed(s.lateness_s.max * 1e3)));
   row("TTFT mean/p50/p99 (ms)", ms(s.ttft_s));
   // Only when it says something TTFT does not: reasoning came first, or
   // some answers had no content at all.
@@ -367,8 +360,7 @@ std::string FormatSummaryTable(const RunSummary& s) {
   row("E2EL mean/p50/p99 (ms)", ms(s.e2el_s));
   if (!s.reasons.empty()) {
     absl::StrAppend(&out, "  Requests not OK, by reason:\n");
-    for (const auto& [reason, count] : s.reasons)
-      row(absl::StrCat("    ", reason), absl::StrCat(count));
+    for (const auto& [reason, count] : s.reasons) row(absl::StrCat("    ", reason), absl::StrCat(count));
   }
   absl::StrAppend(&out, "===============================================\n");
   if (s.total > 0 && s.succeeded == 0) {

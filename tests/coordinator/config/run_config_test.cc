@@ -16,8 +16,7 @@ namespace {
 using ::testing::HasSubstr;
 
 absl::Status LoadText(const std::string& yaml, surge::v1::RunConfig* config) {
-  const auto path = std::filesystem::path(::testing::TempDir()) /
-                    ("run_config_test_" + std::to_string(getpid()) + ".yaml");
+  const auto path = std::filesystem::path(::testing::TempDir()) / ("run_config_test_" + std::to_string(getpid()) + ".yaml");
   std::ofstream(path) << yaml;
   *config = DefaultRunConfig();
   return LoadYamlConfig(path.string(), config);
@@ -98,8 +97,7 @@ TEST(RunConfigTest, ValidatorRejectsOutOfRangeValues) {
   c.mutable_target()->set_endpoint("/v1/embeddings");
   c.mutable_dataset()->set_dataset_name("mooncake");
   const std::string m(ValidateRunConfig(c).message());
-  EXPECT_THAT(m,
-              HasSubstr("request_rate = nan: must be a finite number >= 0 (flag --request-rate)"));
+  EXPECT_THAT(m, HasSubstr("request_rate = nan: must be a finite number >= 0 (flag --request-rate)"));
   EXPECT_THAT(m, HasSubstr("traffic_cfg.burstiness = -1: must be a finite number >= 0"));
   EXPECT_THAT(m, HasSubstr("traffic_cfg.ramp_up_strategy = \"quadratic\": must be \"linear\", "
                            "\"exponential\""));
@@ -130,8 +128,7 @@ TEST(RunConfigTest, BadYamlNamesTheFile) {
   const absl::Status s = LoadText("request_rate: [1, 2\n", &c);
   EXPECT_THAT(std::string(s.message()), HasSubstr("not valid YAML"));
   const absl::Status missing = LoadYamlConfig("/nonexistent/surge.yaml", &c);
-  EXPECT_THAT(std::string(missing.message()),
-              HasSubstr("--config = \"/nonexistent/surge.yaml\": no such file"));
+  EXPECT_THAT(std::string(missing.message()), HasSubstr("--config = \"/nonexistent/surge.yaml\": no such file"));
   const absl::Status directory = LoadYamlConfig(::testing::TempDir(), &c);
   EXPECT_THAT(std::string(directory.message()), HasSubstr("is not a regular file"));
 }

@@ -393,8 +393,8 @@ TEST(SummaryTest, TpotItlConcurrencyAndGoodput) {
   EXPECT_NEAR(s.goodput_rps, 2 / 1.5, 1e-9);
 
   const std::string csv = SummaryToCsv(s);
-  EXPECT_THAT(
-      csv, ::testing::StartsWith("Performance Parameters,Average,Min,Max,Median,P75,P90,P99,N\n"));
+  EXPECT_THAT(csv, ::testing::StartsWith(
+                       "Performance Parameters,Average,Min,Max,Median,P75,P90,P99,N\n"));
   EXPECT_THAT(csv, HasSubstr("TPOT (ms),100.0000,100.0000,100.0000,100.0000,100.0000,100.0000,"
                              "100.0000,2\n"));
   EXPECT_THAT(csv, HasSubstr("Max Concurrency,2\n"));
@@ -497,8 +497,7 @@ TEST(ProgressTest, LineShowsCountsRateAndEta) {
 
 TEST(PayloadSourceTest, MooncakeLinesBecomePayloadsAndCycle) {
   const fs::path path = FreshDir("mooncake") / "tiny_trace.jsonl";
-  std::ofstream(path)
-      << R"({"timestamp": 0, "input_length": 100, "output_length": 7, "hash_ids": [0]}
+  std::ofstream(path) << R"({"timestamp": 0, "input_length": 100, "output_length": 7, "hash_ids": [0]}
 {"timestamp": 3000, "input_length": 2500, "output_length": 0, "hash_ids": [0, 1]}
 )";
   surge::v1::DatasetConfig d;

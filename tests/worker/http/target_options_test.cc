@@ -1,8 +1,9 @@
 // The R-REQ-1 target options of the HTTP client, end to end on 127.0.0.1:
 // https against the sim server with a certificate made here, the API key
 // file, extra headers and extra body fields.
-#include <stdlib.h>
 #include <unistd.h>
+
+#include <stdlib.h>
 
 #include <filesystem>
 #include <fstream>
@@ -45,8 +46,8 @@ using ::testing::Not;
 using ::testing::StartsWith;
 
 std::string TempPath(const std::string& name) {
-  return (std::filesystem::path(::testing::TempDir()) / (std::to_string(getpid()) + "_" + name))
-      .string();
+  return (std::filesystem::path(::testing::TempDir()) /
+          (std::to_string(getpid()) + "_" + name)).string();
 }
 
 void WriteFile(const std::string& path, const std::string& text) {
