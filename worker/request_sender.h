@@ -16,7 +16,8 @@ namespace surge::worker {
 // attempt, status, error, http_status, token counts, ttft_ns/e2el_ns/itl_ns
 // (durations) and sent_ns as an *absolute* local steady-clock time
 // (ToNanos(clock.Now()) when the first byte was handed to the socket, R-ACT-2),
-// 0 when nothing was sent. The caller converts it to t0-relative time.
+// 0 when nothing was sent; retry_sent_ns and interrupted_ns, when not 0, are
+// absolute too. The caller converts them to t0-relative time.
 using SendCallback = std::function<void(surge::v1::RequestRecord)>;
 
 // Sends requests without blocking the caller. Thread-safe.

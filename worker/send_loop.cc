@@ -172,6 +172,7 @@ void SendLoop::Release(surge::v1::Assignment assignment, int64_t released_local_
       record.set_sent_ns(record.sent_ns() - t0);
     }
     if (record.interrupted_ns() != 0) record.set_interrupted_ns(record.interrupted_ns() - t0);
+    if (record.retry_sent_ns() != 0) record.set_retry_sent_ns(record.retry_sent_ns() - t0);
     on_record_(std::move(record));
   });
 }

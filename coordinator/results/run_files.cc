@@ -223,6 +223,7 @@ void DetailsWriter::Append(const RequestRecord& r) {
   j["blocked_s"] = NanosToSeconds(r.blocked_ns());
   j["http_status"] = r.http_status();
   j["ttft_s"] = SecondsOrNull(r.ttft_ns() != 0, r.ttft_ns());
+  j["ttfc_s"] = SecondsOrNull(r.ttfc_ns() != 0, r.ttfc_ns());
   j["e2el_s"] = SecondsOrNull(r.e2el_ns() != 0, r.e2el_ns());
   // Interrupted requests: when they were cut off, seconds from t0.
   j["interrupted_offset_s"] = SecondsOrNull(r.interrupted_ns() != 0, r.interrupted_ns());
@@ -232,6 +233,13 @@ void DetailsWriter::Append(const RequestRecord& r) {
   j["input_tokens"] = r.input_tokens();
   j["output_tokens"] = r.output_tokens();
   j["output_tokens_estimated"] = r.output_tokens_estimated();
+  j["max_tokens"] = r.max_tokens();
+  j["finish_reason"] =
+      r.finish_reason().empty() ? nlohmann::json() : nlohmann::json(r.finish_reason());
+  j["short_output"] = r.short_output();
+  j["http_retries"] = r.http_retries();
+  j["retry_reason"] = r.retry_reason();
+  j["retry_offset_s"] = SecondsOrNull(r.retry_sent_ns() != 0, r.retry_sent_ns());
   j["error"] = r.error();
   const std::string line = j.dump() + "\n";
   std::fwrite(line.data(), 1, line.size(), file_);
@@ -277,6 +285,7 @@ absl::StatusOr<RequestRecord> ParseDetailsLine(const std::string& line) {
   r.set_blocked_ns(ns("blocked_s"));
   r.set_http_status(j.value("http_status", 0u));
   r.set_ttft_ns(ns("ttft_s"));
+  r.set_ttfc_ns(ns("ttfc_s"));
   r.set_e2el_ns(ns("e2el_s"));
   r.set_interrupted_ns(ns("interrupted_offset_s"));
   if (auto it = j.find("itl_s"); it != j.end() && it->is_array()) {
@@ -287,6 +296,14 @@ absl::StatusOr<RequestRecord> ParseDetailsLine(const std::string& line) {
   r.set_input_tokens(j.value("input_tokens", 0u));
   r.set_output_tokens(j.value("output_tokens", 0u));
   r.set_output_tokens_estimated(j.value("output_tokens_estimated", false));
+  r.set_max_tokens(j.value("max_tokens", 0u));
+  if (auto it = j.find("finish_reason"); it != j.end() && it->is_string()) {
+    r.set_finish_reason(it->get<std::string>());
+  }
+  r.set_short_output(j.value("short_output", false));
+  r.set_http_retries(j.value("http_retries", 0u));
+  r.set_retry_reason(j.value("retry_reason", std::string()));
+  r.set_retry_sent_ns(ns("retry_offset_s"));
   r.set_error(j.value("error", std::string()));
   return r;
 }

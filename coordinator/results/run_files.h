@@ -70,9 +70,10 @@ class DetailsWriter {
 
   // Appends one line: index, attempt, worker, status, planned_offset_s,
   // released_offset_s, actual_offset_s (first byte sent), lateness_s
-  // (actual − planned), blocked_s, http_status, ttft_s, e2el_s, itl_s,
-  // input_tokens, output_tokens, output_tokens_estimated, error. Times not
-  // reached are null.
+  // (actual − planned), blocked_s, http_status, ttft_s, ttfc_s, e2el_s,
+  // itl_s, input_tokens, output_tokens, output_tokens_estimated, max_tokens,
+  // finish_reason (null when none), short_output, http_retries,
+  // retry_reason, retry_offset_s, error. Times not reached are null.
   void Append(const surge::v1::RequestRecord& record);
   // Flushes to the OS. Errors: INTERNAL on a write failure.
   absl::Status Flush();

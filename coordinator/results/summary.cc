@@ -45,6 +45,7 @@ std::vector<MetricRow> MetricRows(const RunSummary& s) {
   return {
       {"E2EL", "ms", 1e3, &s.e2el_s},
       {"TTFT", "ms", 1e3, &s.ttft_s},
+      {"TTFC", "ms", 1e3, &s.ttfc_s},
       {"TPOT", "ms", 1e3, &s.tpot_s},
       {"ITL", "ms", 1e3, &s.itl_s},
       {"InputTokens", "tokens", 1, &s.input_tokens_stats},
@@ -68,6 +69,8 @@ std::vector<std::pair<std::string, nlohmann::json>> CommonRows(const RunSummary&
       {"Total Input Tokens", s.input_tokens},
       {"Total Generated Tokens", s.output_tokens},
       {"Estimated Output Token Counts", s.output_tokens_estimated},
+      {"Short Outputs (ignore_eos)", s.short_outputs},
+      {"Retried Requests", s.retried_requests},
       {"Input Token Throughput (token/s)", Number(s.input_token_throughput)},
       {"Output Token Throughput (token/s)", Number(s.output_token_throughput)},
       {"Total Token Throughput (token/s)", Number(s.total_token_throughput)},
@@ -109,8 +112,8 @@ MetricStats ComputeStats(std::vector<double> values) {
 RunSummary Summarize(const std::vector<surge::v1::RequestRecord>& records,
                      const surge::v1::GoodputConfig* goodput) {
   RunSummary s;
-  std::vector<double> sent_s, planned_all_s, lateness, ttft, e2el, tpot, itl, in_tokens, out_tokens,
-      out_throughput;
+  std::vector<double> sent_s, planned_all_s, lateness, ttft, ttfc, e2el, tpot, itl, in_tokens,
+      out_tokens, out_throughput;
   // (time, +1/−1) events for the in-flight sweep.
   std::vector<std::pair<double, int>> events;
   double end_s = 0, busy_s = 0;
@@ -136,6 +139,11 @@ RunSummary Summarize(const std::vector<surge::v1::RequestRecord>& records,
         ++s.not_sent;
         break;
     }
+    if (r.http_retries() > 0) {
+      ++s.retried_requests;
+      const std::string& why = r.retry_reason();
+      ++s.retry_reasons[why.empty() ? std::string("unknown") : why.substr(0, why.find(':'))];
+    }
     if (r.status() != surge::v1::OK) {
       const std::string& e = r.error();
       ++s.reasons[e.empty() ? std::string("unknown") : e.substr(0, e.find(':'))];
@@ -157,7 +165,10 @@ RunSummary Summarize(const std::vector<surge::v1::RequestRecord>& records,
     const double e2el_r = NanosToSeconds(r.e2el_ns());
     const double ttft_r = NanosToSeconds(r.ttft_ns());
     ttft.push_back(ttft_r);
+    if (r.ttfc_ns() > 0) ttfc.push_back(NanosToSeconds(r.ttfc_ns()));
     e2el.push_back(e2el_r);
+    s.short_outputs += r.short_output();
+    ++s.finish_reasons[r.finish_reason().empty() ? std::string("none") : r.finish_reason()];
     double tpot_r = kNaN;
     if (r.output_tokens() > 1) {
       tpot_r = (e2el_r - ttft_r) / static_cast<double>(r.output_tokens() - 1);
@@ -199,6 +210,7 @@ RunSummary Summarize(const std::vector<surge::v1::RequestRecord>& records,
   s.intended_rate_rps = RateOverSpan(planned_all_s);
   s.lateness_s = ComputeStats(std::move(lateness));
   s.ttft_s = ComputeStats(std::move(ttft));
+  s.ttfc_s = ComputeStats(std::move(ttfc));
   s.e2el_s = ComputeStats(std::move(e2el));
   s.tpot_s = ComputeStats(std::move(tpot));
   s.itl_s = ComputeStats(std::move(itl));
@@ -226,6 +238,7 @@ nlohmann::json SummaryToJson(const RunSummary& s, const nlohmann::json& context)
   j["achieved_vs_intended"] = Number(s.achieved_rate_rps / s.intended_rate_rps);
   j["lateness_s"] = seconds(s.lateness_s);
   j["ttft_s"] = seconds(s.ttft_s);
+  j["ttfc_s"] = seconds(s.ttfc_s);
   j["e2el_s"] = seconds(s.e2el_s);
   j["tpot_s"] = seconds(s.tpot_s);
   j["itl_s"] = seconds(s.itl_s);
@@ -235,6 +248,19 @@ nlohmann::json SummaryToJson(const RunSummary& s, const nlohmann::json& context)
       {"requests", s.output_tokens_estimated},
       {"of_succeeded", s.succeeded},
       {"rule", "no usage from the server: ceil(UTF-8 bytes of the answer text / 4)"}};
+  j["short_outputs"] = {
+      {"requests", s.short_outputs},
+      {"of_succeeded", s.succeeded},
+      {"rule",
+       "ignore_eos asked and the answer stopped before max_tokens (server usage below "
+       "max_tokens, or a finish_reason other than length)"}};
+  j["finish_reasons"] = s.finish_reasons;
+  j["http_retries"] = {{"retried_requests", s.retried_requests},
+                       {"reasons", s.retry_reasons},
+                       {"rule",
+                        "sent again on a fresh connection: a reused keep-alive "
+                        "connection closed before any answer byte; latency counts "
+                        "from the first write"}};
   j["output_token_throughput"] = Number(s.output_token_throughput);
   j["mean_concurrency"] = Number(s.mean_concurrency);
   j["max_concurrency"] = s.max_concurrency;
@@ -310,11 +336,25 @@ std::string FormatSummaryTable(const RunSummary& s) {
     absl::StrAppend(&out, "  Output tokens estimated for ", s.output_tokens_estimated, " of ",
                     s.succeeded, " requests (no usage from the server; ~4 chars/token)\n");
   }
+  if (s.short_outputs > 0) {
+    absl::StrAppend(&out, "  Short outputs: ", s.short_outputs, " of ", s.succeeded,
+                    " requests stopped before max_tokens although ignore_eos was asked\n");
+  }
+  if (s.retried_requests > 0) {
+    absl::StrAppend(&out, "  Retried requests: ", s.retried_requests,
+                    " sent again on a fresh connection (keep-alive connection closed before "
+                    "any answer byte)\n");
+  }
   if (s.has_goodput) row("Goodput (RPS)", absl::StrCat(Fixed(s.goodput_rps), " (", s.good_requests, " good)"));
   row("Send lateness p50/p99/max (ms)", absl::StrCat(Fixed(s.lateness_s.p50 * 1e3), " / ",
                                                      Fixed(s.lateness_s.p99 * 1e3), " / ",
                                                      Fixed(s.lateness_s.max * 1e3)));
   row("TTFT mean/p50/p99 (ms)", ms(s.ttft_s));
+  // Only when it says something TTFT does not: reasoning came first, or
+  // some answers had no content at all.
+  if (s.ttfc_s.count != s.ttft_s.count || (s.ttfc_s.count > 0 && s.ttfc_s.mean != s.ttft_s.mean)) {
+    row("TTFC (first content) mean/p50/p99", ms(s.ttfc_s));
+  }
   row("TPOT mean/p50/p99 (ms)", ms(s.tpot_s));
   row("ITL mean/p50/p99 (ms)", ms(s.itl_s));
   row("E2EL mean/p50/p99 (ms)", ms(s.e2el_s));

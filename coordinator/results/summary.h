@@ -7,10 +7,9 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "absl/status/status.h"
 #include "surge/v1/config.pb.h"
@@ -54,6 +53,10 @@ struct RunSummary {
   // (E2EL − TTFT)/(output tokens − 1) for requests with ≥ 2 output tokens;
   // ITL = every gap between content chunks, pooled over requests.
   MetricStats e2el_s, ttft_s, tpot_s, itl_s;
+  // Send → first answer-content token (record.ttfc_ns), seconds, over OK
+  // requests that got answer content (a reasoning-only answer has none).
+  // Equals TTFT unless reasoning came first.
+  MetricStats ttfc_s;
   // Per-request token counts and output tokens / E2EL (tokens/s), OK requests.
   MetricStats input_tokens_stats, output_tokens_stats, output_token_throughput_stats;
   // Token totals over OK requests.
@@ -63,6 +66,19 @@ struct RunSummary {
   // answer's text / 4), EstimateTokens): their TPOT and token totals rest on
   // the estimate. Reported next to the totals in all three outputs.
   uint64_t output_tokens_estimated = 0;
+  // OK requests with record.short_output: ignore_eos was asked, and the
+  // answer stopped before max_tokens (fewer tokens by the server's usage, or
+  // a finish_reason other than "length").
+  uint64_t short_outputs = 0;
+  // OK requests whose server-reported finish_reason is each value, e.g.
+  // {"length": 98, "stop": 2}; "none" when the stream carried none.
+  std::map<std::string, uint64_t> finish_reasons;
+  // Requests of any status that the HTTP client sent again on a fresh
+  // connection (record.http_retries > 0: a reused keep-alive connection was
+  // closed before any answer byte), and those retries by cause (the
+  // retry_reason before its first ':').
+  uint64_t retried_requests = 0;
+  std::map<std::string, uint64_t> retry_reasons;
   // Totals / duration_s, tokens/s.
   double input_token_throughput = 0, output_token_throughput = 0, total_token_throughput = 0;
   // In-flight requests: mean = Σ(send → end) / duration ("Concurrency"),

@@ -109,6 +109,14 @@ TEST(EndToEndTest, ExternalServerAndBadConfigsSendNothing) {
   const Result bad_flag = RunSurge("run --burstiness -1 --base-url " + url);
   EXPECT_EQ(bad_flag.exit_code, 2);
   EXPECT_THAT(bad_flag.output, HasSubstr("traffic_cfg.burstiness = -1"));
+  // Issue 11 item 1: several answers per request (n = 2) are refused at
+  // start, before anything is sent (the server's count below says so).
+  const fs::path n2_out = FreshDir("surge_e2e_n2");
+  const Result n2 = RunSurge("run --extra-body '{\"n\":2}' --num-prompts 4 --base-url " + url +
+                             " --output-dir " + n2_out.string());
+  EXPECT_EQ(n2.exit_code, 2) << n2.output;
+  EXPECT_THAT(n2.output, HasSubstr("sets \"n\": 2; surge measures one answer per request"));
+  EXPECT_FALSE(fs::exists(n2_out));
 
   const fs::path out = FreshDir("surge_e2e_external");
   const Result r = RunSurge("run --num-prompts 100 --request-rate 50 --workers 2 --random-input-len 32 "

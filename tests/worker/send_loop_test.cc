@@ -333,5 +333,29 @@ TEST(SendLoopTest, ZeroPrepareLeadNeverPrepares) {
   EXPECT_EQ(sender.sent()[1].at_ns, t0 + 20 * kMs);
 }
 
+// Issue 11 item 4: a keep-alive retry's write time arrives absolute, like
+// sent_ns, and leaves the worker relative to t0; sent_ns stays the first write.
+TEST(SendLoopTest, RetrySendTimeIsRelativeToT0) {
+  AutoAdvanceClock clock;
+  FakeRequestSender sender(clock);
+  sender.set_result([](surge::v1::RequestRecord& r) {
+    r.set_http_retries(1);
+    r.set_retry_reason("keepalive_closed: end of stream");
+    r.set_retry_sent_ns(r.sent_ns() + 600000);  // 0.6 ms after the first write
+  });
+  std::vector<surge::v1::RequestRecord> records;
+  SendLoop loop(clock, sender, SendLoopOptions{.worker_index = 0},
+                [&](surge::v1::RequestRecord r) { records.push_back(std::move(r)); });
+  const int64_t t0 = ToNanos(clock.Now()) + 500000000;
+  loop.SetStart(t0);
+  loop.Enqueue({Make(0, 100000000)});
+  sender.set_after_send([&](uint64_t) { loop.Stop(); });
+  loop.Run();
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].sent_ns(), 100000000);  // lateness 0: the first write
+  EXPECT_EQ(records[0].retry_sent_ns(), 100600000);
+  EXPECT_EQ(records[0].http_retries(), 1u);
+}
+
 }  // namespace
 }  // namespace surge::worker

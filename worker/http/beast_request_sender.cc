@@ -121,6 +121,12 @@ struct RequestState {
   std::shared_ptr<Connection> direct_conn;
   size_t direct_written = 0;   // bytes of request_bytes that Send wrote
   int64_t direct_sent_ns = 0;  // clock time just before that write
+  // The keep-alive retry (touched on `strand` only): the first write's
+  // stamp (the record's sent_ns, also after a retry), and the retry's.
+  int64_t first_sent_ns = 0;
+  uint32_t http_retries = 0;
+  std::string retry_reason;
+  int64_t retry_sent_ns = 0;
   // Fields below are touched on `strand` only, except the atomics.
   std::shared_ptr<Connection> conn;
   std::optional<net::steady_timer> watchdog;
@@ -220,6 +226,7 @@ class BeastRequestSender::Impl {
         header_block_(std::move(header_block)),
         api_key_(std::move(api_key)),
         extra_body_(std::move(extra_body)),
+        ignore_eos_(AsksIgnoreEos(extra_body_.is_null() ? nullptr : &extra_body_)),
         tls_context_(std::move(tls_context)),
         verify_peer_(verify_peer),
         endpoints_(std::move(eps)),
@@ -443,11 +450,13 @@ class BeastRequestSender::Impl {
     if (!shutting_down_) idle_.push_back(std::move(conn));
   }
 
-  static RequestRecord BaseRecord(const RequestState& st) {
+  RequestRecord BaseRecord(const RequestState& st) const {
     RequestRecord record;
     record.set_index(st.index);
     record.set_attempt(st.attempt);
     record.set_worker(-1);
+    record.set_max_tokens(
+        RequestedMaxTokens(st.max_tokens, extra_body_.is_null() ? nullptr : &extra_body_));
     return record;
   }
 
@@ -486,6 +495,12 @@ class BeastRequestSender::Impl {
                                               extra_body_.is_null() ? nullptr : &extra_body_);
     return absl::StrCat("POST ", target_path_, " HTTP/1.1\r\n", header_block_,
                         "Content-Length: ", body.size(), "\r\n\r\n", body);
+  }
+
+  // Counts a keep-alive retry of `st` and its cause ("<cause>: <ec>").
+  static void NoteRetry(RequestState& st, const char* cause, const error_code& ec) {
+    ++st.http_retries;
+    st.retry_reason = absl::StrCat(cause, ": ", ec.message());
   }
 
   // Sets status and error for an I/O error `ec` met in `phase`; `message`
@@ -611,6 +626,10 @@ class BeastRequestSender::Impl {
         record.set_interrupted_ns(ToNanos(clock_.Now()));
       }
     }
+    record.set_http_retries(st->http_retries);
+    record.set_retry_reason(st->retry_reason);
+    record.set_retry_sent_ns(st->retry_sent_ns);
+    record.set_short_output(IsShortOutput(record, ignore_eos_));
     std::shared_ptr<Connection> conn = std::move(st->conn);
     if (reusable && !st->aborted.load() && !st->timed_out) {
       // Back to the pool before the callback, so a Send from the callback
@@ -756,14 +775,21 @@ class BeastRequestSender::Impl {
     // sent_ns is its stamp and only the rest is written here. Otherwise
     // R-ACT-2: the first byte is handed to the socket right after this.
     size_t written = 0;
-    int64_t sent_ns = 0;
+    int64_t write_ns = 0;
     if (st->direct_written > 0) {
       written = std::exchange(st->direct_written, 0);
-      sent_ns = st->direct_sent_ns;
+      write_ns = st->direct_sent_ns;
     } else {
-      sent_ns = ToNanos(clock_.Now());
+      write_ns = ToNanos(clock_.Now());
     }
-    ResponseMetrics metrics(sent_ns);
+    // After a keep-alive retry the request still counts from its first
+    // write: the reconnect is part of its latency, not of its lateness.
+    if (st->http_retries > 0) {
+      st->retry_sent_ns = write_ns;
+    } else {
+      st->first_sent_ns = write_ns;
+    }
+    ResponseMetrics metrics(st->first_sent_ns);
     if (written < request_bytes.size()) {
       co_await net::async_write(
           stream, net::buffer(request_bytes.data() + written, request_bytes.size() - written),
@@ -771,6 +797,8 @@ class BeastRequestSender::Impl {
     }
     if (ec) {
       if (can_retry && IsClosedByPeer(ec) && !st->aborted.load() && !st->timed_out) {
+        record.set_sent_ns(metrics.sent_ns());
+        NoteRetry(*st, "keepalive_closed_on_write", ec);
         co_return Outcome::kRetry;
       }
       record.set_sent_ns(metrics.sent_ns());
@@ -789,6 +817,7 @@ class BeastRequestSender::Impl {
       // as the request went out, so it never saw the request.
       if (can_retry && conn.buffer.size() == 0 && IsClosedByPeer(ec) && !st->aborted.load() &&
           !st->timed_out) {
+        NoteRetry(*st, "keepalive_closed", ec);
         co_return Outcome::kRetry;
       }
       // Malformed HTTP is the server's fault, a closed socket the network's.
@@ -834,8 +863,19 @@ class BeastRequestSender::Impl {
                                     std::string(parsed.status().message()));
         return false;
       }
-      if (!parsed->content.empty()) metrics.OnContentEvent(now_ns, parsed->content.size());
+      if (parsed->choice_index != 0) {
+        // n > 1 (or best_of): the choices' chunks interleave, and their
+        // gaps are not inter-token latencies. Refused at start; a server
+        // that sends them anyway fails the request rather than mixing them.
+        stream_error = absl::StrCat("multiple_choices: an event of choice ", parsed->choice_index,
+                                    "; surge measures one choice per request (n = 1)");
+        return false;
+      }
+      if (!parsed->content.empty()) {
+        metrics.OnContentEvent(now_ns, parsed->content.size(), parsed->answer_bytes > 0);
+      }
       if (parsed->usage.has_value()) metrics.OnUsage(*parsed->usage);
+      if (parsed->finished) metrics.OnFinishReason(parsed->finish_reason);
       saw_finish = saw_finish || parsed->finished;
       return true;
     };
@@ -936,9 +976,11 @@ class BeastRequestSender::Impl {
       co_return keep_alive;
     }
     if (!answer->content.empty()) {
-      metrics.OnWholeAnswer(metrics.last_byte_ns(), answer->content.size());
+      metrics.OnWholeAnswer(metrics.last_byte_ns(), answer->content.size(),
+                            answer->answer_bytes > 0);
     }
     if (answer->usage.has_value()) metrics.OnUsage(*answer->usage);
+    if (answer->finished) metrics.OnFinishReason(answer->finish_reason);
     metrics.FillRecord(estimated_input, record);
     if (answer->content.empty() && record.output_tokens() == 0) {
       record.set_status(surge::v1::FAILED);
@@ -958,8 +1000,9 @@ class BeastRequestSender::Impl {
   const double timeout_s_;
   // Every header line but Content-Length; holds the API key: never log it.
   const std::string header_block_;
-  const std::string api_key_;  // "" = none; only to redact it from error texts
-  const nlohmann::json extra_body_;                       // null: none
+  const std::string api_key_;        // "" = none; only to redact it from error texts
+  const nlohmann::json extra_body_;  // null: none
+  const bool ignore_eos_;            // the extra body asks for ignore_eos (short-output rule)
   const std::shared_ptr<net::ssl::context> tls_context_;  // null for http
   const bool verify_peer_;
   const tcp::resolver::results_type endpoints_;

@@ -38,23 +38,32 @@ namespace surge::worker {
 // times out or is not keep-alive is discarded. If a *reused* connection turns
 // out to be closed by the server before any byte of the answer arrives (the
 // keep-alive race every HTTP client has), the request is sent once more on a
-// fresh connection, and sent_ns is the time of that second write.
+// fresh connection. The record says so: http_retries 1, retry_reason
+// ("keepalive_closed: <msg>", or "keepalive_closed_on_write: <msg>" when the
+// write itself failed), retry_sent_ns the second write; sent_ns stays the
+// first write and every latency counts from it.
 //
 // Timestamps, all from the injected Clock (absolute local steady ns):
 //  - sent_ns: just before the write of the request's first bytes on a
 //    connected socket (connect time comes before it, R-ACT-2), whether that
 //    write is made by Send's caller (prepared http requests) or by the I/O
 //    thread;
-//  - ttft_ns: sent → first SSE event with non-empty content (role-only
-//    deltas and usage-only chunks do not count); for non-streamed answers,
-//    sent → the whole answer;
-//  - itl_ns: gaps between successive content events;
+//  - ttft_ns: sent → first SSE event with generated text on any channel
+//    (content, reasoning_content or reasoning; role-only deltas and
+//    usage-only chunks do not count); for non-streamed answers, sent → the
+//    whole answer;
+//  - ttfc_ns: sent → first event with answer content (content, or text for
+//    completions); 0 for a reasoning-only answer;
+//  - itl_ns: gaps between successive events with generated text;
 //  - e2el_ns: sent → last byte of the response.
 // Token counts come from the server's usage when present
 // (output_tokens_estimated = false), else output_tokens = EstimateTokens of
 // the generated text (streamed: the content of all events together; one
 // rule for both paths, never one token per event) and input_tokens =
-// EstimateTokens(prompt).
+// EstimateTokens(prompt). Every record also carries max_tokens (what the
+// body asked for, RequestedMaxTokens), the server's finish_reason and
+// short_output (IsShortOutput: ignore_eos asked in extra_body_json and the
+// answer stopped before max_tokens).
 //
 // Outcomes: OK on HTTP 200 with a complete response: a stream is complete
 // when "data: [DONE]" arrived, or a finish_reason arrived and the body then
@@ -69,7 +78,8 @@ namespace surge::worker {
 // finish_reason; TTFT, ITL and tokens so far kept, e2el_ns 0),
 // "incomplete_body" (a non-streamed 200 answer cut before its Content-Length
 // or last chunk), "bad_chunk: <msg>" (an SSE event whose data is not a
-// JSON object), "stream_error: <msg>" (an {"error": ...} event:
+// JSON object), "multiple_choices: <msg>" (an event of a choice other than
+// 0: several choices interleaved in one stream), "stream_error: <msg>" (an {"error": ...} event:
 // "stream_error: server error: <message>"; malformed HTTP or chunking),
 // "bad_response: <msg>" (bad non-streamed JSON),
 // "no_content", "timeout" (target.request_timeout_s elapsed, counted from

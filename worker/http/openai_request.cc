@@ -70,19 +70,26 @@ absl::StatusOr<ParsedAnswer> Parse(ApiKind kind, std::string_view text, const ch
         auto inner = choice.find(field);
         if (inner != choice.end() && inner->is_object()) {
           // Reasoning models stream their thinking first; it is generated
-          // output, so it counts for TTFT like vLLM's benchmark does.
-          if (!AppendString(*inner, "content", answer.content)) {
-            if (!AppendString(*inner, "reasoning_content", answer.content)) {
-              AppendString(*inner, "reasoning", answer.content);
-            }
+          // output, so it counts for TTFT like vLLM's benchmark does, but not
+          // for TTFC (the first token of the answer proper).
+          if (!AppendString(*inner, "reasoning_content", answer.content)) {
+            AppendString(*inner, "reasoning", answer.content);
           }
+          const size_t reasoning_bytes = answer.content.size();
+          AppendString(*inner, "content", answer.content);
+          answer.answer_bytes = answer.content.size() - reasoning_bytes;
         }
       } else {
         AppendString(choice, "text", answer.content);
+        answer.answer_bytes = answer.content.size();
       }
       if (auto reason = choice.find("finish_reason");
           reason != choice.end() && reason->is_string()) {
         answer.finished = true;
+        answer.finish_reason = ToValidUtf8(reason->get<std::string>(), kQuotedBytes);
+      }
+      if (auto index = ReadCount(choice, "index"); index.has_value()) {
+        answer.choice_index = *index;
       }
     }
   }
@@ -124,6 +131,22 @@ std::string BuildRequestBody(ApiKind kind, const std::string& model, const std::
   if (extra != nullptr && extra->is_object()) body.merge_patch(*extra);
   // Replace invalid UTF-8 rather than throw: prompts come from datasets.
   return body.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+uint32_t RequestedMaxTokens(uint32_t max_tokens, const nlohmann::json* extra) {
+  if (extra == nullptr || !extra->is_object()) return max_tokens;
+  if (auto v = ReadCount(*extra, "max_completion_tokens"); v.has_value()) return *v;
+  if (auto it = extra->find("max_tokens"); it != extra->end()) {
+    if (it->is_null()) return 0;
+    if (auto v = ReadCount(*extra, "max_tokens"); v.has_value()) return *v;
+  }
+  return max_tokens;
+}
+
+bool AsksIgnoreEos(const nlohmann::json* extra) {
+  if (extra == nullptr || !extra->is_object()) return false;
+  auto it = extra->find("ignore_eos");
+  return it != extra->end() && it->is_boolean() && it->get<bool>();
 }
 
 absl::StatusOr<ParsedAnswer> ParseStreamEvent(ApiKind kind, std::string_view data) {

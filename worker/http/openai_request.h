@@ -34,6 +34,18 @@ std::string BuildRequestBody(ApiKind kind, const std::string& model, const std::
                              uint32_t max_tokens, bool stream,
                              const nlohmann::json* extra = nullptr);
 
+// The output-token cap a body built by BuildRequestBody(…, max_tokens, …,
+// extra) asks for: the extra body's "max_completion_tokens" when it sets a
+// number there (vLLM and OpenAI prefer it over max_tokens), else its
+// "max_tokens" when it sets a number (0 when it removes it with null), else
+// `max_tokens`.
+uint32_t RequestedMaxTokens(uint32_t max_tokens, const nlohmann::json* extra);
+
+// True when the extra body asks the server to ignore end-of-sequence
+// ("ignore_eos": true, vLLM/SGLang): every answer should then be max_tokens
+// long.
+bool AsksIgnoreEos(const nlohmann::json* extra);
+
 // Token counts a server reported in "usage".
 struct Usage {
   uint32_t prompt_tokens = 0;
@@ -42,16 +54,25 @@ struct Usage {
 
 // What one streamed event or one whole (non-streamed) answer carried.
 struct ParsedAnswer {
-  // Generated text of choices[0]: delta.content (or delta.reasoning_content /
-  // delta.reasoning, which reasoning models stream first) for chat chunks,
-  // message.content for chat answers, text for completions. Empty when the
-  // event carries none (role-only delta, usage-only chunk with no choices).
+  // Generated text of choices[0], every channel: for chat, the reasoning
+  // (delta/message .reasoning_content, else .reasoning, which reasoning
+  // models stream first) followed by .content; text for completions. Empty
+  // when the event carries none (role-only delta, usage-only chunk with no
+  // choices). Used for TTFT, ITL and the output-token estimate.
   std::string content;
+  // Bytes of `content` that are the answer itself (chat .content, or text):
+  // the rest is reasoning. 0 for a reasoning-only event. Used for TTFC.
+  size_t answer_bytes = 0;
   // Present when the JSON has a "usage" object with token counts.
   std::optional<Usage> usage;
   // True when choices[0].finish_reason is a string (the server says the
   // answer is complete: "stop", "length", ...); false when null or absent.
   bool finished = false;
+  // That string when `finished`.
+  std::string finish_reason;
+  // choices[0].index; 0 when absent. Any other value means the server sends
+  // several choices in one stream (surge asks for one: n = 1).
+  uint32_t choice_index = 0;
 };
 
 // Parses the JSON of one SSE event of a streamed answer.

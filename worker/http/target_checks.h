@@ -70,7 +70,9 @@ inline absl::StatusOr<HeaderLine> ParseHeaderLine(const std::string& line) {
 // extra body); otherwise the text must be a JSON object that does not set
 // "model", "stream", "messages" or "prompt": surge sets those itself, names
 // the model in the run folder and summary, and reads answers according to
-// TargetConfig.stream. Errors: INVALID_ARGUMENT saying what is wrong.
+// TargetConfig.stream. "n" and "best_of" may only be 1 (or null): surge
+// measures one generated sequence per request. Errors: INVALID_ARGUMENT
+// saying what is wrong.
 inline absl::StatusOr<nlohmann::json> ParseExtraBody(const std::string& text) {
   if (text.empty()) return nlohmann::json();
   nlohmann::json json;
@@ -94,6 +96,22 @@ inline absl::StatusOr<nlohmann::json> ParseExtraBody(const std::string& text) {
     if (json.contains(field)) {
       return absl::InvalidArgumentError(
           absl::StrCat("must not set \"", field, "\" (surge sets it and reports it); ", instead));
+    }
+  }
+  // Fields that make the server generate several sequences per request: n
+  // choices stream interleaved in one answer, and surge measures one
+  // (TTFT, ITL and tokens per request); best_of > 1 generates that many. 1
+  // (or null, the server's default) is allowed.
+  for (const char* field : {"n", "best_of"}) {
+    auto it = json.find(field);
+    if (it == json.end() || it->is_null()) continue;
+    const bool one = it->is_number() && it->get<double>() == 1.0;
+    if (!one) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "sets \"", field, "\": ", it->dump(),
+          "; surge measures one answer per request, so only 1 is allowed (several choices "
+          "stream interleaved, and their gaps are not inter-token latencies); send more "
+          "requests instead"));
     }
   }
   return json;

@@ -311,5 +311,22 @@ TEST(ConfigWarningsTest, ExtraBodyCannotOverrideSurgesOwnFields) {
   EXPECT_THAT(w[1], HasSubstr("output token counts are estimated"));
 }
 
+// Issue 11 item 1: several choices per request (n > 1, best_of > 1) are a
+// configuration error (exit 2, nothing sent): their chunks interleave in one
+// stream and surge measures one answer per request.
+TEST(ConfigWarningsTest, ExtraBodyCannotAskForSeveralChoices) {
+  surge::v1::RunConfig c = DefaultRunConfig();
+  c.mutable_target()->set_extra_body_json(R"({"n":2})");
+  const absl::Status s = ValidateRunConfig(c);
+  ASSERT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("  extra_body_json = \"{\"n\":2}\": sets \"n\": 2; surge measures one "
+                        "answer per request, so only 1 is allowed"));
+  c.mutable_target()->set_extra_body_json(R"({"best_of":4})");
+  EXPECT_EQ(ValidateRunConfig(c).code(), absl::StatusCode::kInvalidArgument);
+  c.mutable_target()->set_extra_body_json(R"({"n":1,"ignore_eos":true})");
+  EXPECT_TRUE(ValidateRunConfig(c).ok());
+}
+
 }  // namespace
 }  // namespace surge::coordinator

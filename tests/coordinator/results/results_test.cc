@@ -566,5 +566,118 @@ TEST(PayloadSourceTest, BadLineNamesFileAndLine) {
   EXPECT_THAT(std::string(source.status().message()), HasSubstr("input_length"));
 }
 
+// Issue 11: the record's new fields (first content, why the stream ended,
+// what was asked, the keep-alive retry) survive details.jsonl.
+TEST(DetailsTest, NewRecordFieldsRoundTrip) {
+  surge::v1::RequestRecord r = OkRecord(5, 1.0, 0.2, 0.7, 3, {0.1, 0.3, 0.1});
+  r.set_ttfc_ns(600000000);
+  r.set_finish_reason("stop");
+  r.set_max_tokens(8);
+  r.set_short_output(true);
+  r.set_http_retries(1);
+  r.set_retry_reason("keepalive_closed: end of stream");
+  r.set_retry_sent_ns(1000600000);
+  const fs::path path = FreshDir("details_issue11") / "d.jsonl";
+  {
+    auto w = DetailsWriter::Create(path);
+    ASSERT_TRUE(w.ok());
+    (*w)->Append(r);
+    surge::v1::RequestRecord plain = OkRecord(6, 2.0, 0.1, 0.2, 1);
+    (*w)->Append(plain);
+    ASSERT_TRUE((*w)->Flush().ok());
+  }
+  std::ifstream in(path);
+  std::string line, line2;
+  std::getline(in, line);
+  std::getline(in, line2);
+  const nlohmann::json j = nlohmann::json::parse(line);
+  EXPECT_DOUBLE_EQ(j["ttfc_s"].get<double>(), 0.6);
+  EXPECT_EQ(j["finish_reason"], "stop");
+  EXPECT_EQ(j["max_tokens"], 8);
+  EXPECT_EQ(j["short_output"], true);
+  EXPECT_EQ(j["http_retries"], 1);
+  EXPECT_EQ(j["retry_reason"], "keepalive_closed: end of stream");
+  EXPECT_DOUBLE_EQ(j["retry_offset_s"].get<double>(), 1.0006);
+  auto back = ParseDetailsLine(line);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->ttfc_ns(), 600000000);
+  EXPECT_EQ(back->finish_reason(), "stop");
+  EXPECT_EQ(back->max_tokens(), 8u);
+  EXPECT_TRUE(back->short_output());
+  EXPECT_EQ(back->http_retries(), 1u);
+  EXPECT_EQ(back->retry_reason(), "keepalive_closed: end of stream");
+  EXPECT_EQ(back->retry_sent_ns(), 1000600000);
+  // Nothing to say: null times and finish_reason, zero counts.
+  const nlohmann::json j2 = nlohmann::json::parse(line2);
+  EXPECT_TRUE(j2["ttfc_s"].is_null());
+  EXPECT_TRUE(j2["finish_reason"].is_null());
+  EXPECT_TRUE(j2["retry_offset_s"].is_null());
+  EXPECT_EQ(j2["http_retries"], 0);
+  auto back2 = ParseDetailsLine(line2);
+  ASSERT_TRUE(back2.ok());
+  EXPECT_EQ(back2->finish_reason(), "");
+  EXPECT_EQ(back2->retry_sent_ns(), 0);
+}
+
+// Issue 11 items 2-4: short outputs, finish reasons, TTFC and retried
+// requests are counted in the summary JSON, the CSV and the console.
+TEST(SummaryTest, CountsShortOutputsFinishReasonsTtfcAndRetries) {
+  std::vector<surge::v1::RequestRecord> records = {
+      OkRecord(0, 0.0, 0.2, 0.7, 4), OkRecord(1, 0.1, 0.1, 0.5, 8), OkRecord(2, 0.2, 0.1, 0.5, 8)};
+  records[0].set_ttfc_ns(600000000);  // reasoning first
+  records[0].set_finish_reason("stop");
+  records[0].set_short_output(true);
+  records[1].set_ttfc_ns(100000000);
+  records[1].set_finish_reason("length");
+  records[1].set_http_retries(1);
+  records[1].set_retry_reason("keepalive_closed: end of stream");
+  records[2].set_ttfc_ns(0);  // reasoning only: no first content
+  records[2].set_finish_reason("length");
+  surge::v1::RequestRecord failed;
+  failed.set_index(3);
+  failed.set_status(surge::v1::FAILED);
+  failed.set_error("timeout");
+  failed.set_http_retries(1);
+  failed.set_retry_reason("keepalive_closed_on_write: broken pipe");
+  records.push_back(failed);
+  const RunSummary s = Summarize(records);
+  EXPECT_EQ(s.short_outputs, 1u);
+  EXPECT_EQ(s.retried_requests, 2u);
+  EXPECT_EQ(s.retry_reasons.at("keepalive_closed"), 1u);
+  EXPECT_EQ(s.retry_reasons.at("keepalive_closed_on_write"), 1u);
+  EXPECT_EQ(s.finish_reasons.at("length"), 2u);
+  EXPECT_EQ(s.finish_reasons.at("stop"), 1u);
+  ASSERT_EQ(s.ttfc_s.count, 2u);
+  EXPECT_NEAR(s.ttfc_s.max, 0.6, 1e-9);
+  EXPECT_NEAR(s.ttft_s.max, 0.2, 1e-9);
+
+  const nlohmann::json j = SummaryToJson(s, nlohmann::json::object());
+  EXPECT_EQ(j["short_outputs"]["requests"], 1);
+  EXPECT_EQ(j["short_outputs"]["of_succeeded"], 3);
+  EXPECT_EQ(j["http_retries"]["retried_requests"], 2);
+  EXPECT_EQ(j["finish_reasons"]["length"], 2);
+  EXPECT_EQ(j["common"]["Short Outputs (ignore_eos)"], 1);
+  EXPECT_EQ(j["common"]["Retried Requests"], 2);
+  EXPECT_NEAR(j["metrics"]["TTFC"]["Max"].get<double>(), 600, 1e-6);
+  const std::string csv = SummaryToCsv(s);
+  EXPECT_THAT(csv, HasSubstr("\nShort Outputs (ignore_eos),1\n"));
+  EXPECT_THAT(csv, HasSubstr("\nRetried Requests,2\n"));
+  EXPECT_THAT(csv, HasSubstr("\nTTFC (ms),350.0000,100.0000,600.0000,"));
+  const std::string table = FormatSummaryTable(s);
+  EXPECT_THAT(table, HasSubstr("  Short outputs: 1 of 3 requests stopped before max_tokens "
+                               "although ignore_eos was asked\n"));
+  EXPECT_THAT(table, HasSubstr("  Retried requests: 2 sent again on a fresh connection"));
+  EXPECT_THAT(table, HasSubstr("TTFC (first content)"));
+  // Nothing to report: no console lines, zero counts in the files.
+  std::vector<surge::v1::RequestRecord> plain = {OkRecord(0, 0.0, 0.2, 0.7, 4)};
+  plain[0].set_ttfc_ns(200000000);
+  const RunSummary p = Summarize(plain);
+  const std::string plain_table = FormatSummaryTable(p);
+  EXPECT_THAT(plain_table, ::testing::Not(HasSubstr("Short outputs")));
+  EXPECT_THAT(plain_table, ::testing::Not(HasSubstr("Retried requests")));
+  EXPECT_THAT(plain_table, ::testing::Not(HasSubstr("TTFC")));
+  EXPECT_THAT(SummaryToCsv(p), HasSubstr("\nRetried Requests,0\n"));
+}
+
 }  // namespace
 }  // namespace surge::coordinator

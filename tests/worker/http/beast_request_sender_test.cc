@@ -783,5 +783,191 @@ TEST(BeastRequestSenderWireTest, ServerUsageWinsOverTheEstimate) {
   EXPECT_FALSE(r.output_tokens_estimated());
 }
 
+// --- Issue 11: per-request records complete enough to trust every metric ---
+
+// One chat chunk of choice `index` with `delta` (JSON) and `finish` (JSON:
+// null or a string), as an SSE chunk of a chunked body.
+std::string ChoiceEvent(int index, const std::string& delta, const std::string& finish = "null") {
+  return Chunk("data: {\"choices\":[{\"index\":" + std::to_string(index) + ",\"delta\":" + delta +
+               ",\"finish_reason\":" + finish + "}]}\n\n");
+}
+std::string UsageEvent(int completion_tokens) {
+  return Chunk("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":8,\"completion_tokens\":" +
+               std::to_string(completion_tokens) + "}}\n\n");
+}
+
+// Issue 11 item 1 (R-MET-1): with n = 2 the server interleaves choice 0 ("A"
+// at 300 ms, "C" at 500 ms) and choice 1 ("B" at 350 ms, "D" at 600 ms).
+// surge refuses n != 1 at start (ParseExtraBody); a server that streams
+// several choices anyway fails the request instead of merging the gaps of
+// different choices into one ITL list ([50, 150, 100] ms before).
+TEST(BeastRequestSenderWireTest, SeveralChoicesInOneStreamAreRefusedNotMerged) {
+  CannedServer server(
+      [](const std::string&) {
+        return std::vector<CannedServer::Piece>{
+            {0, SseHeader()},
+            {300, ChoiceEvent(0, R"({"content":"A"})")},
+            {50, ChoiceEvent(1, R"({"content":"B"})")},
+            {150, ChoiceEvent(0, R"({"content":"C"})") + ChoiceEvent(0, "{}", "\"stop\"")},
+            {100, ChoiceEvent(1, R"({"content":"D"})") + ChoiceEvent(1, "{}", "\"stop\"") +
+                      UsageEvent(4) + Chunk("data: [DONE]\n\n") + LastChunk()}};
+      },
+      /*close_after=*/true);
+  auto sender = MakeSender(RealClock(), Target(server.port(), "/v1/chat/completions", true));
+  ASSERT_NE(sender, nullptr);
+  const RequestRecord r = SendAndWait(*sender, MakeAssignment(0, 8));
+  EXPECT_EQ(r.status(), surge::v1::FAILED);
+  EXPECT_THAT(r.error(), StartsWith("multiple_choices: an event of choice 1"));
+  EXPECT_EQ(r.itl_ns_size(), 0);  // no gap between choice 0's "A" and choice 1's "B"
+  EXPECT_GE(r.ttft_ns(), 295 * kMs);
+
+  // And the sender will not be built for such a body at all.
+  surge::v1::TargetConfig n2 = Target(server.port(), "/v1/chat/completions", true);
+  n2.set_extra_body_json(R"({"n":2})");
+  auto refused = BeastRequestSender::Create(RealClock(), n2);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(std::string(refused.status().message()),
+              HasSubstr("extra_body_json: sets \"n\": 2; surge measures one answer per request"));
+}
+
+// Issue 11 item 2: --random-output-len 8 with ignore_eos; the server sends 3
+// tokens and finish_reason "stop", usage 3. The record keeps why the stream
+// ended and what was asked: finish_reason "stop", max_tokens 8, short_output.
+TEST(BeastRequestSenderWireTest, IgnoreEosAnswerThatStopsEarlyIsAShortOutput) {
+  auto answer = [](int tokens, const std::string& finish) {
+    std::string body = SseHeader();
+    for (int i = 0; i < tokens; ++i) body += ChoiceEvent(0, R"({"content":"x"})");
+    return body + ChoiceEvent(0, "{}", "\"" + finish + "\"") + UsageEvent(tokens) +
+           Chunk("data: [DONE]\n\n") + LastChunk();
+  };
+  CannedServer stops_early([&](const std::string&) { return answer(3, "stop"); });
+  CannedServer full_length([&](const std::string&) { return answer(8, "length"); });
+  for (const bool ignore_eos : {true, false}) {
+    surge::v1::TargetConfig t = Target(stops_early.port(), "/v1/chat/completions", true);
+    if (ignore_eos) t.set_extra_body_json(R"({"ignore_eos":true})");
+    auto sender = MakeSender(RealClock(), t);
+    ASSERT_NE(sender, nullptr);
+    const RequestRecord r = SendAndWait(*sender, MakeAssignment(0, 8));
+    EXPECT_EQ(r.status(), surge::v1::OK) << r.error();
+    EXPECT_EQ(r.output_tokens(), 3u);
+    EXPECT_EQ(r.finish_reason(), "stop");
+    EXPECT_EQ(r.max_tokens(), 8u);
+    // Without ignore_eos, stopping at an end-of-sequence token is normal.
+    EXPECT_EQ(r.short_output(), ignore_eos);
+  }
+  surge::v1::TargetConfig t = Target(full_length.port(), "/v1/chat/completions", true);
+  t.set_extra_body_json(R"({"ignore_eos":true})");
+  auto sender = MakeSender(RealClock(), t);
+  ASSERT_NE(sender, nullptr);
+  const RequestRecord r = SendAndWait(*sender, MakeAssignment(1, 8));
+  EXPECT_EQ(r.status(), surge::v1::OK) << r.error();
+  EXPECT_EQ(r.finish_reason(), "length");
+  EXPECT_EQ(r.output_tokens(), 8u);
+  EXPECT_FALSE(r.short_output());
+  // The extra body's max_tokens is what was asked for.
+  t.set_extra_body_json(R"({"ignore_eos":true,"max_tokens":16})");
+  auto sender16 = MakeSender(RealClock(), t);
+  ASSERT_NE(sender16, nullptr);
+  const RequestRecord r16 = SendAndWait(*sender16, MakeAssignment(2, 8));
+  EXPECT_EQ(r16.max_tokens(), 16u);
+  EXPECT_TRUE(r16.short_output());  // 8 of 16
+}
+
+// Issue 11 item 3: reasoning at 200 and 300 ms, content at 600 and 700 ms.
+// TTFT is the first token on any channel (200 ms, as vLLM's benchmark
+// counts it); TTFC the first content token (600 ms). ITL covers all four.
+TEST(BeastRequestSenderWireTest, ReasoningBeforeContentKeepsFirstTokenAndFirstContent) {
+  CannedServer server(
+      [](const std::string&) {
+        return std::vector<CannedServer::Piece>{
+            {0, SseHeader()},
+            {200, ChoiceEvent(0, R"({"reasoning_content":"think"})")},
+            {100, ChoiceEvent(0, R"({"reasoning_content":"more"})")},
+            {300, ChoiceEvent(0, R"({"content":"ans"})")},
+            {100, ChoiceEvent(0, R"({"content":"wer"})") + ChoiceEvent(0, "{}", "\"stop\"") +
+                      UsageEvent(4) + Chunk("data: [DONE]\n\n") + LastChunk()}};
+      },
+      /*close_after=*/true);
+  auto sender = MakeSender(RealClock(), Target(server.port(), "/v1/chat/completions", true));
+  ASSERT_NE(sender, nullptr);
+  const RequestRecord r = SendAndWait(*sender, MakeAssignment(0, 8));
+  EXPECT_EQ(r.status(), surge::v1::OK) << r.error();
+  EXPECT_GE(r.ttft_ns(), 195 * kMs);
+  EXPECT_LT(r.ttft_ns(), 200 * kMs + kSlackNs);
+  EXPECT_GE(r.ttfc_ns(), 595 * kMs);
+  EXPECT_LT(r.ttfc_ns(), 600 * kMs + kSlackNs);
+  EXPECT_EQ(r.itl_ns_size(), 3);
+  EXPECT_EQ(r.finish_reason(), "stop");
+
+  // Reasoning only: a TTFT, no first-content time.
+  CannedServer reasoning_only([](const std::string&) {
+    return SseHeader() + ChoiceEvent(0, R"({"reasoning_content":"think"})") +
+           ChoiceEvent(0, R"({"reasoning":"more"})", "\"length\"") + UsageEvent(2) +
+           Chunk("data: [DONE]\n\n") + LastChunk();
+  });
+  auto sender2 =
+      MakeSender(RealClock(), Target(reasoning_only.port(), "/v1/chat/completions", true));
+  ASSERT_NE(sender2, nullptr);
+  const RequestRecord r2 = SendAndWait(*sender2, MakeAssignment(1, 2));
+  EXPECT_EQ(r2.status(), surge::v1::OK) << r2.error();
+  EXPECT_GT(r2.ttft_ns(), 0);
+  EXPECT_EQ(r2.ttfc_ns(), 0);
+  EXPECT_EQ(r2.finish_reason(), "length");
+
+  // A whole (non-streamed) answer: both are the time to the answer when it
+  // has content, and no TTFC when it has only reasoning.
+  CannedServer whole([](const std::string&) {
+    return HttpAnswer(
+        200, "OK",
+        R"({"choices":[{"message":{"reasoning_content":"r"},"finish_reason":"length"}]})");
+  });
+  auto sender3 = MakeSender(RealClock(), Target(whole.port(), "/v1/chat/completions", false));
+  ASSERT_NE(sender3, nullptr);
+  const RequestRecord r3 = SendAndWait(*sender3, MakeAssignment(2, 2));
+  EXPECT_EQ(r3.status(), surge::v1::OK) << r3.error();
+  EXPECT_GT(r3.ttft_ns(), 0);
+  EXPECT_EQ(r3.ttfc_ns(), 0);
+  EXPECT_EQ(r3.finish_reason(), "length");
+}
+
+// Issue 11 item 4: a keep-alive server closes, without a byte, the
+// connection on which a second request arrives, 100 ms after it arrived.
+// The client sends it again on a fresh connection; the record counts that
+// retry and its cause, sent_ns stays the first write (so lateness does not
+// grow by the reconnect) and E2EL counts from it (the wait is latency).
+// `attempt` (the coordinator's reassignment count) is untouched.
+TEST(BeastRequestSenderWireTest, KeepAliveRetryIsInTheRecordAndTimesCountFromTheFirstWrite) {
+  std::atomic<int> calls{0};
+  CannedServer server(
+      [&calls](const std::string&) -> std::vector<CannedServer::Piece> {
+        if (calls.fetch_add(1) == 1) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(100));
+          return {};  // close without a byte, 100 ms after the request arrived
+        }
+        return {{0, HttpAnswer(200, "OK", R"({"choices":[{"text":"abcd"}]})")}};
+      },
+      /*close_after=*/false);
+  auto sender = MakeSender(RealClock(), Target(server.port(), "/v1/completions", false));
+  ASSERT_NE(sender, nullptr);
+  const RequestRecord first = SendAndWait(*sender, MakeAssignment(0, 1));
+  EXPECT_EQ(first.status(), surge::v1::OK);
+  EXPECT_EQ(first.http_retries(), 0u);
+  EXPECT_EQ(first.retry_reason(), "");
+  EXPECT_EQ(first.retry_sent_ns(), 0);
+
+  const int64_t before = ToNanos(RealClock().Now());
+  const RequestRecord r = SendAndWait(*sender, MakeAssignment(1, 1));
+  EXPECT_EQ(r.status(), surge::v1::OK) << r.error();
+  EXPECT_EQ(server.requests().size(), 3u);
+  EXPECT_EQ(r.attempt(), 2u);  // MakeAssignment's; not the HTTP retry
+  EXPECT_EQ(r.http_retries(), 1u);
+  EXPECT_THAT(r.retry_reason(), StartsWith("keepalive_closed: "));
+  EXPECT_GE(r.sent_ns(), before);
+  EXPECT_LT(r.sent_ns(), before + kSlackNs);  // the first write, not the retry's
+  EXPECT_GE(r.retry_sent_ns() - r.sent_ns(), 95 * kMs);
+  EXPECT_GE(r.e2el_ns(), r.retry_sent_ns() - r.sent_ns());
+  EXPECT_GE(r.ttft_ns(), r.retry_sent_ns() - r.sent_ns());
+}
+
 }  // namespace
 }  // namespace surge::worker

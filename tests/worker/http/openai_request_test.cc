@@ -232,5 +232,117 @@ TEST(BuildRequestBodyTest, ExtraBodyIsAMergePatch) {
             BuildRequestBody(ApiKind::kChat, "m", "x", 1, false));
 }
 
+// Issue 11 item 3: reasoning and answer content are told apart; both are
+// generated text.
+TEST(ParseStreamEventTest, ReasoningAndAnswerContentAreToldApart) {
+  auto reasoning =
+      ParseStreamEvent(ApiKind::kChat, R"({"choices":[{"delta":{"reasoning_content":"hmm"}}]})");
+  ASSERT_TRUE(reasoning.ok());
+  EXPECT_EQ(reasoning->content, "hmm");
+  EXPECT_EQ(reasoning->answer_bytes, 0u);
+  auto both = ParseStreamEvent(ApiKind::kChat,
+                               R"({"choices":[{"delta":{"reasoning":"ab","content":"cde"}}]})");
+  ASSERT_TRUE(both.ok());
+  EXPECT_EQ(both->content, "abcde");
+  EXPECT_EQ(both->answer_bytes, 3u);
+  auto text = ParseStreamEvent(ApiKind::kCompletions, R"({"choices":[{"text":"xy"}]})");
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ(text->answer_bytes, 2u);
+  auto whole = ParseCompletionBody(
+      ApiKind::kChat,
+      R"({"choices":[{"message":{"reasoning_content":"r","content":"c"},"finish_reason":"stop"}]})");
+  ASSERT_TRUE(whole.ok());
+  EXPECT_EQ(whole->content, "rc");
+  EXPECT_EQ(whole->answer_bytes, 1u);
+}
+
+// Issue 11 items 1 and 2: finish_reason and the choice index are read.
+TEST(ParseStreamEventTest, FinishReasonAndChoiceIndex) {
+  auto end = ParseStreamEvent(ApiKind::kChat,
+                              R"({"choices":[{"index":1,"delta":{},"finish_reason":"length"}]})");
+  ASSERT_TRUE(end.ok());
+  EXPECT_TRUE(end->finished);
+  EXPECT_EQ(end->finish_reason, "length");
+  EXPECT_EQ(end->choice_index, 1u);
+  auto open = ParseStreamEvent(ApiKind::kChat,
+                               R"({"choices":[{"delta":{"content":"a"},"finish_reason":null}]})");
+  ASSERT_TRUE(open.ok());
+  EXPECT_FALSE(open->finished);
+  EXPECT_EQ(open->finish_reason, "");
+  EXPECT_EQ(open->choice_index, 0u);
+}
+
+// Issue 11 item 2: the max_tokens the body asks for.
+TEST(RequestedMaxTokensTest, ExtraBodyOverridesAsTheServerReadsIt) {
+  auto parse = [](const char* text) { return nlohmann::json::parse(text); };
+  EXPECT_EQ(RequestedMaxTokens(8, nullptr), 8u);
+  const nlohmann::json none = parse(R"({"temperature":0})");
+  EXPECT_EQ(RequestedMaxTokens(8, &none), 8u);
+  const nlohmann::json mt = parse(R"({"max_tokens":16})");
+  EXPECT_EQ(RequestedMaxTokens(8, &mt), 16u);
+  const nlohmann::json mct = parse(R"({"max_tokens":16,"max_completion_tokens":32})");
+  EXPECT_EQ(RequestedMaxTokens(8, &mct), 32u);
+  const nlohmann::json removed = parse(R"({"max_tokens":null})");
+  EXPECT_EQ(RequestedMaxTokens(8, &removed), 0u);
+  const nlohmann::json yes = parse(R"({"ignore_eos":true})");
+  const nlohmann::json no = parse(R"({"ignore_eos":false})");
+  EXPECT_TRUE(AsksIgnoreEos(&yes));
+  EXPECT_FALSE(AsksIgnoreEos(&no));
+  EXPECT_FALSE(AsksIgnoreEos(&none));
+  EXPECT_FALSE(AsksIgnoreEos(nullptr));
+}
+
+// Issue 11 item 3: TTFT is the first generated token on any channel, TTFC
+// the first answer-content token; finish_reason goes into the record.
+TEST(ResponseMetricsTest, FirstTokenAndFirstContent) {
+  ResponseMetrics metrics(1000);
+  metrics.OnContentEvent(1200, 5, /*has_answer=*/false);
+  metrics.OnContentEvent(1300, 4, /*has_answer=*/false);
+  metrics.OnContentEvent(1600, 3, /*has_answer=*/true);
+  metrics.OnContentEvent(1700, 3, /*has_answer=*/true);
+  metrics.OnFinishReason("stop");
+  metrics.OnLastByte(1800);
+  surge::v1::RequestRecord record;
+  metrics.FillRecord(1, record);
+  EXPECT_EQ(record.ttft_ns(), 200);
+  EXPECT_EQ(record.ttfc_ns(), 600);
+  EXPECT_THAT(record.itl_ns(), ElementsAre(100, 300, 100));
+  EXPECT_EQ(record.finish_reason(), "stop");
+
+  ResponseMetrics reasoning_only(0);
+  reasoning_only.OnContentEvent(0, 5, /*has_answer=*/false);
+  surge::v1::RequestRecord r2;
+  reasoning_only.FillRecord(1, r2);
+  EXPECT_EQ(r2.ttfc_ns(), 0);
+  EXPECT_EQ(r2.finish_reason(), "");
+}
+
+// Issue 11 item 2: the short-output rule.
+TEST(IsShortOutputTest, IgnoreEosAnswersThatStopBeforeMaxTokens) {
+  surge::v1::RequestRecord r;
+  r.set_status(surge::v1::OK);
+  r.set_max_tokens(8);
+  r.set_output_tokens(3);
+  r.set_finish_reason("stop");
+  EXPECT_TRUE(IsShortOutput(r, /*ignore_eos=*/true));
+  EXPECT_FALSE(IsShortOutput(r, /*ignore_eos=*/false));
+  r.set_output_tokens(8);
+  EXPECT_TRUE(IsShortOutput(r, true));  // 8 tokens, but it says it stopped
+  r.set_finish_reason("length");
+  EXPECT_FALSE(IsShortOutput(r, true));
+  r.set_output_tokens(3);
+  EXPECT_TRUE(IsShortOutput(r, true));  // the server's count is below the cap
+  r.set_output_tokens_estimated(true);  // an estimate alone is not evidence
+  EXPECT_FALSE(IsShortOutput(r, true));
+  r.set_finish_reason("");
+  EXPECT_FALSE(IsShortOutput(r, true));
+  r.set_output_tokens_estimated(false);
+  r.set_status(surge::v1::FAILED);
+  EXPECT_FALSE(IsShortOutput(r, true));  // only OK answers
+  r.set_status(surge::v1::OK);
+  r.set_max_tokens(0);  // nothing asked
+  EXPECT_FALSE(IsShortOutput(r, true));
+}
+
 }  // namespace
 }  // namespace surge::worker

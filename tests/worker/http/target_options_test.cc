@@ -362,6 +362,10 @@ TEST(ExtraRequestFieldsTest, BadHeadersAndBodiesAreRejectedByName) {
       {{}, "{oops", "extra_body_json: is not valid JSON"},
       {{}, "[1,2]", "extra_body_json: must be a JSON object"},
       {{}, R"({"stream":false})", "extra_body_json: must not set \"stream\""},
+      // Issue 11 item 1: one answer per request.
+      {{}, R"({"n":2})", "extra_body_json: sets \"n\": 2; surge measures one answer"},
+      {{}, R"({"n":"2"})", "extra_body_json: sets \"n\": \"2\"; surge measures one answer"},
+      {{}, R"({"best_of":3})", "extra_body_json: sets \"best_of\": 3; surge measures one answer"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.message_prefix);
@@ -398,6 +402,17 @@ TEST(RedactApiKeyTest, EveryOccurrenceAndACutOffTailAreReplaced) {
   std::string odd = "x [API key redacted] y";
   RedactApiKey(&odd, "[API key redacted]");
   EXPECT_EQ(odd, "x [API key redacted] y");
+}
+
+// Issue 11 item 1: n and best_of of 1 (or null, the server's default) ask
+// for one answer and are allowed.
+TEST(ExtraRequestFieldsTest, OneChoiceIsAllowed) {
+  for (const char* text : {R"({"n":1})", R"({"n":1.0,"best_of":1})", R"({"n":null})"}) {
+    EXPECT_TRUE(ParseExtraBody(text).ok()) << text;
+  }
+  for (const char* text : {R"({"n":0})", R"({"n":true})", R"({"best_of":2,"n":1})"}) {
+    EXPECT_EQ(ParseExtraBody(text).status().code(), absl::StatusCode::kInvalidArgument) << text;
+  }
 }
 
 }  // namespace
