@@ -67,6 +67,12 @@ int Main(int argc, char** argv) {
   CLI::App* run = app.add_subcommand(
       "run", "Run the whole job on this machine (built-in simulated server when no --base-url).");
   run_options.Register(*run);
+  // Test only (hidden): worker 0 of `surge run` runs on a skewed clock.
+  surge::coordinator::RunTestOptions run_test_options;
+  run->add_option("--simulate-clock-offset-ms", run_test_options.worker0_clock_offset_ms)
+      ->group("");
+  run->add_option("--simulate-clock-drift-ppm", run_test_options.worker0_clock_drift_ppm)
+      ->group("");
 
   surge::coordinator::RunOptions plan_options;
   CLI::App* plan = app.add_subcommand("plan", "Compute and plot the schedule; send nothing.");
@@ -85,6 +91,14 @@ int Main(int argc, char** argv) {
   worker->add_option("--worker-index", worker_args.worker_index, "Worker index to ask for");
   worker->add_option("--parent-pid", worker_args.parent_pid,
                      "Exit when this process (the local coordinator) is gone");
+  worker
+      ->add_option("--simulate-clock-offset-ms", worker_args.simulate_clock_offset_ms,
+                   "Test only: shift this worker's clock by this many ms")
+      ->group("Testing");
+  worker
+      ->add_option("--simulate-clock-drift-ppm", worker_args.simulate_clock_drift_ppm,
+                   "Test only: make this worker's clock gain this many ppm")
+      ->group("Testing");
 
   surge::simserver::SimServerOptions sim_options;
   sim_options.port = 8000;
@@ -139,7 +153,7 @@ int Main(int argc, char** argv) {
       return surge::coordinator::kExitConfigError;
     }
     if (*plan) return surge::coordinator::PlanCommand(*config);
-    return surge::coordinator::RunCommand(*config, SelfExe(argv[0]));
+    return surge::coordinator::RunCommand(*config, SelfExe(argv[0]), run_test_options);
   }
   if (*report) return surge::coordinator::ReportCommand(report_folder);
   if (*worker) return surge::worker::WorkerCommand(worker_args);

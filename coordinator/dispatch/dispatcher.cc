@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/log.h"
+#include "coordinator/dispatch/clock_stamps.h"
 #include "common/time_units.h"
 
 namespace surge::coordinator {
@@ -43,6 +44,7 @@ Dispatcher::Dispatcher(Clock& clock, Transport& transport, const ArrivalSchedule
   owner_.assign(n, -1);
   attempt_.assign(n, 0);
   offset_ns_.resize(n);
+  outcome_.clocks.resize(static_cast<size_t>(std::max(options_.num_workers, 0)));
   for (size_t i = 0; i < n; ++i) offset_ns_[i] = SecondsToNanos(plan_.offset_s[i]);
 }
 
@@ -157,7 +159,6 @@ void Dispatcher::Handle(const std::string& peer, Envelope& e) {
       m->set_max_inflight(options_.max_inflight[w->index]);
     }
     m->set_seed(options_.seed);
-    m->set_clock_offset_ns(0);  // same host: one CLOCK_MONOTONIC (R-DIST-4)
     Send(*w, std::move(welcome));
     return;
   }
@@ -171,17 +172,18 @@ void Dispatcher::Handle(const std::string& peer, Envelope& e) {
     return;
   }
   w->last_heard = clock_.Now();
-  if (e.has_heartbeat()) {
+  if (e.has_clock_probe()) {
+    Send(*w, ClockProbeReplyFor(e.clock_probe(), ToNanos(w->last_heard), clock_));
+  } else if (e.has_heartbeat()) {
+    const int64_t t2_ns = ToNanos(w->last_heard);
+    if (e.heartbeat().has_clock()) outcome_.clocks[w->index] = e.heartbeat().clock();
     w->ready = true;
     w->inflight = e.heartbeat().inflight();
     const bool idle = e.heartbeat().inflight() == 0 && e.heartbeat().queued() == 0;
     if (idle && !w->idle) w->idle_since = clock_.Now();
     w->idle = idle;
     Envelope ack;
-    auto* a = ack.mutable_heartbeat_ack();
-    a->set_hb_seq(e.heartbeat().hb_seq());
-    a->set_t1_worker_ns(e.heartbeat().t1_worker_ns());
-    a->set_t2_coord_ns(ToNanos(clock_.Now()));
+    StampHeartbeatAck(e.heartbeat(), t2_ns, clock_, ack.mutable_heartbeat_ack());
     Send(*w, std::move(ack));
   } else if (e.has_record_batch()) {
     for (const auto& r : e.record_batch().records()) AcceptRecord(*w, r);

@@ -16,11 +16,15 @@ namespace surge::coordinator {
 
 WorkerLauncher::~WorkerLauncher() { Stop(std::chrono::milliseconds(0)); }
 
-absl::Status WorkerLauncher::Start(int count, const std::string& endpoint) {
+absl::Status WorkerLauncher::Start(int count, const std::string& endpoint,
+                                   const std::vector<std::vector<std::string>>& extra_args) {
   const std::string parent = absl::StrCat(getpid());
   for (int k = 0; k < count; ++k) {
     std::vector<std::string> args = {executable_, "worker",        "--connect",   endpoint,
                                      "--worker-index", absl::StrCat(k), "--parent-pid", parent};
+    if (static_cast<size_t>(k) < extra_args.size()) {
+      args.insert(args.end(), extra_args[k].begin(), extra_args[k].end());
+    }
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

@@ -23,9 +23,10 @@ class WorkerLauncher {
   ~WorkerLauncher();  // Stop(0)
 
   // Starts `count` workers: `surge worker --connect <endpoint> --worker-index k
-  // --parent-pid <this pid>`. Errors: INTERNAL when a spawn fails (those
-  // already started are stopped).
-  absl::Status Start(int count, const std::string& endpoint);
+  // --parent-pid <this pid>` plus `extra_args[k]` when given (test options).
+  // Errors: INTERNAL when a spawn fails (those already started are stopped).
+  absl::Status Start(int count, const std::string& endpoint,
+                     const std::vector<std::vector<std::string>>& extra_args = {});
   // True when worker `index` has exited (reaped with waitpid).
   bool Exited(int index);
   // Waits up to `grace` for all to exit, then SIGKILLs the rest by pid and
