@@ -69,6 +69,12 @@ int Main(int argc, char** argv) {
   CLI::App* run = app.add_subcommand(
       "run", "Run the whole job on this machine (built-in simulated server when no --base-url).");
   run_options.Register(*run);
+  // Test only (hidden): worker 0 of `surge run` runs on a skewed clock.
+  surge::coordinator::RunTestOptions run_test_options;
+  run->add_option("--simulate-clock-offset-ms", run_test_options.worker0_clock_offset_ms)
+      ->group("");
+  run->add_option("--simulate-clock-drift-ppm", run_test_options.worker0_clock_drift_ppm)
+      ->group("");
 
   surge::coordinator::RunOptions plan_options;
   CLI::App* plan = app.add_subcommand("plan", "Compute and plot the schedule; send nothing.");
@@ -105,6 +111,14 @@ int Main(int argc, char** argv) {
   worker->add_flag("--insecure", worker_args.insecure,
                    "Connect to a non-loopback coordinator without CurveZMQ (no authentication, "
                    "no encryption)");
+  worker
+      ->add_option("--simulate-clock-offset-ms", worker_args.simulate_clock_offset_ms,
+                   "Test only: shift this worker's clock by this many ms")
+      ->group("Testing");
+  worker
+      ->add_option("--simulate-clock-drift-ppm", worker_args.simulate_clock_drift_ppm,
+                   "Test only: make this worker's clock gain this many ppm")
+      ->group("Testing");
 
   surge::simserver::SimServerOptions sim_options;
   sim_options.port = 8000;
@@ -161,7 +175,7 @@ int Main(int argc, char** argv) {
     }
     for (const std::string& note : options.notes()) surge::LogInfo(note);
     if (*plan) return surge::coordinator::PlanCommand(*config);
-    return surge::coordinator::RunCommand(*config, SelfExe(argv[0]));
+    return surge::coordinator::RunCommand(*config, SelfExe(argv[0]), run_test_options);
   }
   if (*report) return surge::coordinator::ReportCommand(report_folder);
   if (*keygen) return surge::coordinator::KeygenCommand(keygen_out, keygen_name);

@@ -20,10 +20,15 @@ surge::v1::Assignment SendLoop::PopHeap(Heap& heap) {
   return a;
 }
 
-void SendLoop::SetStart(int64_t t0_local_ns) {
+void SendLoop::SetStart(int64_t t0_coord_ns) {
   std::lock_guard<std::mutex> lock(mu_);
-  t0_local_ns_ = t0_local_ns;
+  t0_coord_ns_ = t0_coord_ns;
   started_ = true;
+}
+
+void SendLoop::SetClockMapping(const ClockMapping& mapping) {
+  std::lock_guard<std::mutex> lock(mu_);
+  mapping_ = mapping;
 }
 
 void SendLoop::Enqueue(std::vector<surge::v1::Assignment> assignments) {
@@ -60,17 +65,20 @@ void SendLoop::Run() {
   while (!stop_.load()) {
     // Two kinds of events: preparing the earliest unprepared assignment at
     // its deadline − lead, and releasing the earliest ready one at its
-    // deadline (absolute local steady ns).
+    // deadline (absolute local steady ns, mapped from the coordinator's
+    // t0 + offset through the estimate of this very iteration).
     int64_t prepare_due = kNever;
     int64_t prepare_deadline = kNever;
     int64_t release_due = kNever;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (started_ && !unprepared_.empty()) {
-        prepare_deadline = t0_local_ns_ + unprepared_.front().offset_ns();
+        prepare_deadline = mapping_.ToWorker(t0_coord_ns_ + unprepared_.front().offset_ns());
         prepare_due = prepare_deadline - lead;
       }
-      if (started_ && !ready_.empty()) release_due = t0_local_ns_ + ready_.front().offset_ns();
+      if (started_ && !ready_.empty()) {
+        release_due = mapping_.ToWorker(t0_coord_ns_ + ready_.front().offset_ns());
+      }
     }
     const int64_t now = ToNanos(clock_.Now());
     if (prepare_due == kNever && release_due == kNever) {
@@ -131,9 +139,11 @@ void SendLoop::Run() {
 
 void SendLoop::Release(surge::v1::Assignment assignment, int64_t released_local_ns) {
   int64_t t0;
+  ClockMapping mapping;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    t0 = t0_local_ns_;
+    t0 = t0_coord_ns_;
+    mapping = mapping_;
   }
   // R-REQ-2: wait for a free slot; the schedule itself is not reshaped.
   // blocked_ns is the whole time from the planned send to the slot for every
@@ -160,19 +170,26 @@ void SendLoop::Release(surge::v1::Assignment assignment, int64_t released_local_
   released_.fetch_add(1);
   const int32_t worker = options_.worker_index;
   const int64_t planned_ns = assignment.offset_ns();
-  sender_.Send(assignment, [this, t0, worker, planned_ns, released_local_ns,
+  // Local instants → ns after t0 on the coordinator's clock, through the
+  // mapping the release used (durations stay local: a drift of 200 ppm
+  // changes a 1 s duration by 0.2 ms).
+  sender_.Send(assignment, [this, t0, mapping, worker, planned_ns, released_local_ns,
                             blocked_ns](surge::v1::RequestRecord record) {
     record.set_worker(worker);
     record.set_planned_ns(planned_ns);
     record.set_released(true);
-    record.set_released_ns(released_local_ns - t0);
+    record.set_released_ns(mapping.ToCoord(released_local_ns) - t0);
     record.set_blocked_ns(blocked_ns);
     if (record.sent() || record.sent_ns() != 0) {
       record.set_sent(true);
-      record.set_sent_ns(record.sent_ns() - t0);
+      record.set_sent_ns(mapping.ToCoord(record.sent_ns()) - t0);
     }
-    if (record.interrupted_ns() != 0) record.set_interrupted_ns(record.interrupted_ns() - t0);
-    if (record.retry_sent_ns() != 0) record.set_retry_sent_ns(record.retry_sent_ns() - t0);
+    if (record.interrupted_ns() != 0) {
+      record.set_interrupted_ns(mapping.ToCoord(record.interrupted_ns()) - t0);
+    }
+    if (record.retry_sent_ns() != 0) {
+      record.set_retry_sent_ns(mapping.ToCoord(record.retry_sent_ns()) - t0);
+    }
     on_record_(std::move(record));
   });
 }

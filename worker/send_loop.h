@@ -1,7 +1,10 @@
 // The pacer (ARCHITECTURE.md example 4): releases each assigned request at
-// its absolute deadline t0 + offset_i on the local steady clock, never by
-// sleeping for an interval, and records planned, released, sent and blocked
-// times per request.
+// its absolute deadline, never by sleeping for an interval, and records
+// planned, released, sent and blocked times per request. The plan is on the
+// coordinator's clock; every deadline is mapped to the local clock through
+// the current clock-sync estimate at the moment it is computed
+// (deadline_local = map(t0_coord + offset_i), R-DIST-4), so a corrected
+// offset or drift applies to the very next release.
 #ifndef SURGE_WORKER_SEND_LOOP_H_
 #define SURGE_WORKER_SEND_LOOP_H_
 
@@ -13,6 +16,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/clock_sync.h"
 #include "surge/v1/record.pb.h"
 #include "surge/v1/wire.pb.h"
 #include "worker/request_sender.h"
@@ -39,8 +43,8 @@ struct SendLoopOptions {
   std::chrono::microseconds prepare_guard{1000};
 };
 
-// Receives each finished request's record, times relative to t0 (ns); called
-// on the sender's I/O thread.
+// Receives each finished request's record, times relative to t0 on the
+// coordinator's clock (ns); called on the sender's I/O thread.
 using RecordCallback = std::function<void(surge::v1::RequestRecord)>;
 
 // Thread-safe except Run(), which one pacer thread calls once.
@@ -48,10 +52,14 @@ class SendLoop {
  public:
   SendLoop(Clock& clock, RequestSender& sender, SendLoopOptions options, RecordCallback on_record);
 
-  // Sets t0 as local steady ns; nothing is released before this is called.
-  void SetStart(int64_t t0_local_ns);
-  // Adds assignments; each is released at t0 + offset_ns (ordered by offset,
-  // then index, whatever the order of arrival).
+  // Sets t0, ns on the coordinator's steady clock (with the default identity
+  // mapping: the local clock); nothing is released before this is called.
+  void SetStart(int64_t t0_coord_ns);
+  // The coordinator → local clock mapping read at every deadline, and used
+  // to put record times on the coordinator's clock. Default: identity.
+  void SetClockMapping(const ClockMapping& mapping);
+  // Adds assignments; each is released at map(t0 + offset_ns) (ordered by
+  // offset, then index, whatever the order of arrival).
   void Enqueue(std::vector<surge::v1::Assignment> assignments);
   // Local steady ns after which nothing may be released (the worker lease,
   // DISTRIBUTED.md §3, checked at every release). Default: no expiry.
@@ -96,7 +104,8 @@ class SendLoop {
   Heap unprepared_;
   Heap ready_;
   bool started_ = false;
-  int64_t t0_local_ns_ = 0;
+  int64_t t0_coord_ns_ = 0;
+  ClockMapping mapping_;
 
   std::atomic<bool> stop_{false};
   std::atomic<int64_t> lease_expiry_ns_{INT64_MAX};

@@ -4,12 +4,15 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <memory>
 #include <random>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/skewed_clock.h"
+#include "common/time_units.h"
 #include "common/zmq_transport.h"
 #include "worker/http/beast_request_sender.h"
 #include "worker/worker_session.h"
@@ -62,11 +65,31 @@ int WorkerCommand(const WorkerArgs& args) {
     LogInfo(absl::StrFormat("connecting to %s; giving up after %d s without an answer",
                             args.connect, static_cast<int>(options.hello_timeout.count() / 1000)));
   }
+  // Everything in this worker reads time through `clock`: with the test
+  // options a skewed copy of the host's, so the coordinator sees a worker
+  // whose clock is offset and drifting (R-DIST-4).
+  std::unique_ptr<SkewedClock> skewed;
+  Clock* clock = &RealClock();
+  if (args.simulate_clock_offset_ms != 0 || args.simulate_clock_drift_ppm != 0) {
+    skewed = std::make_unique<SkewedClock>(RealClock(),
+                                           SecondsToNanos(args.simulate_clock_offset_ms / 1e3),
+                                           args.simulate_clock_drift_ppm);
+    clock = skewed.get();
+    LogWarning(absl::StrFormat("test option: simulated clock %+.3f ms, %+.3f ppm",
+                               args.simulate_clock_offset_ms, args.simulate_clock_drift_ppm));
+    // The truth beside each estimate: on one host the base clock is the
+    // coordinator's, so skewed − base at the estimate's instant is exact.
+    options.describe_simulated_clock =
+        [s = skewed.get(), ppm = args.simulate_clock_drift_ppm](surge::v1::ClockReport& r) {
+          r.set_simulated(true);
+          r.set_simulated_offset_ns(s->TrueOffsetAt(r.ref_coord_ns()));
+          r.set_simulated_drift_ppm(ppm);
+        };
+  }
   WorkerSession session(
-      RealClock(), **transport,
-      [](const surge::v1::Welcome& welcome)
-          -> absl::StatusOr<std::unique_ptr<RequestSender>> {
-        auto sender = BeastRequestSender::Create(RealClock(), welcome.target(), 1);
+      *clock, **transport,
+      [clock](const surge::v1::Welcome& welcome) -> absl::StatusOr<std::unique_ptr<RequestSender>> {
+        auto sender = BeastRequestSender::Create(*clock, welcome.target(), 1);
         if (!sender.ok()) return sender.status();
         return std::unique_ptr<RequestSender>(*std::move(sender));
       },

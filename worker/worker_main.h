@@ -21,6 +21,11 @@ struct WorkerArgs {
   std::string curve_server_key_file;
   // --insecure: connect to a non-loopback coordinator without CurveZMQ.
   bool insecure = false;
+  // Test-only (R-DIST-4 tests): run this worker on a clock shifted by this
+  // many ms and skewed by this many ppm against its host's steady clock
+  // (common/skewed_clock.h). 0 and 0 = the real clock.
+  double simulate_clock_offset_ms = 0;
+  double simulate_clock_drift_ppm = 0;
 };
 
 // Runs one worker to the end; returns the exit code (worker_session.h):

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/log.h"
 #include "common/utf8.h"
 #include "worker/send_loop.h"
@@ -33,7 +34,84 @@ WorkerSession::WorkerSession(Clock& clock, Transport& transport, SenderFactory m
     : clock_(clock),
       transport_(transport),
       make_sender_(std::move(make_sender)),
-      options_(options) {}
+      options_(options),
+      clock_sync_(options.clock_sync) {}
+
+void WorkerSession::AddClockSample(int64_t t1, int64_t t2, int64_t t3) {
+  const int64_t t4 = ToNanos(clock_.Now());
+  clock_sync_.AddSample(ClockSample{t1, t2, t3, t4});
+}
+
+surge::v1::ClockReport WorkerSession::ClockReportNow() const {
+  const ClockEstimate& e = clock_sync_.estimate();
+  surge::v1::ClockReport r;
+  r.set_offset_ns(e.mapping.offset_ns);
+  r.set_drift_ppm(e.mapping.drift_ppm);
+  r.set_uncertainty_ns(e.uncertainty_ns);
+  r.set_ref_coord_ns(e.mapping.ref_coord_ns);
+  r.set_samples(e.samples);
+  r.set_rejected(e.rejected);
+  r.set_min_rtt_ns(e.min_rtt_ns);
+  r.set_largest_step_ns(e.largest_step_ns);
+  r.set_drift_fitted(e.drift_fitted);
+  if (options_.describe_simulated_clock) options_.describe_simulated_clock(r);
+  return r;
+}
+
+int WorkerSession::SyncClock(Clock::TimePoint give_up) {
+  uint64_t probe_seq = 0;
+  while (!clock_sync_.ready()) {
+    // One round: probe_count probes probe_period apart; replies to this
+    // round's probes only (a straggler of an earlier round is still a valid
+    // sample: its four timestamps are all it needs).
+    int sent = 0;
+    int replies = 0;
+    Clock::TimePoint next_probe = clock_.Now();
+    Clock::TimePoint round_end = Clock::TimePoint::max();
+    while (true) {
+      const Clock::TimePoint now = clock_.Now();
+      if (now >= give_up) {
+        LogError(absl::StrCat("clock sync: only ", clock_sync_.estimate().samples, " of ",
+                              options_.clock_sync.min_probes,
+                              " usable probe replies from the coordinator; giving up"));
+        return kExitCoordinatorLost;
+      }
+      if (sent < options_.probe_count && now >= next_probe) {
+        Envelope probe;
+        probe.mutable_clock_probe()->set_probe_seq(++probe_seq);
+        probe.mutable_clock_probe()->set_t1_worker_ns(ToNanos(clock_.Now()));
+        (void)SendEnvelope(std::move(probe));
+        ++sent;
+        next_probe = now + options_.probe_period;
+        if (sent == options_.probe_count) round_end = clock_.Now() + options_.probe_round_wait;
+      }
+      if (sent == options_.probe_count && (replies >= sent || now >= round_end)) break;
+      auto in = transport_.Receive(std::chrono::milliseconds(1));
+      if (!in.ok()) {
+        OnReceiveError(in.status());
+        continue;
+      }
+      if (!in->has_value()) continue;
+      const Envelope& e = (*in)->message;
+      if (e.has_clock_probe_reply()) {
+        const auto& r = e.clock_probe_reply();
+        AddClockSample(r.t1_worker_ns(), r.t2_coord_ns(), r.t3_coord_ns());
+        ++replies;
+      } else if (e.has_reject()) {
+        LogError(absl::StrCat("rejected by the coordinator: ", e.reject().reason()));
+        return kExitRejected;
+      } else if (e.has_stop()) {
+        return kExitStoppedBeforeStart;
+      }
+    }
+  }
+  const ClockEstimate& e = clock_sync_.estimate();
+  LogDebug(absl::StrFormat(
+      "clock sync: offset %.3f ms (worker − coordinator) ± %.3f ms from %d probes, min RTT %.3f ms",
+      e.mapping.offset_ns / 1e6, e.uncertainty_ns / 1e6, static_cast<int>(e.samples),
+      e.min_rtt_ns / 1e6));
+  return kExitDone;
+}
 
 absl::Status WorkerSession::SendEnvelope(Envelope envelope) {
   envelope.set_protocol_version(surge::v1::PROTOCOL_VERSION_CURRENT);
@@ -168,19 +246,34 @@ int WorkerSession::Run() {
   }
   std::unique_ptr<RequestSender> sender = *std::move(sender_or);
 
-  const auto heartbeat_period = std::chrono::milliseconds(
-      welcome.heartbeat_ms() > 0 ? welcome.heartbeat_ms() : 250);
+  const auto heartbeat_period =
+      std::chrono::milliseconds(welcome.heartbeat_ms() > 0 ? welcome.heartbeat_ms() : 250);
   const int64_t lease_ns =
       static_cast<int64_t>(welcome.lease_ms() > 0 ? welcome.lease_ms() : 1000) * 1000000;
-  // Same host: coordinator clock = local clock + offset (0). Cross-host
-  // probes come with remote workers.
-  const int64_t clock_offset_ns = welcome.clock_offset_ns();
+  // R-DIST-4: measure the coordinator's clock before the first heartbeat
+  // (the coordinator starts the run only when every worker heartbeats), so
+  // the first deadline already goes through a real estimate.
+  if (const int code = SyncClock(clock_.Now() + options_.hello_timeout); code != kExitDone) {
+    Envelope bye;
+    bye.mutable_goodbye()->set_reason(code == kExitStoppedBeforeStart ? "stopped"
+                                                                      : "clock_sync_failed");
+    (void)SendEnvelope(std::move(bye));
+    return code == kExitStoppedBeforeStart ? kExitDone : code;
+  }
 
   SendLoopOptions loop_options;
   loop_options.worker_index = welcome.worker_index();
   loop_options.max_inflight = welcome.max_inflight();
   SendLoop loop(clock_, *sender, loop_options,
                 [this](surge::v1::RequestRecord record) { AddToOutbox(std::move(record)); });
+  loop.SetClockMapping(clock_sync_.mapping());
+  // Every heartbeat ack is a clock sample; the pacer reads the new mapping
+  // at its next deadline.
+  auto on_heartbeat_ack = [&](const surge::v1::HeartbeatAck& ack) {
+    if (ack.t3_coord_ns() == 0) return;  // an ack without coordinator stamps
+    AddClockSample(ack.t1_worker_ns(), ack.t2_coord_ns(), ack.t3_coord_ns());
+    loop.SetClockMapping(clock_sync_.mapping());
+  };
   // The lease starts at Welcome, so a coordinator that dies before the first
   // heartbeat ack still stops this worker (DISTRIBUTED.md §3).
   int64_t lease_expiry_ns = ToNanos(clock_.Now()) + lease_ns;
@@ -207,6 +300,7 @@ int WorkerSession::Run() {
     h->set_inflight(static_cast<uint32_t>(sender->inflight()));
     h->set_queued(static_cast<uint32_t>(loop.queued()));
     h->set_horizon_ns(loop.horizon_ns());
+    *h->mutable_clock() = ClockReportNow();
     (void)SendEnvelope(std::move(hb));
     next_heartbeat = now + heartbeat_period;
   };
@@ -234,12 +328,13 @@ int WorkerSession::Run() {
     Envelope& e = (*in)->message;
     if (e.has_start()) {
       started = true;
-      loop.SetStart(e.start().t0_coord_ns() - clock_offset_ns);
+      loop.SetStart(e.start().t0_coord_ns());
     } else if (e.has_assignment_batch()) {
       auto* list = e.mutable_assignment_batch()->mutable_assignments();
       loop.Enqueue(std::vector<surge::v1::Assignment>(std::make_move_iterator(list->begin()),
                                                       std::make_move_iterator(list->end())));
     } else if (e.has_heartbeat_ack()) {
+      on_heartbeat_ack(e.heartbeat_ack());
       // The lease runs from the worker's own send time of the acknowledged
       // heartbeat, so a late ack can never extend it (DISTRIBUTED.md §3).
       const int64_t expiry = e.heartbeat_ack().t1_worker_ns() + lease_ns;
@@ -287,6 +382,7 @@ int WorkerSession::Run() {
       drain_end =
           std::min(drain_end, clock_.Now() + std::chrono::milliseconds(e.stop().drain_ms()));
     } else if (e.has_heartbeat_ack()) {
+      on_heartbeat_ack(e.heartbeat_ack());
       lease_expiry_ns = std::max(lease_expiry_ns, e.heartbeat_ack().t1_worker_ns() + lease_ns);
     } else if (e.has_reject()) {
       break;

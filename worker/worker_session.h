@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/clock.h"
+#include "common/clock_sync.h"
 #include "common/transport.h"
 #include "surge/v1/wire.pb.h"
 #include "worker/request_sender.h"
@@ -24,6 +25,8 @@ inline constexpr int kExitDone = 0;
 inline constexpr int kExitRejected = 2;
 inline constexpr int kExitCoordinatorLost = 3;
 inline constexpr int kExitSenderFailed = 4;
+// Internal (never an exit code): told to stop before the start.
+inline constexpr int kExitStoppedBeforeStart = -1;
 
 struct WorkerSessionOptions {
   // Index asked for in Hello; -1 lets the coordinator choose.
@@ -39,6 +42,17 @@ struct WorkerSessionOptions {
   std::chrono::milliseconds poll{5};
   // A record batch is sent when this old, or at kMaxBatchRecords/Bytes.
   std::chrono::milliseconds record_flush{50};
+  // Clock sync before the first heartbeat (R-DIST-4; DISTRIBUTED.md §5):
+  // rounds of probe_count probes probe_period apart, each round waiting up
+  // to probe_round_wait for late replies, until the estimator is ready
+  // (clock_sync.min_probes usable replies). Gives up after hello_timeout.
+  int probe_count = 16;
+  std::chrono::milliseconds probe_period{5};
+  std::chrono::milliseconds probe_round_wait{200};
+  ClockSyncOptions clock_sync;
+  // Test-only: called for every heartbeat's ClockReport to add the
+  // simulated truth (SkewedClock); empty = the clock is not simulated.
+  std::function<void(surge::v1::ClockReport&)> describe_simulated_clock;
 };
 
 // Makes the HTTP sender once the Welcome names the target.
@@ -58,6 +72,13 @@ class WorkerSession {
   // transport does not take goes back to the front of the outbox and is
   // tried again: records are never dropped. Returns false when some stay.
   bool FlushRecords(bool force);
+  // Probes the coordinator's clock until the estimator is ready. Returns
+  // kExitDone when ready, else the exit code (coordinator lost, rejected,
+  // stopped before the start).
+  int SyncClock(Clock::TimePoint give_up);
+  // Feeds one exchange (t4 = now) to the estimator; logs the first estimate.
+  void AddClockSample(int64_t t1, int64_t t2, int64_t t3);
+  surge::v1::ClockReport ClockReportNow() const;
   // A failed Receive: an undecodable frame is counted and logged once.
   void OnReceiveError(const absl::Status& status);
   // Every record enters the outbox here, its error text made valid UTF-8.
@@ -78,6 +99,7 @@ class WorkerSession {
   std::vector<surge::v1::RequestRecord> outbox_;
   uint64_t repaired_errors_ = 0;  // records whose error text had bad UTF-8
   Clock::TimePoint last_flush_{};
+  ClockSyncEstimator clock_sync_;
 };
 
 }  // namespace surge::worker

@@ -31,10 +31,20 @@ inline int MaxUsefulWorkers(unsigned cores, uint64_t requests) {
 // the expected page into a new run folder; sends nothing.
 int PlanCommand(const surge::v1::RunConfig& config);
 
+// Test-only settings of `surge run` (hidden options, not in RunConfig):
+// worker 0 runs `surge worker --simulate-clock-offset-ms X
+// --simulate-clock-drift-ppm Y`, a clock shifted and skewed against the
+// host's, to test the shared clock (R-DIST-4). 0 and 0 = off.
+struct RunTestOptions {
+  double worker0_clock_offset_ms = 0;
+  double worker0_clock_drift_ppm = 0;
+};
+
 // R-UI-1: the whole job on one machine; starts the built-in simulated server
 // when config.target.base_url is empty. `self_exe` is the surge binary the
 // local workers run.
-int RunCommand(const surge::v1::RunConfig& config, const std::string& self_exe);
+int RunCommand(const surge::v1::RunConfig& config, const std::string& self_exe,
+               const RunTestOptions& test = {});
 
 // `surge report <run folder>`: rebuilds the summary and both pages from the
 // run's files (plan CSV, details JSONL, run_config.json), also after a crash;

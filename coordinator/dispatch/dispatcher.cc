@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/log.h"
+#include "coordinator/dispatch/clock_stamps.h"
 #include "common/time_units.h"
 
 namespace surge::coordinator {
@@ -45,7 +46,9 @@ Dispatcher::Dispatcher(Clock& clock, Transport& transport, const ArrivalSchedule
       ledger_(PlannedOffsetsNs(plan), options_.num_workers),
       registry_(RegistryOptions(options_)),
       policy_(MakeAssignmentPolicy(options_.assign)),
-      outboxes_(static_cast<size_t>(std::max(options_.num_workers, 0))) {}
+      outboxes_(static_cast<size_t>(std::max(options_.num_workers, 0))) {
+  outcome_.clocks.resize(static_cast<size_t>(std::max(options_.num_workers, 0)));
+}
 
 void Dispatcher::Send(const Worker& worker, Envelope envelope) {
   SendTo(worker.peer, worker.index, worker.alive, std::move(envelope));
@@ -145,7 +148,6 @@ void Dispatcher::Handle(const std::string& peer, Envelope& e) {
       m->set_max_inflight(options_.max_inflight[w->index]);
     }
     m->set_seed(options_.seed);
-    m->set_clock_offset_ns(0);  // same host: one CLOCK_MONOTONIC (R-DIST-4)
     Send(*w, std::move(welcome));
     return;
   }
@@ -165,9 +167,14 @@ void Dispatcher::Handle(const std::string& peer, Envelope& e) {
     return;
   }
   registry_.Heard(*w, now);
-  if (e.has_heartbeat()) {
+  if (e.has_clock_probe()) {
+    Send(*w, ClockProbeReplyFor(e.clock_probe(), ToNanos(now), clock_));
+  } else if (e.has_heartbeat()) {
+    if (e.heartbeat().has_clock()) outcome_.clocks[w->index] = e.heartbeat().clock();
     Envelope ack;
     *ack.mutable_heartbeat_ack() = registry_.OnHeartbeat(*w, e.heartbeat(), now);
+    // t3 as late as possible (clock_stamps.h).
+    StampHeartbeatAck(e.heartbeat(), ToNanos(now), clock_, ack.mutable_heartbeat_ack());
     Send(*w, std::move(ack));
   } else if (e.has_record_batch()) {
     for (const auto& r : e.record_batch().records()) {

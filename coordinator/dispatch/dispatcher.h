@@ -27,6 +27,7 @@
 #include "coordinator/plan/arrival_schedule.h"
 #include "surge/v1/config.pb.h"
 #include "surge/v1/record.pb.h"
+#include "surge/v1/wire.pb.h"
 
 namespace surge::coordinator {
 
@@ -119,6 +120,9 @@ struct DispatchOutcome {
   uint64_t records_lost_in_transit = 0;
   // t0 on the coordinator's steady clock, ns.
   int64_t t0_ns = 0;
+  // By worker index: the worker's last clock estimate (R-DIST-4), from its
+  // last heartbeat; samples == 0 for a worker that never reported one.
+  std::vector<surge::v1::ClockReport> clocks;
 };
 
 class Dispatcher {

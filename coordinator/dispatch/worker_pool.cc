@@ -21,6 +21,9 @@ absl::Status LocalProcessPool::Start(int count, const std::string& endpoint) {
   for (int k = 0; k < count; ++k) {
     std::vector<std::string> args = {executable_,      "worker",        "--connect",    endpoint,
                                      "--worker-index", absl::StrCat(k), "--parent-pid", parent};
+    if (static_cast<size_t>(k) < extra_args_.size()) {
+      args.insert(args.end(), extra_args_[k].begin(), extra_args_[k].end());
+    }
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

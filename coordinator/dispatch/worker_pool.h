@@ -48,8 +48,12 @@ class LocalProcessPool final : public WorkerPool {
   ~LocalProcessPool() override;  // Stop(0)
 
   // Starts `count` workers: `<executable> worker --connect <endpoint>
-  // --worker-index k --parent-pid <this pid>`.
+  // --worker-index k --parent-pid <this pid>`, plus extra_args[k] when
+  // SetExtraArgs gave them (test options, e.g. a skewed clock for worker 0).
   absl::Status Start(int count, const std::string& endpoint) override;
+  void SetExtraArgs(std::vector<std::vector<std::string>> extra_args) {
+    extra_args_ = std::move(extra_args);
+  }
   int expected() const override { return static_cast<int>(pids_.size()); }
   // Reaps with waitpid(WNOHANG).
   bool Exited(int32_t index) override;
@@ -64,6 +68,7 @@ class LocalProcessPool final : public WorkerPool {
   std::vector<pid_t> pids_;
   std::vector<bool> exited_;
   std::vector<int> exit_codes_;
+  std::vector<std::vector<std::string>> extra_args_;
 };
 
 // Workers started elsewhere (other hosts, containers) that join by

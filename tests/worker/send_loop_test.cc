@@ -57,6 +57,43 @@ TEST(SendLoopTest, ReleasesAtExactAbsoluteDeadlines) {
   EXPECT_EQ(records[2].worker(), 3);
 }
 
+// R-DIST-4: the plan is on the coordinator's clock; each deadline goes
+// through the clock mapping current at that moment, and record times come
+// back on the coordinator's clock.
+TEST(SendLoopTest, DeadlinesGoThroughTheClockMappingReadAtEachDeadline) {
+  AutoAdvanceClock clock;  // the worker's own clock
+  FakeRequestSender sender(clock);
+  std::vector<surge::v1::RequestRecord> records;
+  SendLoop loop(clock, sender, SendLoopOptions{},
+                [&](surge::v1::RequestRecord r) { records.push_back(std::move(r)); });
+  // worker = coordinator + 250 ms + 200 ppm · (coordinator − ref).
+  const int64_t ref = ToNanos(clock.Now()) - 250000000;
+  const ClockMapping first{ref, 250000000, 200};
+  loop.SetClockMapping(first);
+  const int64_t t0_coord = ref + 1000000000;
+  loop.SetStart(t0_coord);
+  loop.Enqueue({Make(0, 0), Make(1, 2000000000), Make(2, 4000000000)});
+  // After request 1, a corrected estimate (+1 ms, drift −100 ppm): request 2
+  // must use it.
+  const ClockMapping second{ref + 3000000000, 251000000, -100};
+  sender.set_after_send([&](uint64_t index) {
+    if (index == 1) loop.SetClockMapping(second);
+    if (index == 2) loop.Stop();
+  });
+  loop.Run();
+  const auto sent = sender.sent();
+  ASSERT_EQ(sent.size(), 3u);
+  EXPECT_EQ(sent[0].at_ns, ref + 1000000000 + 250000000 + 200000);  // 1 s × 200 ppm
+  EXPECT_EQ(sent[1].at_ns, ref + 3000000000 + 250000000 + 600000);  // 3 s × 200 ppm
+  EXPECT_EQ(sent[2].at_ns, ref + 5000000000 + 251000000 - 200000);  // 2 s × −100 ppm
+  ASSERT_EQ(records.size(), 3u);
+  for (const auto& r : records) {
+    // On time on the coordinator's clock, whatever the local clock says.
+    EXPECT_EQ(r.sent_ns(), r.planned_ns()) << r.index();
+    EXPECT_EQ(r.released_ns(), r.planned_ns()) << r.index();
+  }
+}
+
 TEST(SendLoopTest, LateWakeUpsShowAsLatenessAndDoNotAccumulate) {
   AutoAdvanceClock clock;
   clock.set_oversleep(std::chrono::microseconds(40));

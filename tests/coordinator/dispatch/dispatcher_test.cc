@@ -7,12 +7,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <functional>
 #include <map>
 #include <set>
 #include <thread>
 
+#include "common/skewed_clock.h"
 #include "coordinator/plan/traffic.h"
 #include "tests/testing/fake_request_sender.h"
 #include "tests/testing/in_memory_transport.h"
@@ -109,6 +111,85 @@ TEST(DispatcherTest, EveryRequestGetsExactlyOneRecordStripedOverWorkers) {
   }
   EXPECT_EQ(w0.sender->sent().size() + w1.sender->sent().size(), 400u);
   EXPECT_EQ(w0.exit_code, surge::worker::kExitDone);
+}
+
+// R-DIST-4: worker 0 runs on a clock 250 ms ahead that gains 200 ppm. It
+// measures that (probes, then every heartbeat ack), reports it, and sends on
+// the coordinator's schedule: the truth is taken from the skewed clock
+// itself (ToBase), not from the worker's own records.
+TEST(DispatcherTest, SkewedWorkerClockIsMeasuredAndItsSendsStayOnSchedule) {
+  const ArrivalSchedule plan = ConstantPlan(200, 1000);  // 5 s
+  FixedPayloads payloads;
+  InMemoryRouter router;
+  std::vector<surge::v1::RequestRecord> records;
+  Dispatcher dispatcher(RealClock(), router, plan, payloads, TestOptions(2),
+                        [&](const surge::v1::RequestRecord& r) { records.push_back(r); });
+  SkewedClock skewed(RealClock(), 250'000'000, 200);
+  LocalWorker w[2];
+  Clock* clocks[2] = {&skewed, &RealClock()};
+  for (int k = 0; k < 2; ++k) {
+    w[k].transport = router.Connect(k == 0 ? "skewed" : "plain");
+    w[k].thread = std::thread([&w, &clocks, k] {
+      surge::worker::WorkerSessionOptions options;
+      options.requested_index = k;
+      surge::worker::WorkerSession session(
+          *clocks[k], *w[k].transport,
+          [&w, &clocks, k](const surge::v1::Welcome&)
+              -> absl::StatusOr<std::unique_ptr<surge::worker::RequestSender>> {
+            auto sender = std::make_unique<FakeRequestSender>(*clocks[k]);
+            w[k].sender = sender.get();
+            return std::unique_ptr<surge::worker::RequestSender>(std::move(sender));
+          },
+          options);
+      w[k].exit_code = session.Run();
+    });
+  }
+  auto outcome = dispatcher.Run();
+  for (auto& x : w) x.thread.join();
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  ASSERT_EQ(records.size(), 1000u);
+  ASSERT_EQ(outcome->clocks.size(), 2u);
+
+  const surge::v1::ClockReport& c0 = outcome->clocks[0];
+  ASSERT_GE(c0.samples(), 16u);  // the probes and then the heartbeats
+  const int64_t truth0 = skewed.TrueOffsetAt(c0.ref_coord_ns());
+  EXPECT_NEAR(static_cast<double>(c0.offset_ns()), static_cast<double>(truth0), 1e6);
+  EXPECT_NEAR(truth0, 250'000'000 + 1'000'000, 1'000'000);  // 200 ppm over ~5 s
+  EXPECT_TRUE(c0.drift_fitted());
+  EXPECT_NEAR(c0.drift_ppm(), 200, 50);
+  const surge::v1::ClockReport& c1 = outcome->clocks[1];
+  EXPECT_LT(std::abs(c1.offset_ns()), 1'000'000);
+  EXPECT_NEAR(c1.drift_ppm(), 0, 50);
+
+  // True lateness on the coordinator's clock, per worker.
+  auto median_lateness_ms = [&](int k) {
+    std::vector<double> late;
+    for (const auto& s : w[k].sender->sent()) {
+      const int64_t true_ns = k == 0 ? skewed.ToBase(s.at_ns) : s.at_ns;
+      late.push_back((true_ns - outcome->t0_ns - static_cast<int64_t>(s.index + 1) * 5'000'000) /
+                     1e6);
+    }
+    EXPECT_EQ(late.size(), 500u);
+    std::sort(late.begin(), late.end());
+    // Never early by more than the clock error allows.
+    EXPECT_GT(late.front(), -1.0) << "worker " << k;
+    return late[late.size() / 2];
+  };
+  const double m0 = median_lateness_ms(0);
+  const double m1 = median_lateness_ms(1);
+  EXPECT_LT(std::abs(m0 - m1), 2.0) << m0 << " vs " << m1;
+  // Without the mapping worker 0 would be 250 ms off.
+  EXPECT_LT(std::abs(m0), 2.0);
+  // Its records are on the coordinator's clock too: each record's send time
+  // is the true one within the estimate's error.
+  std::map<uint64_t, int64_t> true_sent_ns;
+  for (const auto& s : w[0].sender->sent()) true_sent_ns[s.index] = skewed.ToBase(s.at_ns);
+  for (const auto& r : records) {
+    if (r.worker() != 0) continue;
+    ASSERT_TRUE(true_sent_ns.count(r.index())) << r.index();
+    EXPECT_LT(std::abs(r.sent_ns() - (true_sent_ns[r.index()] - outcome->t0_ns)), 1'000'000)
+        << r.index();
+  }
 }
 
 TEST(DispatcherTest, SilentWorkerIsDeclaredDeadAndNothingIsSentTwice) {

@@ -1,0 +1,33 @@
+// The shared clock's results (R-DIST-4) in words and numbers: per worker its
+// estimated offset (worker clock − coordinator clock), drift and
+// uncertainty, for the summary JSON's run block, the console summary and the
+// actual page's run context.
+#ifndef SURGE_COORDINATOR_REPORT_CLOCK_SUMMARY_H_
+#define SURGE_COORDINATOR_REPORT_CLOCK_SUMMARY_H_
+
+#include <string>
+#include <vector>
+
+#include "nlohmann/json.hpp"
+#include "surge/v1/wire.pb.h"
+
+namespace surge::coordinator {
+
+// One object per worker index: worker, reported (false when it never sent
+// an estimate; then only worker), offset_ns, offset_ms, drift_ppm,
+// drift_fitted, uncertainty_ns, uncertainty_ms, min_rtt_ns, samples,
+// rejected, largest_step_ns, at_coord_ns (the coordinator instant the
+// offset refers to); for a simulated clock (test option) also
+// simulated_offset_ns, simulated_drift_ppm and offset_error_ns (estimate −
+// truth).
+nlohmann::json ClockSyncJson(const std::vector<surge::v1::ClockReport>& clocks);
+
+// One line for people from ClockSyncJson's array, e.g.
+// "worker 0 +250.012 ms ±0.041 ms, +199.9 ppm; worker 1 +0.002 ms ±0.020 ms,
+// -0.3 ppm". More than 8 workers: the ranges instead. Empty for an empty or
+// malformed array (a summary written before clock sync existed).
+std::string ClockSyncText(const nlohmann::json& clock_sync);
+
+}  // namespace surge::coordinator
+
+#endif  // SURGE_COORDINATOR_REPORT_CLOCK_SUMMARY_H_
