@@ -471,15 +471,19 @@ absl::Status CheckSecurity(const std::string& endpoint_flag, const std::string& 
                                                    " go together; only ",
                                                    has_key ? key_flag : peer_flag, " was given"));
   }
+  // The coordinator's job options already have --insecure (the target's
+  // TLS check), so its transport flag is --insecure-transport.
+  const std::string insecure_flag =
+      endpoint_flag == "--bind" ? "--insecure-transport" : "--insecure";
   if (insecure && has_key) {
-    return absl::InvalidArgumentError(absl::StrCat("--insecure contradicts ", key_flag, " and ",
-                                                   peer_flag, ": give one or the other"));
+    return absl::InvalidArgumentError(absl::StrCat(insecure_flag, " contradicts ", key_flag,
+                                                   " and ", peer_flag, ": give one or the other"));
   }
   if (!has_key && !insecure && !IsLoopbackEndpoint(endpoint)) {
     return absl::InvalidArgumentError(absl::StrCat(
         endpoint_flag, " ", endpoint, " is not a loopback address, so it needs CurveZMQ: give ",
         key_flag, " FILE and ", peer_flag, " ", peer_flag == "--curve-allow" ? "DIR" : "FILE",
-        " (keys from `surge keygen --out DIR`), or --insecure to ", peers,
+        " (keys from `surge keygen --out DIR`), or ", insecure_flag, " to ", peers,
         " without authentication or encryption. Loopback endpoints (127.0.0.1, ::1, "
         "localhost) need neither."));
   }

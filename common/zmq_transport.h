@@ -81,11 +81,12 @@ struct BindSecurityFlags {
   std::string bind;                   // --bind, e.g. "tcp://0.0.0.0:5555"
   std::string curve_secret_key_file;  // --curve-secret-key FILE ("" = none)
   std::string curve_allow_dir;        // --curve-allow DIR ("" = none)
-  bool insecure = false;              // --insecure
+  bool insecure = false;              // --insecure-transport
 };
 
 // The rule for a coordinator's bind: a non-loopback --bind requires CurveZMQ
-// (both --curve-secret-key and --curve-allow) unless --insecure is given;
+// (both --curve-secret-key and --curve-allow) unless --insecure-transport
+// is given (the job options' --insecure is the target's TLS check);
 // loopback binds need neither. Pure: reads no file. Errors
 // (INVALID_ARGUMENT, naming the flags): a malformed --bind; a non-loopback
 // bind with neither; only one of the two curve flags; --insecure together

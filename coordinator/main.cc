@@ -76,6 +76,36 @@ int Main(int argc, char** argv) {
   run->add_option("--simulate-clock-drift-ppm", run_test_options.worker0_clock_drift_ppm)
       ->group("");
 
+  // The coordinator role (issue 7, docs/DISTRIBUTED.md): the job options of
+  // `surge run`, workers that join from elsewhere.
+  surge::coordinator::RunOptions coordinator_options;
+  surge::coordinator::CoordinatorRole role;
+  CLI::App* coordinator = app.add_subcommand(
+      "coordinator",
+      "Run the job as a coordinator: bind, wait for --expect-workers workers started with "
+      "`surge worker --connect`, then pace them on one measured clock.");
+  coordinator_options.Register(*coordinator);
+  coordinator
+      ->add_option("--bind", role.bind,
+                   "Endpoint to listen on, e.g. tcp://0.0.0.0:5555 (a non-loopback address "
+                   "needs --curve-secret-key and --curve-allow, or --insecure)")
+      ->required();
+  coordinator
+      ->add_option("--expect-workers", role.expect_workers,
+                   "The run starts when this many workers are ready (1 to 1024)")
+      ->required();
+  coordinator->add_option("--join-timeout", role.join_timeout_s,
+                          "Seconds to wait for the workers (default 60); then exit 1");
+  coordinator->add_option("--curve-secret-key", role.curve_secret_key_file,
+                          "This coordinator's CurveZMQ secret key file (surge keygen)");
+  coordinator->add_option("--curve-allow", role.curve_allow_dir,
+                          "Directory of the workers' public keys (*.pub) allowed in");
+  // Not --insecure: among the job options that already means "skip the
+  // target's TLS certificate check" (as in surge run).
+  coordinator->add_flag("--insecure-transport", role.insecure,
+                        "Listen on a non-loopback address without CurveZMQ (no authentication, "
+                        "no encryption)");
+
   surge::coordinator::RunOptions plan_options;
   CLI::App* plan = app.add_subcommand("plan", "Compute and plot the schedule; send nothing.");
   plan_options.Register(*plan);
@@ -102,13 +132,15 @@ int Main(int argc, char** argv) {
   worker->add_option("--connect", worker_args.connect, "Coordinator endpoint, tcp://host:port")
       ->required();
   worker->add_option("--worker-index", worker_args.worker_index, "Worker index to ask for");
+  worker->add_option("--join-timeout", worker_args.join_timeout_s,
+                     "Seconds to keep trying to join a coordinator (default 60); then exit 3");
   worker->add_option("--parent-pid", worker_args.parent_pid,
                      "Exit when this process (the local coordinator) is gone");
   worker->add_option("--curve-secret-key", worker_args.curve_secret_key_file,
                      "This worker's CurveZMQ secret key file (surge keygen; docs/SECURITY.md)");
   worker->add_option("--curve-server-key", worker_args.curve_server_key_file,
                      "The coordinator's CurveZMQ public key file (its .pub)");
-  worker->add_flag("--insecure", worker_args.insecure,
+  worker->add_flag("--insecure,--insecure-transport", worker_args.insecure,
                    "Connect to a non-loopback coordinator without CurveZMQ (no authentication, "
                    "no encryption)");
   worker
@@ -166,8 +198,8 @@ int Main(int argc, char** argv) {
     return surge::coordinator::kExitConfigError;
   }
 
-  if (*run || *plan) {
-    const auto& options = *run ? run_options : plan_options;
+  if (*run || *plan || *coordinator) {
+    const auto& options = *run ? run_options : *plan ? plan_options : coordinator_options;
     auto config = options.Resolve();
     if (!config.ok()) {
       std::cerr << "surge: " << config.status().message() << "\n";
@@ -175,6 +207,9 @@ int Main(int argc, char** argv) {
     }
     for (const std::string& note : options.notes()) surge::LogInfo(note);
     if (*plan) return surge::coordinator::PlanCommand(*config);
+    if (*coordinator) {
+      return surge::coordinator::RunCommand(*config, SelfExe(argv[0]), {}, &role);
+    }
     return surge::coordinator::RunCommand(*config, SelfExe(argv[0]), run_test_options);
   }
   if (*report) return surge::coordinator::ReportCommand(report_folder);

@@ -4,6 +4,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <memory>
 #include <random>
 
@@ -35,6 +36,13 @@ int WorkerCommand(const WorkerArgs& args) {
   WorkerSessionOptions options;
   options.requested_index = args.worker_index;
   options.incarnation = rng();
+  if (!(args.join_timeout_s > 0) || args.join_timeout_s > 86400) {
+    LogError(absl::StrCat("--join-timeout ", args.join_timeout_s,
+                          ": must be > 0 and at most 86400 seconds"));
+    return kExitRejected;
+  }
+  options.hello_timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(std::ceil(args.join_timeout_s * 1000)));
   if (absl::Status s = CheckConnectSecurity(
           {args.connect, args.curve_secret_key_file, args.curve_server_key_file, args.insecure});
       !s.ok()) {

@@ -14,6 +14,9 @@ struct WorkerArgs {
   // Local workers: the coordinator's pid. The worker dies with it
   // (PR_SET_PDEATHSIG) and exits at once when it is already gone. 0 = none.
   int parent_pid = 0;
+  // --join-timeout: seconds to keep saying Hello until a coordinator answers
+  // (a worker may start before its coordinator); then exit 3.
+  double join_timeout_s = 60;
   // CurveZMQ (docs/SECURITY.md): this worker's secret key file and the
   // coordinator's public key file, both from `surge keygen`; "" = none.
   // Required together for a non-loopback --connect unless `insecure`.

@@ -367,9 +367,55 @@ int PlanCommand(const RunConfig& config) {
   return kExitOk;
 }
 
+// The coordinator role's flags: the bind rule and the key files. Errors name
+// the flag (exit 2 for the caller).
+absl::StatusOr<ZmqRouterOptions> CoordinatorTransportOptions(const CoordinatorRole& role,
+                                                             const RunConfig& config) {
+  if (role.expect_workers < 1 || role.expect_workers > 1024) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--expect-workers ", role.expect_workers, ": must be 1 to 1024 (the workers to wait for)"));
+  }
+  if (!(role.join_timeout_s > 0) || role.join_timeout_s > 86400) {
+    return absl::InvalidArgumentError(absl::StrCat("--join-timeout ", role.join_timeout_s,
+                                                   ": must be > 0 and at most 86400 seconds"));
+  }
+  if (config.max_concurrency() > 0 &&
+      config.max_concurrency() < static_cast<uint64_t>(role.expect_workers)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max-concurrency ", config.max_concurrency(), ": must be at least --expect-workers (",
+        role.expect_workers, "): the cap is split over the workers, each needs one slot"));
+  }
+  if (absl::Status s = CheckBindSecurity(
+          {role.bind, role.curve_secret_key_file, role.curve_allow_dir, role.insecure});
+      !s.ok()) {
+    return s;
+  }
+  ZmqRouterOptions options;
+  if (!role.curve_secret_key_file.empty()) {
+    auto secret = ReadCurveKeyFile(role.curve_secret_key_file);
+    if (!secret.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--curve-secret-key: ", secret.status().message()));
+    }
+    auto allowed = ReadCurveAllowList(role.curve_allow_dir);
+    if (!allowed.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--curve-allow: ", allowed.status().message()));
+    }
+    options.curve = CurveServerOptions{*secret, *allowed};
+  }
+  return options;
+}
+
 int RunCommand(const RunConfig& input_config, const std::string& self_exe,
-               const RunTestOptions& test) {
+               const RunTestOptions& test, const CoordinatorRole* role) {
   RunConfig config = input_config;
+  ZmqRouterOptions transport_options;
+  if (role != nullptr) {
+    auto checked = CoordinatorTransportOptions(*role, config);
+    if (!checked.ok()) return Fail(checked.status(), kExitConfigError);
+    transport_options = *std::move(checked);
+  }
   Clock& clock = RealClock();
   signal(SIGINT, OnSignal);
   signal(SIGTERM, OnSignal);
@@ -387,6 +433,11 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe,
     config.mutable_target()->set_base_url(absl::StrCat("http://127.0.0.1:", sim->port()));
     LogInfo(absl::StrCat("built-in simulated server on ", config.target().base_url(),
                          " (TTFT ", options.ttft_ms, " ms, ", options.itl_ms, " ms per token)"));
+    if (role != nullptr && !IsLoopbackEndpoint(role->bind)) {
+      LogWarning(
+          absl::StrCat("the built-in server listens on 127.0.0.1 only: workers on other "
+                       "machines cannot reach it; give --base-url for them"));
+    }
   }
   if (config.target().model().empty()) {
     auto model = surge::worker::FetchFirstModel(config.target(),
@@ -410,21 +461,29 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe,
   // Workers: one per core by default; never more than the concurrency cap,
   // which is split over them (R-REQ-2). Resolved before run_config.json is
   // written, so the file holds the count actually used.
-  int workers = config.workers() > 0 ? static_cast<int>(config.workers())
-                                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  if (config.max_concurrency() > 0) {
-    workers = static_cast<int>(std::min<uint64_t>(workers, config.max_concurrency()));
-  }
-  // Far more processes than cores starve each other (and their heartbeats);
-  // more workers than requests have nothing to do.
-  if (!config.workers_force()) {
-    const int cap = MaxUsefulWorkers(std::thread::hardware_concurrency(), config.num_prompts());
-    if (workers > cap) {
-      LogWarning(absl::StrCat(
-          "--workers ", workers, " capped at ", cap, " (at most ", kWorkersPerCore, " per core on ",
-          std::max(1u, std::thread::hardware_concurrency()), " cores, and no more than the ",
-          config.num_prompts(), " requests); --workers-force keeps ", workers));
-      workers = cap;
+  int workers = 0;
+  if (role != nullptr) {
+    // The workers that join; their own machines' cores are theirs.
+    workers = role->expect_workers;
+  } else {
+    workers = config.workers() > 0
+                  ? static_cast<int>(config.workers())
+                  : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    if (config.max_concurrency() > 0) {
+      workers = static_cast<int>(std::min<uint64_t>(workers, config.max_concurrency()));
+    }
+    // Far more processes than cores starve each other (and their heartbeats);
+    // more workers than requests have nothing to do.
+    if (!config.workers_force()) {
+      const int cap = MaxUsefulWorkers(std::thread::hardware_concurrency(), config.num_prompts());
+      if (workers > cap) {
+        LogWarning(absl::StrCat("--workers ", workers, " capped at ", cap, " (at most ",
+                                kWorkersPerCore, " per core on ",
+                                std::max(1u, std::thread::hardware_concurrency()),
+                                " cores, and no more than the ", config.num_prompts(),
+                                " requests); --workers-force keeps ", workers));
+        workers = cap;
+      }
     }
   }
   config.set_workers(static_cast<uint32_t>(workers));
@@ -454,15 +513,29 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe,
   std::mt19937_64 id_source(std::random_device{}());
   options.run_id = absl::StrFormat("%016x", id_source());
 
-  auto transport = ZmqRouterTransport::Create("tcp://127.0.0.1:0");
+  auto transport = ZmqRouterTransport::Create(role != nullptr ? role->bind : "tcp://127.0.0.1:0",
+                                              transport_options);
   if (!transport.ok()) return Fail(transport.status(), kExitFailure);
-  // surge run: local worker processes (a RemoteWorkerPool expects joins).
-  LocalProcessPool pool(clock, self_exe);
-  if (test.worker0_clock_offset_ms != 0 || test.worker0_clock_drift_ppm != 0) {
-    pool.SetExtraArgs({{"--simulate-clock-offset-ms", absl::StrCat(test.worker0_clock_offset_ms),
-                        "--simulate-clock-drift-ppm", absl::StrCat(test.worker0_clock_drift_ppm)}});
+  // surge run: local worker processes; surge coordinator: workers that join.
+  std::unique_ptr<WorkerPool> pool;
+  if (role != nullptr) {
+    pool = std::make_unique<RemoteWorkerPool>();
+    options.hello_timeout =
+        std::chrono::milliseconds(static_cast<int64_t>(std::ceil(role->join_timeout_s * 1000)));
+    LogInfo(absl::StrFormat(
+        "coordinator on %s (%s): waiting up to %g s for %d workers: surge worker --connect %s",
+        (*transport)->endpoint(), transport_options.curve ? "CurveZMQ" : "no CurveZMQ",
+        role->join_timeout_s, workers, (*transport)->endpoint()));
+  } else {
+    auto local = std::make_unique<LocalProcessPool>(clock, self_exe);
+    if (test.worker0_clock_offset_ms != 0 || test.worker0_clock_drift_ppm != 0) {
+      local->SetExtraArgs(
+          {{"--simulate-clock-offset-ms", absl::StrCat(test.worker0_clock_offset_ms),
+            "--simulate-clock-drift-ppm", absl::StrCat(test.worker0_clock_drift_ppm)}});
+    }
+    pool = std::move(local);
   }
-  if (absl::Status s = pool.Start(workers, (*transport)->endpoint()); !s.ok()) {
+  if (absl::Status s = pool->Start(workers, (*transport)->endpoint()); !s.ok()) {
     return Fail(s, kExitFailure);
   }
 
@@ -481,13 +554,13 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe,
         (void)(*details)->Flush();
         records.push_back(r);
       },
-      &pool);
+      pool.get());
   g_dispatcher.store(&dispatcher);
   if (g_interrupted.load()) dispatcher.RequestStop();
   auto outcome = dispatcher.Run();
   progress.Finish();
   g_dispatcher.store(nullptr);
-  pool.Stop(std::chrono::milliseconds(3000));
+  pool->Stop(std::chrono::milliseconds(3000));
   if (sim) sim->Stop();
   if (!outcome.ok() && records.empty()) return Fail(outcome.status(), kExitFailure);
 

@@ -40,11 +40,30 @@ struct RunTestOptions {
   double worker0_clock_drift_ppm = 0;
 };
 
+// `surge coordinator` (issue 7 item 1, R-DIST-1): the job of `surge run`,
+// but its workers are started elsewhere (`surge worker --connect`) and join.
+struct CoordinatorRole {
+  // --bind, e.g. "tcp://0.0.0.0:5555". Required. A non-loopback address needs
+  // CurveZMQ or --insecure (CheckBindSecurity, docs/SECURITY.md).
+  std::string bind;
+  // --expect-workers N (>= 1): the run starts when N workers are ready.
+  int expect_workers = 0;
+  // --join-timeout, seconds (default 60): without N ready workers by then,
+  // the coordinator ends with exit 1 and sends nothing.
+  double join_timeout_s = 60;
+  // --curve-secret-key FILE, --curve-allow DIR, --insecure.
+  std::string curve_secret_key_file;
+  std::string curve_allow_dir;
+  bool insecure = false;
+};
+
 // R-UI-1: the whole job on one machine; starts the built-in simulated server
 // when config.target.base_url is empty. `self_exe` is the surge binary the
-// local workers run.
+// local workers run. With `role`, the same job as a coordinator whose
+// workers join from elsewhere: no local workers, no cap by this machine's
+// cores; errors in the role's flags exit 2, a join timeout exits 1.
 int RunCommand(const surge::v1::RunConfig& config, const std::string& self_exe,
-               const RunTestOptions& test = {});
+               const RunTestOptions& test = {}, const CoordinatorRole* role = nullptr);
 
 // `surge report <run folder>`: rebuilds the summary and both pages from the
 // run's files (plan CSV, details JSONL, run_config.json), also after a crash;

@@ -78,7 +78,8 @@ TEST(BindSecurityRule, InsecureTogetherWithCurveIsRefused) {
   const absl::Status s = Bind("tcp://0.0.0.0:5555", true, true, /*insecure=*/true);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(s.message(),
-            "--insecure contradicts --curve-secret-key and --curve-allow: give one or the other");
+            "--insecure-transport contradicts --curve-secret-key and --curve-allow: give one or "
+            "the other");
 }
 
 TEST(BindSecurityRule, MalformedBindIsRefused) {

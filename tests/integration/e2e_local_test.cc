@@ -261,30 +261,6 @@ TEST(EndToEndTest, InterruptLeavesEverythingReadableAndReportRebuildsIt) {
   EXPECT_THAT(wrong.output, HasSubstr("no {dataset}_plan.csv"));
 }
 
-// Runs `surge <args>` as a child with stdout+stderr in `log`; returns its pid.
-pid_t SpawnSurge(const std::vector<std::string>& args, const fs::path& log) {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    if (freopen(log.c_str(), "w", stdout) == nullptr) _exit(126);
-    if (freopen(log.c_str(), "a", stderr) == nullptr) _exit(126);
-    std::vector<std::string> all = {kSurge};
-    all.insert(all.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : all) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(kSurge.c_str(), argv.data());
-    _exit(127);
-  }
-  return pid;
-}
-
-std::string ReadText(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // Issue 8 item 3: against a server whose answers take 4 s, Ctrl-C and Ctrl-C
 // again 1 s later: exit 130 within about a second of the second one; the
 // requests on the wire are `interrupted` with their send time, the

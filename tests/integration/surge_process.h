@@ -93,6 +93,71 @@ inline SimServerProcess StartSimServerProcess(const std::vector<std::string>& ar
   return server;
 }
 
+// Runs `surge <args>` as a child with stdout+stderr in `log`; returns its pid.
+inline pid_t SpawnSurge(const std::vector<std::string>& args, const std::filesystem::path& log) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    // One open file for both streams, so neither overwrites the other.
+    if (freopen(log.c_str(), "w", stdout) == nullptr) _exit(126);
+    if (dup2(fileno(stdout), fileno(stderr)) < 0) _exit(126);
+    std::vector<std::string> all = {kSurge};
+    all.insert(all.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : all) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(kSurge.c_str(), argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+// The whole text of a file ("" when missing).
+inline std::string ReadText(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A `surge <args>` child this test owns: killed by its pid (SIGKILL) and
+// reaped when the object goes, unless it already exited.
+class SurgeProcess {
+ public:
+  SurgeProcess(const std::vector<std::string>& args, std::filesystem::path log)
+      : log_(std::move(log)), pid_(SpawnSurge(args, log_)) {}
+  SurgeProcess(const SurgeProcess&) = delete;
+  SurgeProcess& operator=(const SurgeProcess&) = delete;
+  ~SurgeProcess() {
+    if (pid_ > 0 && !exited_) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  pid_t pid() const { return pid_; }
+  // The exit code, waiting at most `limit_ms`; -1 while still running (or
+  // killed by a signal).
+  int WaitExit(int limit_ms) {
+    if (exited_) return code_;
+    for (int waited = 0; waited <= limit_ms; waited += 20) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        exited_ = true;
+        code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        return code_;
+      }
+      usleep(20000);
+    }
+    return -1;
+  }
+  std::string Log() const { return ReadText(log_); }
+
+ private:
+  std::filesystem::path log_;
+  pid_t pid_ = -1;
+  bool exited_ = false;
+  int code_ = -1;
+};
+
 // Stops a process this test started, by its pid (SIGINT, then reaps it).
 inline void StopProcess(pid_t pid) {
   if (pid <= 0) return;

@@ -1,0 +1,157 @@
+// The coordinator and worker roles through the real binary on 127.0.0.1
+// (issue 7 item 1, R-DIST-1): workers started before their coordinator join
+// when it comes up; the run starts when --expect-workers are ready and
+// every request has one record; a worker that comes after the start is told
+// so and exits 0; without workers the coordinator ends at --join-timeout
+// with exit 1 and sends nothing; a non-loopback --bind without CurveZMQ is a
+// configuration error; with CurveZMQ keys the same run goes through.
+#include <arpa/inet.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tests/integration/run_folder_check.h"
+#include "tests/integration/surge_process.h"
+
+namespace surge::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+// A TCP port on 127.0.0.1 that was free a moment ago.
+std::string FreeLoopbackPort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+    close(fd);
+    return "";
+  }
+  socklen_t len = sizeof(a);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return std::to_string(ntohs(a.sin_port));
+}
+
+// Waits up to `limit_ms` for `text` in the process's log.
+bool WaitForLog(const SurgeProcess& p, const std::string& text, int limit_ms) {
+  for (int waited = 0; waited < limit_ms; waited += 50) {
+    if (p.Log().find(text) != std::string::npos) return true;
+    usleep(50000);
+  }
+  return false;
+}
+
+std::vector<std::string> JobFlags(const fs::path& out) {
+  return {"--num-prompts",       "60", "--request-rate", "20",        "--random-input-len", "16",
+          "--random-output-len", "2",  "--output-dir",   out.string()};
+}
+
+TEST(RolesTest, WorkersFirstThenCoordinatorThenALateWorker) {
+  const fs::path dir = FreshDir("surge_roles");
+  fs::create_directories(dir);
+  const std::string port = FreeLoopbackPort();
+  ASSERT_FALSE(port.empty());
+  const std::string endpoint = "tcp://127.0.0.1:" + port;
+  // Workers first: they keep saying Hello until the coordinator is up.
+  SurgeProcess w0({"worker", "--connect", endpoint, "--join-timeout", "60"}, dir / "w0.log");
+  SurgeProcess w1({"worker", "--connect", endpoint, "--join-timeout", "60"}, dir / "w1.log");
+  usleep(1500000);
+  EXPECT_EQ(w0.WaitExit(0), -1) << w0.Log();  // still waiting
+  std::vector<std::string> args = {"coordinator", "--bind", endpoint, "--expect-workers", "2"};
+  for (const auto& f : JobFlags(dir / "out")) args.push_back(f);
+  SurgeProcess coordinator(args, dir / "coordinator.log");
+  ASSERT_TRUE(WaitForLog(coordinator, "started 60 requests", 30000)) << coordinator.Log();
+  // After the start: a third worker is told the run started without it.
+  SurgeProcess late({"worker", "--connect", endpoint}, dir / "late.log");
+  EXPECT_EQ(late.WaitExit(30000), 0) << late.Log();
+  EXPECT_THAT(late.Log(), HasSubstr("not needed: the run has already started"));
+  EXPECT_EQ(coordinator.WaitExit(60000), 0) << coordinator.Log();
+  EXPECT_EQ(w0.WaitExit(30000), 0) << w0.Log();
+  EXPECT_EQ(w1.WaitExit(30000), 0) << w1.Log();
+  const std::string log = coordinator.Log();
+  EXPECT_THAT(log, HasSubstr("waiting up to 60 s for 2 workers"));
+  const fs::path folder = ResultsFolder(log);
+  ASSERT_FALSE(folder.empty()) << log;
+  const RunFolderReport report = CheckRunFolder(folder, "synthetic");
+  EXPECT_TRUE(report.problems.empty()) << report.Describe();
+  EXPECT_EQ(report.records, 60u);
+  EXPECT_EQ(report.ok, 60u);
+  EXPECT_EQ(report.summary["run"]["workers"], 2);
+}
+
+TEST(RolesTest, NoWorkersEndsAtTheJoinTimeoutWithExitOne) {
+  const fs::path dir = FreshDir("surge_roles_timeout");
+  fs::create_directories(dir);
+  std::vector<std::string> args = {
+      "coordinator",    "--bind", "tcp://127.0.0.1:0", "--expect-workers", "2",
+      "--join-timeout", "1.5"};
+  for (const auto& f : JobFlags(dir / "out")) args.push_back(f);
+  SurgeProcess coordinator(args, dir / "coordinator.log");
+  EXPECT_EQ(coordinator.WaitExit(30000), 1) << coordinator.Log();
+  EXPECT_THAT(coordinator.Log(), HasSubstr("only 0 of 2 workers were ready"));
+}
+
+TEST(RolesTest, BindRuleAndRoleFlagsAreConfigurationErrors) {
+  const fs::path out = FreshDir("surge_roles_flags");
+  const std::string job = " --num-prompts 10 --request-rate 5 --output-dir " + out.string();
+  // Reachable from the network without CurveZMQ: refused before any bind.
+  Result open = RunSurge("coordinator --bind tcp://0.0.0.0:0 --expect-workers 1" + job);
+  EXPECT_EQ(open.exit_code, 2) << open.output;
+  EXPECT_THAT(open.output, HasSubstr("--curve-secret-key"));
+  EXPECT_THAT(open.output, HasSubstr("--insecure"));
+  Result none = RunSurge("coordinator --bind tcp://127.0.0.1:0 --expect-workers 0" + job);
+  EXPECT_EQ(none.exit_code, 2) << none.output;
+  EXPECT_THAT(none.output, HasSubstr("--expect-workers 0: must be 1 to 1024"));
+  Result cap = RunSurge(
+      "coordinator --bind tcp://127.0.0.1:0 --expect-workers 4 "
+      "--max-concurrency 2" +
+      job);
+  EXPECT_EQ(cap.exit_code, 2) << cap.output;
+  EXPECT_THAT(cap.output, HasSubstr("must be at least --expect-workers"));
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST(RolesTest, CurveKeysCarryTheSameRun) {
+  const fs::path dir = FreshDir("surge_roles_curve");
+  fs::create_directories(dir / "allowed");
+  ASSERT_EQ(RunSurge("keygen --out " + (dir / "coordinator").string()).exit_code, 0);
+  ASSERT_EQ(RunSurge("keygen --out " + (dir / "worker").string()).exit_code, 0);
+  fs::copy_file(dir / "worker" / "surge.pub", dir / "allowed" / "worker.pub");
+  const std::string port = FreeLoopbackPort();
+  ASSERT_FALSE(port.empty());
+  const std::string endpoint = "tcp://127.0.0.1:" + port;
+  std::vector<std::string> args = {"coordinator",
+                                   "--bind",
+                                   endpoint,
+                                   "--expect-workers",
+                                   "1",
+                                   "--curve-secret-key",
+                                   (dir / "coordinator" / "surge.key").string(),
+                                   "--curve-allow",
+                                   (dir / "allowed").string()};
+  for (const auto& f : JobFlags(dir / "out")) args.push_back(f);
+  SurgeProcess coordinator(args, dir / "coordinator.log");
+  SurgeProcess worker({"worker", "--connect", endpoint, "--curve-secret-key",
+                       (dir / "worker" / "surge.key").string(), "--curve-server-key",
+                       (dir / "coordinator" / "surge.pub").string()},
+                      dir / "worker.log");
+  EXPECT_EQ(coordinator.WaitExit(60000), 0) << coordinator.Log();
+  EXPECT_EQ(worker.WaitExit(30000), 0) << worker.Log();
+  EXPECT_THAT(coordinator.Log(), HasSubstr("(CurveZMQ)"));
+  const RunFolderReport report = CheckRunFolder(ResultsFolder(coordinator.Log()), "synthetic");
+  EXPECT_TRUE(report.problems.empty()) << report.Describe();
+  EXPECT_EQ(report.ok, 60u);
+}
+
+}  // namespace
+}  // namespace surge::testing
