@@ -330,6 +330,11 @@ void Dispatcher::BeginStop(Clock::TimePoint now, const std::string& reason,
 }
 
 absl::StatusOr<DispatchOutcome> Dispatcher::Run() {
+  if (options_.num_workers < 1) {
+    // Nobody could ever send: fail now instead of waiting for records.
+    return absl::InvalidArgumentError(
+        absl::StrCat("a run needs at least one worker (num_workers = ", options_.num_workers, ")"));
+  }
   if (absl::Status s = AwaitWorkers(); !s.ok()) {
     // Nothing was assigned: release the workers that did come.
     for (auto& w : registry_.workers()) {

@@ -302,5 +302,22 @@ TEST(DispatcherSimTest, LateExtraAndForeignWorkersAreRefusedWithTheirReason) {
                    ": run the same surge release on both sides"));
 }
 
+// A run without workers fails at once (it used to wait for records that no
+// one would ever send).
+TEST(DispatcherSimTest, NoWorkersIsAnErrorNotAHang) {
+  const ArrivalSchedule plan = ConstantPlan(100, 5);
+  AutoAdvanceClock clock(kStart);
+  InMemoryRouter router;
+  FixedPayloads payloads;
+  std::vector<surge::v1::RequestRecord> records;
+  Dispatcher dispatcher(clock, router, plan, payloads, SimOptions(0),
+                        [&](const surge::v1::RequestRecord& r) { records.push_back(r); });
+  auto outcome = dispatcher.Run();
+  EXPECT_EQ(outcome.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(outcome.status().message()), ::testing::HasSubstr("at least one worker"));
+  EXPECT_TRUE(records.empty());
+  EXPECT_EQ(clock.Now(), kStart);
+}
+
 }  // namespace
 }  // namespace surge::coordinator
