@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "common/clock.h"
+#include "common/clock_sync.h"  // ClockMapping: the same linear map
 
 namespace surge {
 
@@ -29,9 +30,10 @@ class SkewedClock final : public Clock {
     base_.SleepUntilCoarse(FromNanos(ToBase(ToNanos(deadline))));
   }
 
-  // Skewed ns of the base instant `base_ns`, and the inverse.
-  int64_t FromBase(int64_t base_ns) const;
-  int64_t ToBase(int64_t skewed_ns) const;
+  // Skewed ns of the base instant `base_ns`, and the inverse (the base plays
+  // the coordinator's clock of a ClockMapping anchored at construction).
+  int64_t FromBase(int64_t base_ns) const { return map_.ToWorker(base_ns); }
+  int64_t ToBase(int64_t skewed_ns) const { return map_.ToCoord(skewed_ns); }
   // The true offset skewed − base at the base instant `base_ns`, ns. On one
   // host the base is the coordinator's clock, so this is what the
   // estimator should find (reported beside the estimate).
@@ -39,9 +41,7 @@ class SkewedClock final : public Clock {
 
  private:
   Clock& base_;
-  const int64_t anchor_ns_;
-  const int64_t offset_ns_;
-  const double drift_ppm_;
+  const ClockMapping map_;
 };
 
 }  // namespace surge

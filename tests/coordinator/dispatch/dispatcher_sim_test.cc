@@ -14,6 +14,7 @@
 
 #include "coordinator/dispatch/dispatcher.h"
 #include "coordinator/plan/traffic.h"
+#include "tests/testing/dispatch_fixtures.h"
 #include "tests/testing/in_memory_transport.h"
 #include "tests/testing/scripted_worker.h"
 #include "tests/testing/simulated_clock.h"
@@ -29,22 +30,8 @@ using surge::testing::ScriptedWorker;
 constexpr int64_t kMs = 1000 * 1000;
 const Clock::TimePoint kStart = Clock::TimePoint(std::chrono::seconds(1000));
 
-class FixedPayloads final : public PayloadSource {
- public:
-  Payload At(uint64_t index) const override { return Payload{10, 4, index}; }
-  const std::string& name() const override { return name_; }
-  const std::vector<std::string>& warnings() const override { return warnings_; }
-
- private:
-  std::string name_ = "synthetic";
-  std::vector<std::string> warnings_;
-};
-
-ArrivalSchedule ConstantPlan(double rate_rps, uint64_t n) {
-  ResolvedTraffic t;
-  t.request_rate_rps = t.target_rate_rps = rate_rps;
-  return *BuildArrivalSchedule(t, n, 0);
-}
+using surge::testing::ConstantPlan;
+using surge::testing::FixedPayloads;
 
 DispatcherOptions SimOptions(int num_workers) {
   DispatcherOptions options;

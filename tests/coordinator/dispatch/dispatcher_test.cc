@@ -16,6 +16,7 @@
 
 #include "common/skewed_clock.h"
 #include "coordinator/plan/traffic.h"
+#include "tests/testing/dispatch_fixtures.h"
 #include "tests/testing/fake_request_sender.h"
 #include "tests/testing/in_memory_transport.h"
 #include "worker/worker_session.h"
@@ -26,22 +27,8 @@ namespace {
 using surge::testing::FakeRequestSender;
 using surge::testing::InMemoryRouter;
 
-class FixedPayloads final : public PayloadSource {
- public:
-  Payload At(uint64_t index) const override { return Payload{10, 4, index}; }
-  const std::string& name() const override { return name_; }
-  const std::vector<std::string>& warnings() const override { return warnings_; }
-
- private:
-  std::string name_ = "synthetic";
-  std::vector<std::string> warnings_;
-};
-
-ArrivalSchedule ConstantPlan(double rate_rps, uint64_t n) {
-  ResolvedTraffic t;
-  t.request_rate_rps = t.target_rate_rps = rate_rps;
-  return *BuildArrivalSchedule(t, n, 0);
-}
+using surge::testing::ConstantPlan;
+using surge::testing::FixedPayloads;
 
 struct LocalWorker {
   std::unique_ptr<surge::Transport> transport;
