@@ -311,9 +311,9 @@ class SimServer::Impl {
     if (options_.request_log_file.empty()) return absl::OkStatus();
     request_log_.open(options_.request_log_file, std::ios::out | std::ios::trunc);
     if (!request_log_) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "request_log_file: cannot write ", options_.request_log_file,
-          " (expected a file path in a writable folder)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("request_log_file: cannot write ", options_.request_log_file,
+                       " (expected a file path in a writable folder)"));
     }
     return absl::OkStatus();
   }

@@ -562,9 +562,8 @@ class BeastRequestSender::Impl {
     {
       const std::string prompt = BuildAssignmentPrompt(prep->assignment);
       prep->estimated_input = EstimateTokens(prompt);
-      prep->request_bytes =
-          BuildHttpRequest(prompt, prep->assignment.max_tokens(), prep->assignment.index(),
-                           prep->assignment.attempt());
+      prep->request_bytes = BuildHttpRequest(prompt, prep->assignment.max_tokens(),
+                                             prep->assignment.index(), prep->assignment.attempt());
       prep->assignment = surge::v1::Assignment();
     }
     std::shared_ptr<Connection> conn = prep->conn;
