@@ -11,7 +11,8 @@
 // (SIGSTOP) past its lease and continued; a worker's link down for 3 s; a
 // worker whose key is not allowed. Every namespace (and with it every veth
 // and the bridge) is deleted when the test ends, pass or fail; stale ones
-// of a test process that no longer exists are deleted first.
+// of a test process that no longer exists are deleted first; the surge
+// processes die with the test process (PR_SET_PDEATHSIG).
 //
 // Needs root and iproute2; without them (or where namespaces cannot be
 // made, e.g. an unprivileged container) every case is skipped with the
@@ -21,6 +22,7 @@
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -167,6 +169,8 @@ class NsProcess {
     const std::string ns_path = "/run/netns/" + ns;
     pid_ = fork();
     if (pid_ == 0) {
+      // Goes with the test process should it be killed from outside.
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
       const int fd = open(ns_path.c_str(), O_RDONLY | O_CLOEXEC);
       if (fd < 0 || setns(fd, CLONE_NEWNET) != 0) _exit(125);
       if (freopen(log_.c_str(), "w", stdout) == nullptr) _exit(126);
