@@ -158,6 +158,9 @@ int Main(int argc, char** argv) {
       "sim-server", "Run the simulated OpenAI-compatible server until Ctrl-C.");
   sim->add_option("--host", sim_options.address, "Bind address (default 127.0.0.1)");
   sim->add_option("--port", sim_options.port, "Port (default 8000; 0 = any free port)");
+  sim->add_option("--request-log", sim_options.request_log_file,
+                  "Write one JSON line per request read to this file (peer address, path, "
+                  "X-Surge-Request index/attempt)");
   sim->add_option("--ttft-ms", sim_options.ttft_ms, "Time to first token, ms (default 20)");
   sim->add_option("--itl-ms", sim_options.itl_ms, "Delay between tokens, ms (default 2)");
   sim->add_option("--model", sim_options.model, "Model name listed at /v1/models");

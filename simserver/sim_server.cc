@@ -15,6 +15,7 @@
 #include <boost/beast/ssl.hpp>
 #include <chrono>
 #include <cmath>
+#include <fstream>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -305,6 +306,18 @@ class SimServer::Impl {
 
   ~Impl() { Stop(); }
 
+  // Opens options_.request_log_file (truncated) when one is set.
+  absl::Status OpenRequestLog() {
+    if (options_.request_log_file.empty()) return absl::OkStatus();
+    request_log_.open(options_.request_log_file, std::ios::out | std::ios::trunc);
+    if (!request_log_) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("request_log_file: cannot write ", options_.request_log_file,
+                       " (expected a file path in a writable folder)"));
+    }
+    return absl::OkStatus();
+  }
+
   absl::Status Bind() {
     error_code ec;
     const net::ip::address address = net::ip::make_address(options_.address, ec);
@@ -468,11 +481,30 @@ class SimServer::Impl {
       // Deadlines of this request count from when it was read completely.
       const Clock::TimePoint start = RealClock().Now();
       http::request<http::string_body> request = parser.release();
+      if (request_log_.is_open()) LogRequest(request, socket);
       const bool keep = co_await Handle(stream, socket, request, start);
       if (!keep) break;
     }
     socket.shutdown(tcp::socket::shutdown_send, ec);
     socket.close(ec);
+  }
+
+  // One line of the request log (see SimServerOptions::request_log_file).
+  void LogRequest(const http::request<http::string_body>& request, tcp::socket& socket) {
+    error_code ec;
+    const tcp::endpoint peer = socket.remote_endpoint(ec);
+    const auto tag = request.find("X-Surge-Request");
+    Json line = {
+        {"t_ns", std::chrono::duration_cast<std::chrono::nanoseconds>(
+                     std::chrono::system_clock::now().time_since_epoch())
+                     .count()},
+        {"peer", ec ? std::string() : peer.address().to_string()},
+        {"method", std::string(request.method_string())},
+        {"path", std::string(request.target())},
+        {"surge_request", tag == request.end() ? Json(nullptr) : Json(std::string(tag->value()))}};
+    std::lock_guard<std::mutex> lock(request_log_mu_);
+    request_log_ << line.dump() << "\n";
+    request_log_.flush();
   }
 
   // The fault of the n-th valid completion request.
@@ -770,6 +802,8 @@ class SimServer::Impl {
   uint16_t port_ = 0;
   std::atomic<uint64_t> requests_served_{0};
   std::atomic<uint64_t> serial_{0};
+  std::mutex request_log_mu_;
+  std::ofstream request_log_;  // guarded by request_log_mu_ once serving
 
   // Outlive ioc_: suspended sessions deregister when ioc_ destroys them.
   std::mutex conns_mu_;
@@ -830,6 +864,7 @@ absl::StatusOr<std::unique_ptr<SimServer>> SimServer::Create(const SimServerOpti
   }
   auto impl = std::make_unique<Impl>(options);
   if (absl::Status tls = impl->SetUpTls(); !tls.ok()) return tls;
+  if (absl::Status log = impl->OpenRequestLog(); !log.ok()) return log;
   absl::Status bound = impl->Bind();
   if (!bound.ok()) return bound;
   return std::unique_ptr<SimServer>(new SimServer(std::move(impl)));

@@ -40,6 +40,15 @@ struct SimServerOptions {
   uint32_t fault_after_tokens = 1;  // tokens sent before a mid-stream fault
   double fault_stall_ms = 1000;     // length of a stall, >= 0
   uint64_t fault_seed = 0;          // seed of the fault draws
+
+  // When set, a file (created or truncated by Create) that gets one JSON
+  // line per request read, written as it is read (flushed each line):
+  // {"t_ns": wall-clock ns since the epoch, "peer": client IP address,
+  //  "method": "POST", "path": "/v1/...", "surge_request": "INDEX/ATTEMPT"
+  //  from the request's X-Surge-Request header, or null without one}.
+  // Tests read it to prove no request reached the server twice (issue 7).
+  // Default empty = no log.
+  std::string request_log_file;
 };
 
 // The options of `surge run`'s built-in server from its configuration:

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
@@ -401,6 +402,50 @@ TEST(SimServerCreateTest, RejectsBadOptionsAndBusyPorts) {
   auto second = SimServer::Create(options);
   EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(std::string(second.status().message()), HasSubstr("cannot bind 127.0.0.1:"));
+}
+
+// --request-log: one JSON line per request read, with the client's address
+// and the X-Surge-Request tag (null without one); issue 7's duplicate check.
+TEST(SimServerRequestLogTest, OneLinePerRequestWithPeerAndTag) {
+  const std::string file = ::testing::TempDir() + "/sim_request_log.jsonl";
+  SimServerOptions options;
+  options.ttft_ms = 1;
+  options.itl_ms = 1;
+  options.request_log_file = file;
+  auto server = SimServer::Create(options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  (*server)->Start();
+  const uint16_t port = (*server)->port();
+  Exchange(port, "GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  const std::string body = R"({"prompt":"p","max_tokens":1})";
+  const Response r =
+      Exchange(port,
+               "POST /v1/completions HTTP/1.1\r\nHost: x\r\nX-Surge-Request: 42/3\r\n"
+               "Connection: close\r\nContent-Length: " +
+                   std::to_string(body.size()) + "\r\n\r\n" + body);
+  EXPECT_EQ(r.status, 200);
+  (*server)->Stop();
+  std::ifstream in(file);
+  std::vector<Json> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(Json::parse(line));
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0]["method"], "GET");
+  EXPECT_EQ(lines[0]["path"], "/v1/models");
+  EXPECT_TRUE(lines[0]["surge_request"].is_null());
+  EXPECT_EQ(lines[1]["method"], "POST");
+  EXPECT_EQ(lines[1]["path"], "/v1/completions");
+  EXPECT_EQ(lines[1]["surge_request"], "42/3");
+  EXPECT_EQ(lines[1]["peer"], "127.0.0.1");
+  EXPECT_GT(lines[1]["t_ns"].get<int64_t>(), lines[0]["t_ns"].get<int64_t>() - 1);
+  EXPECT_GT(lines[0]["t_ns"].get<int64_t>(), int64_t{1'600'000'000} * 1'000'000'000);
+}
+
+TEST(SimServerRequestLogTest, UnwritableLogIsAnInvalidArgument) {
+  SimServerOptions options;
+  options.request_log_file = "/nonexistent-dir/requests.jsonl";
+  const auto server = SimServer::Create(options);
+  EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(server.status().message()), HasSubstr("request_log_file"));
 }
 
 TEST(SimServerCreateTest, DestroyWithoutStart) {

@@ -490,10 +490,15 @@ class BeastRequestSender::Impl {
     }
   }
 
-  std::string BuildHttpRequest(const std::string& prompt, uint32_t max_tokens) const {
+  // The request bytes; every request names itself in an
+  // "X-Surge-Request: INDEX/ATTEMPT" header, so a server's log can tell
+  // whether one request arrived twice (issue 7: no request sent twice).
+  std::string BuildHttpRequest(const std::string& prompt, uint32_t max_tokens, uint64_t index,
+                               uint32_t attempt) const {
     const std::string body = BuildRequestBody(kind_, model_, prompt, max_tokens, stream_,
                                               extra_body_.is_null() ? nullptr : &extra_body_);
     return absl::StrCat("POST ", target_path_, " HTTP/1.1\r\n", header_block_,
+                        "X-Surge-Request: ", index, "/", attempt, "\r\n",
                         "Content-Length: ", body.size(), "\r\n\r\n", body);
   }
 
@@ -557,7 +562,8 @@ class BeastRequestSender::Impl {
     {
       const std::string prompt = BuildAssignmentPrompt(prep->assignment);
       prep->estimated_input = EstimateTokens(prompt);
-      prep->request_bytes = BuildHttpRequest(prompt, prep->assignment.max_tokens());
+      prep->request_bytes = BuildHttpRequest(prompt, prep->assignment.max_tokens(),
+                                             prep->assignment.index(), prep->assignment.attempt());
       prep->assignment = surge::v1::Assignment();
     }
     std::shared_ptr<Connection> conn = prep->conn;
@@ -667,7 +673,7 @@ class BeastRequestSender::Impl {
     if (!st->built) {
       const std::string prompt = BuildAssignmentPrompt(st->assignment);
       st->estimated_input = EstimateTokens(prompt);
-      st->request_bytes = BuildHttpRequest(prompt, st->max_tokens);
+      st->request_bytes = BuildHttpRequest(prompt, st->max_tokens, st->index, st->attempt);
       st->assignment = surge::v1::Assignment();
       st->built = true;
     }

@@ -420,6 +420,8 @@ TEST(BeastRequestSenderWireTest, RequestLineHeadersAndBody) {
   EXPECT_THAT(raw, HasSubstr("\r\nHost: 127.0.0.1:" + std::to_string(server.port()) + "\r\n"));
   EXPECT_THAT(raw, HasSubstr("\r\nAuthorization: Bearer sk-test-123\r\n"));
   EXPECT_THAT(raw, HasSubstr("\r\nContent-Type: application/json\r\n"));
+  // INDEX/ATTEMPT, so a server log can show a request that came twice.
+  EXPECT_THAT(raw, HasSubstr("\r\nX-Surge-Request: 5/2\r\n"));
   const nlohmann::json body = nlohmann::json::parse(raw.substr(raw.find("\r\n\r\n") + 4));
   EXPECT_EQ(body["model"], "my-model");
   EXPECT_EQ(body["messages"][0]["role"], "user");

@@ -36,6 +36,7 @@ using ::surge::testing::Request;
 using ::surge::testing::SendOne;
 using ::surge::testing::StartSimServer;
 using ::surge::v1::RequestRecord;
+using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
 constexpr int64_t kMs = 1'000'000;
@@ -105,6 +106,8 @@ TEST(PreparedSendTest, SameBytesAsAnUnpreparedRequest) {
   const std::vector<std::string> requests = server.requests();
   ASSERT_EQ(requests.size(), 3u);
   EXPECT_THAT(requests[0], StartsWith("POST /v1/completions HTTP/1.1\r\n"));
+  // The request names itself (index/attempt) on both paths (issue 7).
+  EXPECT_THAT(requests[0], HasSubstr("\r\nX-Surge-Request: 5/1\r\n"));
   EXPECT_EQ(requests[1], requests[0]);
   EXPECT_EQ(requests[2], requests[0]);
   EXPECT_EQ(ahead->connections_opened(), 1u);
@@ -232,7 +235,16 @@ TEST(PreparedSendTest, SendWhilePreparingWaitsForThePreparation) {
   }
   const std::vector<std::string> requests = server.requests();
   ASSERT_EQ(requests.size(), 4u);
-  for (size_t i = 1; i < requests.size(); ++i) EXPECT_TRUE(requests[i] == requests[0]) << i;
+  // The same bytes but for the attempt in the X-Surge-Request header.
+  const std::string first_tag = "\r\nX-Surge-Request: 4/1\r\n";
+  const size_t at = requests[0].find(first_tag);
+  ASSERT_NE(at, std::string::npos);
+  for (size_t i = 1; i < requests.size(); ++i) {
+    std::string expected = requests[0];
+    expected.replace(at, first_tag.size(),
+                     "\r\nX-Surge-Request: 4/" + std::to_string(10 + i - 1) + "\r\n");
+    EXPECT_TRUE(requests[i] == expected) << i;
+  }
 }
 
 TEST(PreparedSendTest, FailedPreparationConnectIsRecordedAtSend) {
