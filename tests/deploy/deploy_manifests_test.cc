@@ -7,6 +7,7 @@
 // binary. Each check is also shown to fail on a broken copy of the files.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <yaml-cpp/yaml.h>
 
 #include <array>
@@ -528,6 +529,20 @@ TEST(DeployManifestsTest, DockerfileIsMultiStageNonRootWithABaseArgument) {
   EXPECT_THAT(dockerfile, HasSubstr("--uid " + std::to_string(kImageUid)));
   EXPECT_THAT(dockerfile, HasSubstr("\nUSER surge\n"));
   EXPECT_THAT(dockerfile, HasSubstr("\nENTRYPOINT [\"surge\"]\n"));
+}
+
+// The image's smoke check (`RUN surge --version` in deploy/Dockerfile) needs
+// --version to succeed; it used to exit 2 (a parse error).
+TEST(DeployManifestsTest, VersionFlagPrintsTheVersionAndExitsZero) {
+  const std::string cmd = std::string(SURGE_BINARY_DIR) + "/surge --version 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::array<char, 256> buf{};
+  const size_t n = fread(buf.data(), 1, buf.size() - 1, pipe);
+  const int status = pclose(pipe);
+  EXPECT_THAT(std::string(buf.data(), n),
+              ::testing::MatchesRegex("surge [0-9]+\\.[0-9]+\\.[0-9]+\n"));
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 // The checks fail on broken copies, naming what is wrong.
