@@ -195,6 +195,9 @@ int Main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    // `surge --version` prints the version and succeeds (exit 0).
+    return app.exit(e);
   } catch (const CLI::ParseError& e) {
     // Unknown or malformed flags are configuration errors (R-CFG-1).
     app.exit(e);

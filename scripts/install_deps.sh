@@ -3,8 +3,20 @@
 # the -dev packages (apt-get) and the pinned npm packages (plotly.js for the
 # pages, playwright-core for the browser tests). Idempotent: when everything
 # is present it only checks and returns in about a second.
+#
+# --build-only: just what building the `surge` binary needs (no chromium, no
+# googletest, no browser check); the container image's build stage uses it
+# (deploy/Dockerfile), together with -DSURGE_BUILD_TESTS=OFF.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+BUILD_ONLY=0
+for arg in "$@"; do
+  case "$arg" in
+    --build-only) BUILD_ONLY=1 ;;
+    *) echo "install_deps: unknown option '$arg' (allowed: --build-only)" >&2; exit 2 ;;
+  esac
+done
 
 APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config git
@@ -15,10 +27,14 @@ APT_PACKAGES=(
   libyaml-cpp-dev
   nlohmann-json3-dev
   libcli11-dev
-  libgtest-dev libgmock-dev
   libssl-dev
+)
+# Only for the tests (unit, integration and browser).
+TEST_APT_PACKAGES=(
+  libgtest-dev libgmock-dev
   chromium
 )
+if [ "$BUILD_ONLY" -eq 0 ]; then APT_PACKAGES+=("${TEST_APT_PACKAGES[@]}"); fi
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -46,5 +62,5 @@ if [ ! -f node_modules/plotly.js-dist-min/plotly.min.js ] || [ ! -d node_modules
 fi
 # The pinned playwright-core must run on this Node.js (Debian 12's is 18):
 # fail here, naming the package and the range, rather than in the browser test.
-node tests/browser/check_node_version.mjs
+if [ "$BUILD_ONLY" -eq 0 ]; then node tests/browser/check_node_version.mjs; fi
 echo "install_deps: ok"

@@ -454,6 +454,24 @@ TEST(SimServerCreateTest, DestroyWithoutStart) {
   server->reset();
 }
 
+// `surge sim-server --host 0.0.0.0` in a container (deploy/docker-compose.yml,
+// docs/DEPLOY.md): the wildcard address binds, and the server answers on
+// loopback (the only address this test may send to).
+TEST(SimServerCreateTest, BindsTheWildcardAddressForContainers) {
+  SimServerOptions options;
+  options.address = "0.0.0.0";
+  options.port = 0;
+  auto server = SimServer::Create(options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  ASSERT_NE((*server)->port(), 0);
+  (*server)->Start();
+  const Response r = Exchange((*server)->port(),
+                              "GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(Json::parse(r.body)["data"][0]["id"], "surge-sim");
+  (*server)->Stop();
+}
+
 // --- Fault injection (issue 4 item 6) and https ---
 
 std::unique_ptr<SimServer> StartWith(const SimServerOptions& options) {
