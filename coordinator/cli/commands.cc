@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -16,6 +17,7 @@
 #include <sstream>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -522,10 +524,17 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe,
     pool = std::make_unique<RemoteWorkerPool>();
     options.hello_timeout =
         std::chrono::milliseconds(static_cast<int64_t>(std::ceil(role->join_timeout_s * 1000)));
+    // A wildcard bind is no address to connect to: name the host instead.
+    std::string connect = (*transport)->endpoint();
+    for (const char* any : {"tcp://0.0.0.0:", "tcp://*:", "tcp://[::]:"}) {
+      if (absl::StartsWith(connect, any)) {
+        connect = absl::StrCat("tcp://<this host's address>:", connect.substr(strlen(any)));
+      }
+    }
     LogInfo(absl::StrFormat(
         "coordinator on %s (%s): waiting up to %g s for %d workers: surge worker --connect %s",
         (*transport)->endpoint(), transport_options.curve ? "CurveZMQ" : "no CurveZMQ",
-        role->join_timeout_s, workers, (*transport)->endpoint()));
+        role->join_timeout_s, workers, connect));
   } else {
     auto local = std::make_unique<LocalProcessPool>(clock, self_exe);
     if (test.worker0_clock_offset_ms != 0 || test.worker0_clock_drift_ppm != 0) {
