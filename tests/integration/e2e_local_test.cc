@@ -87,10 +87,11 @@ TEST(EndToEndTest, TwoWorkersAgainstBuiltInServer) {
 // block and the pages.
 TEST(EndToEndTest, LeastLoadedAssignmentRecordsEveryRequest) {
   const fs::path out = FreshDir("surge_e2e_least_loaded");
-  const Result r = RunSurge("run --assign least-loaded --num-prompts 150 --request-rate 60 "
-                            "--workers 3 --random-input-len 16 --random-output-len 4 "
-                            "--sim-ttft-ms 2 --sim-itl-ms 1 --seed 9 --output-dir " +
-                            out.string());
+  const Result r = RunSurge(
+      "run --assign least-loaded --num-prompts 150 --request-rate 60 "
+      "--workers 3 --random-input-len 16 --random-output-len 4 "
+      "--sim-ttft-ms 2 --sim-itl-ms 1 --seed 9 --output-dir " +
+      out.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const fs::path folder = ResultsFolder(r.output);
   const RunFolderReport report = CheckRunFolder(folder, "synthetic");
@@ -121,7 +122,6 @@ TEST(EndToEndTest, LeastLoadedAssignmentRecordsEveryRequest) {
   EXPECT_THAT(page.str(),
               HasSubstr("<th>Assignment</th><td>least-loaded (fewest outstanding requests)</td>"));
 }
-
 
 TEST(EndToEndTest, ExternalServerAndBadConfigsSendNothing) {
   // An external sim server, as a real vLLM/SGLang target would be.

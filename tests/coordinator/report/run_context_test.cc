@@ -59,9 +59,10 @@ TEST(RunContextTest, EveryFieldFromConfigAndPlan) {
   const ArrivalSchedule plan = MixedPlan(20, 200, 0, 10);  // β = 0.5
   const PageContext c =
       RunContextItems(Config(), plan, "synthetic", "2026-11-30 23:45:12 +0000", "0.1.0");
-  EXPECT_THAT(Labels(c), ElementsAre("Model", "Server", "Endpoint", "Dataset", "Requests (N)",
-                                     "Seed", "Request rate", "Burstiness (β)", "Ramp-up", "Workers",
-                                     "Assignment", "Max concurrency", "Run started", "surge version"));
+  EXPECT_THAT(Labels(c),
+              ElementsAre("Model", "Server", "Endpoint", "Dataset", "Requests (N)", "Seed",
+                          "Request rate", "Burstiness (β)", "Ramp-up", "Workers", "Assignment",
+                          "Max concurrency", "Run started", "surge version"));
   auto m = AsMap(c);
   EXPECT_EQ(m["Model"], "Qwen/Qwen2.5-7B");
   EXPECT_EQ(m["Server"], "http://10.0.0.5:8000");  // never the credentials
