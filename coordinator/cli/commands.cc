@@ -509,6 +509,8 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe,
     }
   }
   options.num_workers = workers;
+  options.assign = config.assign() == "least-loaded" ? AssignPolicyKind::kLeastLoaded
+                                                     : AssignPolicyKind::kRoundRobin;
   options.abort_after_connect_failures = config.abort_after_connect_failures();
   options.target = config.target();
   options.seed = config.seed();
@@ -603,6 +605,7 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe,
       {"endpoint", config.target().endpoint()},
       {"model", config.target().model()},
       {"workers", workers},
+      {"assign", config.assign().empty() ? std::string("round-robin") : config.assign()},
       {"run_id", options.run_id},
       {"interrupted", interrupted},
       {"interrupted_at_s", interrupted_at_s},

@@ -81,6 +81,10 @@ const std::vector<Flag>& Flags() {
        "Allow more than 4 workers per core (or more workers than requests); without it "
        "--workers is capped there with a warning.",
        [](RunConfig* c, const std::string& v) { c->set_workers_force(v == "true"); }},
+      {"assign", "assign", Kind::kText,
+       "Which worker takes each request: round-robin (default; request i to worker i mod W) "
+       "or least-loaded (fewest outstanding requests, ties rotated).",
+       [](RunConfig* c, const std::string& v) { c->set_assign(v); }},
       {"abort-after-connect-failures", "abort_after_connect_failures", Kind::kCount,
        "Stop (exit 1) when the first K requests all fail to connect; 0 = never (default 10).",
        [](RunConfig* c, const std::string& v) { c->set_abort_after_connect_failures(U32(v)); }},

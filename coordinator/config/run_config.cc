@@ -252,6 +252,7 @@ const std::map<std::string, Setter>& TopKeys() {
                  c->set_abort_after_connect_failures(
                      static_cast<uint32_t>(std::min<uint64_t>(v, 1u << 30)));
                })},
+              {"assign", String([](RunConfig* c, const std::string& v) { c->set_assign(v); })},
               {"workers_force",
                [](const YAML::Node& n, const std::string& f, Errors& e, RunConfig* c) {
                  bool v;
@@ -536,6 +537,7 @@ RunConfig DefaultRunConfig() {
   c.set_seed(0);
   c.set_output_dir("outputs/default");
   c.set_abort_after_connect_failures(10);
+  c.set_assign("round-robin");
   c.mutable_target()->set_endpoint("/v1/chat/completions");
   c.mutable_target()->set_stream(true);
   c.mutable_target()->set_request_timeout_s(600);
@@ -687,6 +689,10 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
   if (c.workers() > 1024) {
     errors.Add("workers", absl::StrCat(c.workers()),
                "must be 0 (one per core) to 1024 (flag --workers)");
+  }
+  if (!(c.assign().empty() || c.assign() == "round-robin" || c.assign() == "least-loaded")) {
+    errors.Add("assign", absl::StrCat("\"", ToValidUtf8(c.assign()), "\""),
+               "must be \"round-robin\" (default) or \"least-loaded\" (flag --assign)");
   }
   if (c.output_dir().empty()) {
     errors.Add("output_dir", "\"\"", "must be a folder path (flag --output-dir)");
@@ -1050,6 +1056,8 @@ std::string SavedConfigJson(const RunConfig& c, std::vector<std::string>* left_o
   j["max_concurrency"] = c.max_concurrency();
   j["workers"] = c.workers();
   if (c.workers_force()) j["workers_force"] = true;
+  // Only when not the default, so older run_config.json files read the same.
+  if (!c.assign().empty() && c.assign() != "round-robin") j["assign"] = c.assign();
   j["abort_after_connect_failures"] = c.abort_after_connect_failures();
   j["output_dir"] = c.output_dir();
   const auto& target = c.target();

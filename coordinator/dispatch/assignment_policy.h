@@ -51,7 +51,7 @@ class RoundRobinPolicy final : public AssignmentPolicy {
 // The worker with room holding the fewest outstanding requests; on a tie
 // the first such worker at or after the one following the last pick (so
 // equal loads still stripe). For uneven workers (a concurrency cap, long
-// streams); DISTRIBUTED.md §1's --assign option, not exposed yet.
+// streams); `--assign least-loaded` (DISTRIBUTED.md §1).
 class LeastLoadedPolicy final : public AssignmentPolicy {
  public:
   std::optional<size_t> Pick(std::span<const WorkerLoad> workers) override;

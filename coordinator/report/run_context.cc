@@ -84,6 +84,9 @@ PageContext RunContextItems(const surge::v1::RunConfig& config, const ArrivalSch
                               : std::string("none")});
   c.push_back({"Workers", config.workers() == 0 ? std::string("one per core (chosen by surge run)")
                                                 : absl::StrCat(config.workers())});
+  c.push_back({"Assignment", config.assign() == "least-loaded"
+                                 ? std::string("least-loaded (fewest outstanding requests)")
+                                 : std::string("round-robin (request i to worker i mod W)")});
   c.push_back({"Max concurrency", config.max_concurrency() == 0
                                       ? std::string("no cap")
                                       : absl::StrCat(config.max_concurrency(), " in flight")});

@@ -185,6 +185,7 @@ const CONTEXT_LABELS = [
   'Burstiness (β)',
   'Ramp-up',
   'Workers',
+  'Assignment',
   'Max concurrency',
   'Run started',
   'surge version',

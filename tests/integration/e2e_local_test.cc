@@ -81,6 +81,48 @@ TEST(EndToEndTest, TwoWorkersAgainstBuiltInServer) {
   EXPECT_TRUE(report.summary["run"]["surge_version"].is_string());
 }
 
+// Issue 7 item 3 (R-DIST-3): --assign least-loaded runs to the end through
+// the binary, every request has one record, every worker took a share (equal
+// loads rotate), and the choice is in run_config.json, the summary's run
+// block and the pages.
+TEST(EndToEndTest, LeastLoadedAssignmentRecordsEveryRequest) {
+  const fs::path out = FreshDir("surge_e2e_least_loaded");
+  const Result r = RunSurge(
+      "run --assign least-loaded --num-prompts 150 --request-rate 60 "
+      "--workers 3 --random-input-len 16 --random-output-len 4 "
+      "--sim-ttft-ms 2 --sim-itl-ms 1 --seed 9 --output-dir " +
+      out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const fs::path folder = ResultsFolder(r.output);
+  const RunFolderReport report = CheckRunFolder(folder, "synthetic");
+  EXPECT_TRUE(report.problems.empty()) << report.Describe();
+  EXPECT_EQ(report.planned, 150u);
+  EXPECT_EQ(report.records, 150u);
+  EXPECT_EQ(report.ok, 150u);
+  EXPECT_EQ(report.summary["run"]["assign"], "least-loaded");
+  std::ifstream details(folder / "synthetic_details.jsonl");
+  std::map<int, int> per_worker;
+  std::set<uint64_t> indexes;
+  std::string line;
+  while (std::getline(details, line)) {
+    const auto j = nlohmann::json::parse(line);
+    ++per_worker[j["worker"].get<int>()];
+    indexes.insert(j["index"].get<uint64_t>());
+  }
+  EXPECT_EQ(indexes.size(), 150u);
+  ASSERT_EQ(per_worker.size(), 3u);
+  for (const auto& [worker, count] : per_worker) EXPECT_GE(count, 20) << "worker " << worker;
+  std::ifstream saved_in(folder / "run_config.json");
+  std::stringstream saved;
+  saved << saved_in.rdbuf();
+  EXPECT_THAT(saved.str(), HasSubstr("\"assign\": \"least-loaded\""));
+  std::ifstream page_in(folder / "synthetic_rps_distribution_plot_with_actual_rps.html");
+  std::stringstream page;
+  page << page_in.rdbuf();
+  EXPECT_THAT(page.str(),
+              HasSubstr("<th>Assignment</th><td>least-loaded (fewest outstanding requests)</td>"));
+}
+
 TEST(EndToEndTest, ExternalServerAndBadConfigsSendNothing) {
   // An external sim server, as a real vLLM/SGLang target would be.
   const fs::path log = fs::path(::testing::TempDir()) / "sim_server.log";

@@ -48,7 +48,11 @@ class Mailbox {
     std::pair<std::string, std::string> frame;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      if (!cv_.wait_for(lock, timeout, [this] { return !queue_.empty(); })) return std::nullopt;
+      // A zero timeout only looks (no futex call: scripted workers poll often).
+      if (timeout.count() <= 0 ? queue_.empty()
+                               : !cv_.wait_for(lock, timeout, [this] { return !queue_.empty(); })) {
+        return std::nullopt;
+      }
       frame = std::move(queue_.front());
       queue_.pop_front();
     }

@@ -9,6 +9,8 @@
 #define SURGE_TESTS_TESTING_SCRIPTED_WORKER_H_
 
 #include <algorithm>
+#include <climits>
+#include <deque>
 #include <memory>
 #include <string>
 #include <utility>
@@ -53,10 +55,19 @@ class ScriptedWorker {
         t0_ns_ = e.start().t0_coord_ns();
         started_ = true;
       } else if (e.has_assignment_batch()) {
-        for (const auto& a : e.assignment_batch().assignments()) queue_.push_back(a);
-        std::stable_sort(queue_.begin(), queue_.end(), [](const auto& x, const auto& y) {
-          return x.offset_ns() < y.offset_ns();
-        });
+        ++assignment_batches_;
+        assignment_bytes_ += e.ByteSizeLong();
+        const size_t old_size = queue_.size();
+        for (const auto& a : e.assignment_batch().assignments()) {
+          if (started_) min_lead_ns_ = std::min(min_lead_ns_, t0_ns_ + a.offset_ns() - now_ns);
+          queue_.push_back(a);
+        }
+        auto by_offset = [](const auto& x, const auto& y) { return x.offset_ns() < y.offset_ns(); };
+        // Batches usually arrive in plan order: sort only when they do not.
+        const auto tail = queue_.begin() + static_cast<long>(old_size == 0 ? 0 : old_size - 1);
+        if (!std::is_sorted(tail, queue_.end(), by_offset)) {
+          std::stable_sort(queue_.begin(), queue_.end(), by_offset);
+        }
       } else if (e.has_heartbeat_ack()) {
         ++acks_;
       } else if (e.has_stop()) {
@@ -80,12 +91,21 @@ class ScriptedWorker {
         r->set_status(surge::v1::OK);
         r->set_sent(true);
         r->set_sent_ns(now_ns - t0_ns_);
+        if (record_itl_values_ > 0) {  // the timings of a streamed answer
+          r->set_ttft_ns(180'000'000);
+          r->set_e2el_ns(180'000'000 + int64_t{20'000'000} * record_itl_values_);
+          r->set_output_tokens(static_cast<uint32_t>(record_itl_values_ + 1));
+          r->set_http_status(200);
+          r->set_finish_reason("length");
+          for (int k = 0; k < record_itl_values_; ++k)
+            r->add_itl_ns(19'000'000 + (k * 7919) % 4'000'000);
+        }
         sent_.push_back(Sent{a.index(), a.attempt(), now_ns - t0_ns_});
       }
       queue_.erase(queue_.begin(), queue_.begin() + static_cast<long>(released));
       if (released > 0) {
         batch.mutable_record_batch()->set_batch_seq(++batch_seq_);
-        SendEnvelope(std::move(batch));
+        record_bytes_ += SendEnvelope(std::move(batch));
       }
     }
     if (welcomed_ && now_ns >= next_heartbeat_ns_) {
@@ -99,19 +119,37 @@ class ScriptedWorker {
     }
   }
 
+  // Records carry the timings of a streamed answer with this many
+  // inter-token latencies (real-sized records for the scale bench); 0 (the
+  // default): index, attempt, worker, status and sent_ns only.
+  void set_record_itl_values(int n) { record_itl_values_ = n; }
   // From now on the worker says nothing and reads nothing.
   void Silence() { silent_ = true; }
   const std::vector<Sent>& sent() const { return sent_; }
   const std::string& stop_reason() const { return stop_reason_; }
   bool gone() const { return gone_; }
   uint64_t acks() const { return acks_; }
+  // Traffic counters (bench/dispatcher_scale_bench.cc): AssignmentBatches
+  // received and their serialized Envelope bytes; RecordBatches sent (one
+  // per batch_seq) and their bytes; heartbeats sent.
+  uint64_t assignment_batches() const { return assignment_batches_; }
+  uint64_t assignment_bytes() const { return assignment_bytes_; }
+  uint64_t record_batches() const { return batch_seq_; }
+  uint64_t record_bytes() const { return record_bytes_; }
+  uint64_t heartbeats() const { return hb_seq_; }
+  // Smallest (planned send time - arrival time) over the assignments that
+  // came after Start, ns; INT64_MAX when none did. Negative: one came late.
+  int64_t min_lead_ns() const { return min_lead_ns_; }
 
  private:
   int32_t index_hint() const { return requested_index_; }
-  void SendEnvelope(surge::v1::Envelope e) {
+  // Returns the serialized size, bytes.
+  size_t SendEnvelope(surge::v1::Envelope e) {
     e.set_protocol_version(surge::v1::PROTOCOL_VERSION_CURRENT);
     e.set_seq(++seq_);
+    const size_t bytes = e.ByteSizeLong();
     (void)transport_->Send("", e);
+    return bytes;
   }
 
   Clock& clock_;
@@ -129,7 +167,12 @@ class ScriptedWorker {
   uint64_t batch_seq_ = 0;
   uint64_t seq_ = 0;
   uint64_t acks_ = 0;
-  std::vector<surge::v1::Assignment> queue_;
+  uint64_t assignment_batches_ = 0;
+  uint64_t assignment_bytes_ = 0;
+  uint64_t record_bytes_ = 0;
+  int64_t min_lead_ns_ = INT64_MAX;
+  int record_itl_values_ = 0;
+  std::deque<surge::v1::Assignment> queue_;
   std::vector<Sent> sent_;
   std::string stop_reason_;
 };

@@ -83,7 +83,8 @@ colour: blue
   EXPECT_THAT(m, HasSubstr("num_prompts = \"-4\": must be a whole number >= 0"));
   EXPECT_THAT(m, HasSubstr("colour = \"blue\": unknown key\n"));
   // The allowed keys once, at the end, with the traffic_cfg ones.
-  EXPECT_THAT(m, HasSubstr("(allowed keys: abort_after_connect_failures, api_key_file, base_url,"));
+  EXPECT_THAT(
+      m, HasSubstr("(allowed keys: abort_after_connect_failures, api_key_file, assign, base_url,"));
   EXPECT_THAT(m, HasSubstr("traffic_cfg: {burstiness, ramp_up_end_rps"));
 }
 
@@ -213,6 +214,7 @@ num_prompts: 77
 seed: 18446744073709551615
 max_concurrency: 9
 workers: 3
+assign: least-loaded
 output_dir: out/x
 model: "org/model \"q\" é"
 base_url: https://127.0.0.1:9443/api
@@ -272,6 +274,30 @@ TEST(SavedConfigTest, LeavesOutValuesThatHadNoEffect) {
   surge::v1::RunConfig plain = DefaultRunConfig();
   plain.mutable_traffic_cfg()->set_ramp_up_start_rps(3);
   EXPECT_THAT(SavedConfigJson(plain, nullptr), Not(HasSubstr("ramp_up")));
+}
+
+// Issue 7 item 3 (R-DIST-3): the assignment policy is a YAML key, checked
+// against its two names, and saved only when it is not the default.
+TEST(AssignConfigTest, ParsesValidatesAndSavesOnlyANonDefaultPolicy) {
+  surge::v1::RunConfig c = DefaultRunConfig();
+  EXPECT_EQ(c.assign(), "round-robin");
+  EXPECT_THAT(SavedConfigJson(c, nullptr), Not(HasSubstr("assign")));
+  ASSERT_TRUE(LoadText("assign: least-loaded\n", &c).ok());
+  EXPECT_EQ(c.assign(), "least-loaded");
+  EXPECT_TRUE(ValidateRunConfig(c).ok());
+  const std::string json = SavedConfigJson(c, nullptr);
+  EXPECT_THAT(json, HasSubstr("\"assign\": \"least-loaded\""));
+  surge::v1::RunConfig back = DefaultRunConfig();
+  ASSERT_TRUE(LoadText(json, &back).ok());
+  EXPECT_EQ(back.assign(), "least-loaded");
+  c.set_assign("fastest");
+  const absl::Status s = ValidateRunConfig(c);
+  ASSERT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("assign = \"fastest\": must be \"round-robin\" (default) or "
+                        "\"least-loaded\" (flag --assign)"));
+  c.set_assign("");  // a config built without the defaults: round-robin
+  EXPECT_TRUE(ValidateRunConfig(c).ok());
 }
 
 // Issue 8 item 7: ".../v1" + "/v1/chat/completions" is warned with the URL.

@@ -53,6 +53,22 @@ TEST(RunOptionsTest, FileFlagAndRangeProblemsAreReportedTogether) {
   EXPECT_EQ(m.substr(m.rfind('\n') + 1).rfind("  (allowed keys:", 0), 0u) << m;
 }
 
+// Issue 7 item 3: --assign picks the dispatcher's policy; a wrong name is
+// refused with the allowed ones.
+TEST(RunOptionsTest, AssignFlagTakesTheTwoPolicyNames) {
+  auto config = Resolve("--assign least-loaded");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->assign(), "least-loaded");
+  config = Resolve("--num-prompts 5");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->assign(), "round-robin");
+  config = Resolve("--assign random");
+  ASSERT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(config.status().message()),
+              HasSubstr("assign = \"random\": must be \"round-robin\" (default) or "
+                        "\"least-loaded\" (flag --assign)"));
+}
+
 // AISBench's and vLLM's names get the same pointer to surge's name as
 // flags as they do as YAML keys.
 TEST(RunOptionsTest, ForeignFlagNamesPointToSurgesFlags) {

@@ -51,6 +51,7 @@ surge::v1::RunConfig Config() {
   c.set_seed(42);
   c.set_workers(2);
   c.set_max_concurrency(64);
+  c.set_assign("least-loaded");
   return c;
 }
 
@@ -58,9 +59,10 @@ TEST(RunContextTest, EveryFieldFromConfigAndPlan) {
   const ArrivalSchedule plan = MixedPlan(20, 200, 0, 10);  // β = 0.5
   const PageContext c =
       RunContextItems(Config(), plan, "synthetic", "2026-11-30 23:45:12 +0000", "0.1.0");
-  EXPECT_THAT(Labels(c), ElementsAre("Model", "Server", "Endpoint", "Dataset", "Requests (N)",
-                                     "Seed", "Request rate", "Burstiness (β)", "Ramp-up", "Workers",
-                                     "Max concurrency", "Run started", "surge version"));
+  EXPECT_THAT(Labels(c),
+              ElementsAre("Model", "Server", "Endpoint", "Dataset", "Requests (N)", "Seed",
+                          "Request rate", "Burstiness (β)", "Ramp-up", "Workers", "Assignment",
+                          "Max concurrency", "Run started", "surge version"));
   auto m = AsMap(c);
   EXPECT_EQ(m["Model"], "Qwen/Qwen2.5-7B");
   EXPECT_EQ(m["Server"], "http://10.0.0.5:8000");  // never the credentials
@@ -73,6 +75,7 @@ TEST(RunContextTest, EveryFieldFromConfigAndPlan) {
   EXPECT_EQ(m["Burstiness (β)"], "0.5 (bursty Gamma intervals)");
   EXPECT_EQ(m["Ramp-up"], "none");
   EXPECT_EQ(m["Workers"], "2");
+  EXPECT_EQ(m["Assignment"], "least-loaded (fewest outstanding requests)");
   EXPECT_EQ(m["Max concurrency"], "64 in flight");
   EXPECT_EQ(m["Run started"], "2026-11-30 23:45:12 +0000");
   EXPECT_EQ(m["surge version"], "0.1.0");
@@ -88,6 +91,7 @@ TEST(RunContextTest, RampInstantAndPlanWithoutTarget) {
   EXPECT_EQ(m["Server"], "surge's built-in simulated server (surge run starts it on 127.0.0.1)");
   EXPECT_EQ(m["Workers"], "one per core (chosen by surge run)");
   EXPECT_EQ(m["Max concurrency"], "no cap");
+  EXPECT_EQ(m["Assignment"], "round-robin (request i to worker i mod W)");
   EXPECT_EQ(m["Run started"], "unknown");
   EXPECT_EQ(m["Burstiness (β)"], "0 (fixed intervals)");
   m = AsMap(RunContextItems(Config(), InstantPlan(3), "synthetic", "", "0.1.0"));
