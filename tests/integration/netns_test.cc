@@ -159,64 +159,11 @@ class NetLab {
   std::vector<std::string> created_;
 };
 
-// `surge <args>` started inside namespace `ns` (setns in the child, then
-// exec, so pid() is surge itself), stdout+stderr in `log`; SIGKILLed and
-// reaped by its pid when the object goes, unless it exited.
-class NsProcess {
+// `surge <args>` started inside namespace `ns` (surge_process.h).
+class NsProcess : public SurgeProcess {
  public:
   NsProcess(const std::string& ns, const std::vector<std::string>& args, fs::path log)
-      : log_(std::move(log)) {
-    const std::string ns_path = "/run/netns/" + ns;
-    pid_ = fork();
-    if (pid_ == 0) {
-      // Goes with the test process should it be killed from outside.
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      const int fd = open(ns_path.c_str(), O_RDONLY | O_CLOEXEC);
-      if (fd < 0 || setns(fd, CLONE_NEWNET) != 0) _exit(125);
-      if (freopen(log_.c_str(), "w", stdout) == nullptr) _exit(126);
-      if (dup2(fileno(stdout), fileno(stderr)) < 0) _exit(126);
-      std::vector<std::string> all = {kSurge};
-      all.insert(all.end(), args.begin(), args.end());
-      std::vector<char*> argv;
-      for (auto& a : all) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(kSurge.c_str(), argv.data());
-      _exit(127);
-    }
-  }
-  ~NsProcess() {
-    if (pid_ > 0 && !exited_) {
-      kill(pid_, SIGCONT);
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
-  NsProcess(const NsProcess&) = delete;
-  NsProcess& operator=(const NsProcess&) = delete;
-
-  pid_t pid() const { return pid_; }
-  bool Signal(int sig) const { return pid_ > 0 && !exited_ && kill(pid_, sig) == 0; }
-  // The exit code within `limit_ms`; -1 while running, -2 - signal when killed.
-  int WaitExit(int limit_ms) {
-    if (exited_) return code_;
-    for (int waited = 0; waited <= limit_ms; waited += 20) {
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        exited_ = true;
-        code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -2 - WTERMSIG(status);
-        return code_;
-      }
-      usleep(20000);
-    }
-    return -1;
-  }
-  std::string Log() const { return ReadText(log_); }
-
- private:
-  fs::path log_;
-  pid_t pid_ = -1;
-  bool exited_ = false;
-  int code_ = -1;
+      : SurgeProcess(args, std::move(log), ns) {}
 };
 
 // One line of the sim server's request log.

@@ -3,7 +3,11 @@
 #ifndef SURGE_TESTS_INTEGRATION_SURGE_PROCESS_H_
 #define SURGE_TESTS_INTEGRATION_SURGE_PROCESS_H_
 
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,8 +19,6 @@
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 namespace surge::testing {
 
@@ -94,9 +96,18 @@ inline SimServerProcess StartSimServerProcess(const std::vector<std::string>& ar
 }
 
 // Runs `surge <args>` as a child with stdout+stderr in `log`; returns its pid.
-inline pid_t SpawnSurge(const std::vector<std::string>& args, const std::filesystem::path& log) {
+// With `netns`, the child first enters the network namespace
+// /run/netns/<netns> (setns, then exec: the pid is surge's own) and dies with
+// the test process (PR_SET_PDEATHSIG).
+inline pid_t SpawnSurge(const std::vector<std::string>& args, const std::filesystem::path& log,
+                        const std::string& netns = "") {
   const pid_t pid = fork();
   if (pid == 0) {
+    if (!netns.empty()) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      const int fd = open(("/run/netns/" + netns).c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0 || setns(fd, CLONE_NEWNET) != 0) _exit(125);
+    }
     // One open file for both streams, so neither overwrites the other.
     if (freopen(log.c_str(), "w", stdout) == nullptr) _exit(126);
     if (dup2(fileno(stdout), fileno(stderr)) < 0) _exit(126);
@@ -119,30 +130,34 @@ inline std::string ReadText(const std::filesystem::path& path) {
   return ss.str();
 }
 
-// A `surge <args>` child this test owns: killed by its pid (SIGKILL) and
-// reaped when the object goes, unless it already exited.
+// A `surge <args>` child this test owns (in network namespace `netns` when
+// given): killed by its pid (SIGCONT, then SIGKILL) and reaped when the
+// object goes, unless it already exited.
 class SurgeProcess {
  public:
-  SurgeProcess(const std::vector<std::string>& args, std::filesystem::path log)
-      : log_(std::move(log)), pid_(SpawnSurge(args, log_)) {}
+  SurgeProcess(const std::vector<std::string>& args, std::filesystem::path log,
+               const std::string& netns = "")
+      : log_(std::move(log)), pid_(SpawnSurge(args, log_, netns)) {}
   SurgeProcess(const SurgeProcess&) = delete;
   SurgeProcess& operator=(const SurgeProcess&) = delete;
   ~SurgeProcess() {
     if (pid_ > 0 && !exited_) {
+      kill(pid_, SIGCONT);
       kill(pid_, SIGKILL);
       waitpid(pid_, nullptr, 0);
     }
   }
   pid_t pid() const { return pid_; }
-  // The exit code, waiting at most `limit_ms`; -1 while still running (or
-  // killed by a signal).
+  bool Signal(int sig) const { return pid_ > 0 && !exited_ && kill(pid_, sig) == 0; }
+  // The exit code, waiting at most `limit_ms`; -1 while still running;
+  // -2 - the signal when a signal ended it.
   int WaitExit(int limit_ms) {
     if (exited_) return code_;
     for (int waited = 0; waited <= limit_ms; waited += 20) {
       int status = 0;
       if (waitpid(pid_, &status, WNOHANG) == pid_) {
         exited_ = true;
-        code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -2 - WTERMSIG(status);
         return code_;
       }
       usleep(20000);
