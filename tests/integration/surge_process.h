@@ -73,6 +73,8 @@ inline SimServerProcess StartSimServerProcess(const std::vector<std::string>& ar
   SimServerProcess server;
   server.pid = fork();
   if (server.pid == 0) {
+    // Goes with the test process, also when ctest kills it at its timeout.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (freopen(log.c_str(), "w", stdout) == nullptr) _exit(126);
     std::vector<std::string> all = {kSurge, "sim-server", "--port", "0"};
     all.insert(all.end(), args.begin(), args.end());
@@ -97,14 +99,15 @@ inline SimServerProcess StartSimServerProcess(const std::vector<std::string>& ar
 
 // Runs `surge <args>` as a child with stdout+stderr in `log`; returns its pid.
 // With `netns`, the child first enters the network namespace
-// /run/netns/<netns> (setns, then exec: the pid is surge's own) and dies with
-// the test process (PR_SET_PDEATHSIG).
+// /run/netns/<netns> (setns, then exec: the pid is surge's own). The child
+// dies with the test process (PR_SET_PDEATHSIG).
 inline pid_t SpawnSurge(const std::vector<std::string>& args, const std::filesystem::path& log,
                         const std::string& netns = "") {
   const pid_t pid = fork();
   if (pid == 0) {
+    // Goes with the test process, also when ctest kills it at its timeout.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (!netns.empty()) {
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
       const int fd = open(("/run/netns/" + netns).c_str(), O_RDONLY | O_CLOEXEC);
       if (fd < 0 || setns(fd, CLONE_NEWNET) != 0) _exit(125);
     }
