@@ -25,6 +25,11 @@ namespace surge::coordinator {
 namespace {
 
 using surge::testing::FakeRequestSender;
+
+// How far a send time may come out before its planned time after the
+// worker's clock mapping (measured, not exact) brought it back to the
+// coordinator's clock: 0.2 ms, above the ~0.1 ms uncertainty on one host.
+constexpr int64_t kClockToleranceNs = 200'000;
 using surge::testing::InMemoryRouter;
 
 using surge::testing::ConstantPlan;
@@ -94,7 +99,10 @@ TEST(DispatcherTest, EveryRequestGetsExactlyOneRecordStripedOverWorkers) {
     EXPECT_EQ(r.worker(), static_cast<int32_t>(r.index() % 2)) << r.index();
     EXPECT_EQ(r.planned_ns(), static_cast<int64_t>(r.index() + 1) * 1000000);
     EXPECT_TRUE(r.sent());
-    EXPECT_GE(r.sent_ns(), r.planned_ns());  // never early
+    // Never early, up to the shared clock's error: send times come back to
+    // the coordinator's clock through the measured mapping (R-DIST-4), whose
+    // uncertainty on one host is tens of µs (seen: 1 µs "early").
+    EXPECT_GE(r.sent_ns(), r.planned_ns() - kClockToleranceNs) << r.index();
   }
   EXPECT_EQ(w0.sender->sent().size() + w1.sender->sent().size(), 400u);
   EXPECT_EQ(w0.exit_code, surge::worker::kExitDone);
@@ -310,7 +318,7 @@ TEST(DispatcherTest, SecondStopCutsOffInflightRequestsAsInterrupted) {
     ++by_status[r.status()];
     if (r.status() == surge::v1::INTERRUPTED) {
       EXPECT_TRUE(r.sent()) << r.index();
-      EXPECT_GE(r.sent_ns(), r.planned_ns()) << r.index();
+      EXPECT_GE(r.sent_ns(), r.planned_ns() - kClockToleranceNs) << r.index();
       EXPECT_LE(r.sent_ns(), outcome->interrupted_at_ns + 50'000'000) << r.index();
       EXPECT_GT(r.interrupted_ns(), outcome->interrupted_at_ns) << r.index();
       EXPECT_EQ(r.error(), "interrupted: cut_off_at_stop");
