@@ -326,9 +326,7 @@ TEST(EndToEndTest, SecondInterruptCutsOffInflightRequestsAndKeepsWhatIsKnown) {
   ASSERT_GT(pid, 0);
   // Wait for the start, then let about 2.5 s of requests go out (none can
   // finish: the first token takes 4 s).
-  for (int i = 0; i < 100 && ReadText(log).find("started 400 requests") == std::string::npos; ++i) {
-    usleep(100000);
-  }
+  WaitForText(log, "started 400 requests", 10000);
   usleep(2500000);
   kill(pid, SIGINT);
   usleep(1000000);
@@ -475,9 +473,7 @@ TEST(EndToEndTest, LostRequestsAreReportedAndExitOne) {
        "--random-output-len", "2", "--output-dir", (dir / "out").string()},
       log);
   ASSERT_GT(pid, 0);
-  for (int i = 0; i < 100 && ReadText(log).find("started 60 requests") == std::string::npos; ++i) {
-    usleep(100000);
-  }
+  WaitForText(log, "started 60 requests", 10000);
   usleep(1000000);  // ~20 requests out, none answered yet (1.5 s to the first token)
   // Worker 1 is the surge child whose command line says "--worker-index 1".
   pid_t victim = -1;

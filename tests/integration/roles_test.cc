@@ -42,15 +42,6 @@ std::string FreeLoopbackPort() {
   return std::to_string(ntohs(a.sin_port));
 }
 
-// Waits up to `limit_ms` for `text` in the process's log.
-bool WaitForLog(const SurgeProcess& p, const std::string& text, int limit_ms) {
-  for (int waited = 0; waited < limit_ms; waited += 50) {
-    if (p.Log().find(text) != std::string::npos) return true;
-    usleep(50000);
-  }
-  return false;
-}
-
 std::vector<std::string> JobFlags(const fs::path& out) {
   return {"--num-prompts",       "60", "--request-rate", "20",        "--random-input-len", "16",
           "--random-output-len", "2",  "--output-dir",   out.string()};
@@ -70,7 +61,7 @@ TEST(RolesTest, WorkersFirstThenCoordinatorThenALateWorker) {
   std::vector<std::string> args = {"coordinator", "--bind", endpoint, "--expect-workers", "2"};
   for (const auto& f : JobFlags(dir / "out")) args.push_back(f);
   SurgeProcess coordinator(args, dir / "coordinator.log");
-  ASSERT_TRUE(WaitForLog(coordinator, "started 60 requests", 30000)) << coordinator.Log();
+  ASSERT_TRUE(WaitForText(dir / "coordinator.log", "started 60 requests", 30000)) << coordinator.Log();
   // After the start: a third worker is told the run started without it.
   SurgeProcess late({"worker", "--connect", endpoint}, dir / "late.log");
   EXPECT_EQ(late.WaitExit(30000), 0) << late.Log();

@@ -133,6 +133,17 @@ inline std::string ReadText(const std::filesystem::path& path) {
   return ss.str();
 }
 
+// Waits up to `limit_ms` for `text` to appear in the file at `path`
+// (a process's log); true when it did.
+inline bool WaitForText(const std::filesystem::path& path, const std::string& text,
+                        int limit_ms) {
+  for (int waited = 0; waited < limit_ms; waited += 50) {
+    if (ReadText(path).find(text) != std::string::npos) return true;
+    usleep(50000);
+  }
+  return ReadText(path).find(text) != std::string::npos;
+}
+
 // A `surge <args>` child this test owns (in network namespace `netns` when
 // given): killed by its pid (SIGCONT, then SIGKILL) and reaped when the
 // object goes, unless it already exited.
