@@ -265,11 +265,18 @@ void Dispatcher::DeclareDead(Worker& w, Clock::TimePoint now, const std::string&
   outboxes_[w.index].pending.clear();
   ++outcome_.workers_lost;
   LogWarning(absl::StrCat("worker ", w.index, " lost: ", why));
-  // DISTRIBUTED.md §6: requests planned beyond the lease are provably unsent
-  // and go to the survivors with attempt + 1; the rest may have been sent and
-  // are recorded as lost (at-most-once). Nothing is reassigned after a stop.
-  ledger_.TakeBack(w.index, NowRelNs(now), static_cast<int64_t>(options_.lease_ms) * 1000000,
-                   !stopping_ && stop_requests_.load() == 0, why,
+  // DISTRIBUTED.md §6: the worker releases nothing past its lease (its last
+  // heartbeat + lease_ms, checked by its pacer at every release), and a
+  // process that has exited releases nothing after now. Requests planned
+  // later are provably unsent: those still ahead go to the survivors with
+  // attempt + 1, those already due end not_sent (never a late burst). The
+  // rest may have been sent: lost send_unknown (at-most-once). Nothing is
+  // reassigned after a stop.
+  const int64_t now_ns = NowRelNs(now);
+  const int64_t lease_end_ns =
+      NowRelNs(w.last_heard) + static_cast<int64_t>(options_.lease_ms) * 1000000;
+  ledger_.TakeBack(w.index, std::min(lease_end_ns, now_ns) + RequestLedger::kReassignMarginNs,
+                   now_ns, !stopping_ && stop_requests_.load() == 0, why,
                    [this](surge::v1::RequestRecord r) { Deliver(std::move(r)); });
 }
 

@@ -82,13 +82,16 @@ std::optional<surge::v1::RequestRecord> RequestLedger::Accept(
   return Finalize(record);
 }
 
-uint64_t RequestLedger::TakeBack(int32_t owner, int64_t dead_at_ns, int64_t lease_ns,
+uint64_t RequestLedger::TakeBack(int32_t owner, int64_t may_have_sent_until_ns, int64_t now_ns,
                                  bool may_reassign, absl::string_view why, Emit emit) {
   uint64_t queued = 0;
-  const int64_t unsent_after_ns = dead_at_ns + lease_ns + kReassignMarginNs;
+  const int64_t reassign_after_ns = now_ns + kReassignMarginNs;
   for (uint64_t i = 0; i < cursor_; ++i) {
     if (state_[i] != State::kAssigned || owner_[i] != owner) continue;
-    if (offset_ns_[i] > unsent_after_ns && may_reassign) {
+    if (offset_ns_[i] <= may_have_sent_until_ns) {
+      emit(Finalize(Made(i, owner, surge::v1::LOST,
+                         absl::StrCat("send_unknown: worker ", owner, " lost (", why, ")"))));
+    } else if (offset_ns_[i] > reassign_after_ns && may_reassign) {
       state_[i] = State::kUnassigned;
       owner_[i] = -1;
       ++attempt_[i];
@@ -96,8 +99,9 @@ uint64_t RequestLedger::TakeBack(int32_t owner, int64_t dead_at_ns, int64_t leas
       ++reassigned_;
       ++queued;
     } else {
-      emit(Finalize(Made(i, owner, surge::v1::LOST,
-                         absl::StrCat("send_unknown: worker ", owner, " lost (", why, ")"))));
+      emit(Finalize(Made(i, owner, surge::v1::NOT_SENT,
+                         absl::StrCat("not_sent: worker ", owner,
+                                      " lost before this request could be sent (", why, ")"))));
     }
   }
   if (static_cast<size_t>(owner) < outstanding_.size()) outstanding_[owner] = 0;

@@ -61,15 +61,22 @@ class RequestLedger {
   std::optional<surge::v1::RequestRecord> Accept(int32_t from,
                                                  const surge::v1::RequestRecord& record);
 
-  // Worker `owner` was declared dead at `dead_at_ns` (ns after t0) with lease
-  // `lease_ns` (DISTRIBUTED.md §6). Its requests planned later than
-  // dead_at_ns + lease_ns + kReassignMarginNs are provably unsent: when
-  // `may_reassign` they are queued again with attempt + 1. All its other
-  // requests may have been sent: they end LOST "send_unknown: worker k lost
-  // (why)" (at-most-once), emitted in index order. Returns how many were
-  // queued again.
-  uint64_t TakeBack(int32_t owner, int64_t dead_at_ns, int64_t lease_ns, bool may_reassign,
-                    absl::string_view why, Emit emit);
+  // Worker `owner` was declared dead (DISTRIBUTED.md §6). Times are ns after
+  // t0 on the coordinator's clock:
+  //  - `may_have_sent_until_ns`: the latest planned time the worker may still
+  //    have released — its last message + lease (+ margin) for a silent
+  //    worker; the moment its exit was seen (+ margin) for a process that
+  //    exited. Its requests planned at or before it end LOST
+  //    "send_unknown: worker k lost (why)" (at-most-once);
+  //  - the others are provably unsent. Those planned after
+  //    `now_ns` + kReassignMarginNs are queued again with attempt + 1 when
+  //    `may_reassign` (they keep their planned time); those already due (or
+  //    all of them when not `may_reassign`) end NOT_SENT
+  //    "not_sent: worker k lost before this request could be sent (why)",
+  //    rather than being sent late in a burst.
+  // Records are emitted in index order. Returns how many were queued again.
+  uint64_t TakeBack(int32_t owner, int64_t may_have_sent_until_ns, int64_t now_ns,
+                    bool may_reassign, absl::string_view why, Emit emit);
 
   // Worker `owner` is alive but has reported itself idle (nothing in flight
   // or queued) for the idle grace: its requests planned at or before

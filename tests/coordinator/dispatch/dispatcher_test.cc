@@ -225,12 +225,19 @@ TEST(DispatcherTest, SilentWorkerIsDeclaredDeadAndNothingIsSentTwice) {
     if (r.status() == surge::v1::LOST) {
       EXPECT_THAT(r.error(), ::testing::HasSubstr("send_unknown: worker 1 lost"));
       EXPECT_EQ(r.index() % 2, 1u);  // only the ghost's share
+    } else if (r.status() == surge::v1::NOT_SENT) {
+      EXPECT_THAT(r.error(), ::testing::HasSubstr("not_sent: worker 1 lost before this request"));
+      EXPECT_EQ(r.index() % 2, 1u);
     }
   }
-  // Requests the ghost held inside the lease window are lost; later ones went
-  // to the live worker (attempt 1) and succeeded.
+  // Requests the ghost held inside its lease are lost; those after the lease
+  // but already due at the death are not sent; later ones went to the live
+  // worker (attempt 1) and succeeded.
   EXPECT_GT(by_status[surge::v1::LOST], 0);
-  EXPECT_EQ(by_status[surge::v1::OK] + by_status[surge::v1::LOST], 600);
+  EXPECT_GT(by_status[surge::v1::NOT_SENT], 0);
+  EXPECT_EQ(by_status[surge::v1::OK] + by_status[surge::v1::LOST] +
+                by_status[surge::v1::NOT_SENT],
+            600);
   // Issue 8 item 5: the loss is counted for the summary and the exit status.
   EXPECT_EQ(outcome->send_unknown, static_cast<uint64_t>(by_status[surge::v1::LOST]));
   std::set<uint64_t> live_sent;

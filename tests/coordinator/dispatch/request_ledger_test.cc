@@ -79,26 +79,32 @@ TEST(RequestLedgerTest, RecordFromWrongOwnerOrUnknownIndexIsRefused) {
   EXPECT_EQ(ledger.final_count(), 0u);
 }
 
-// DISTRIBUTED.md §6: worker 1 declared dead at 1.0 s with a 1 s lease:
-// requests planned after 1.0 + 1.0 + 0.05 s are provably unsent and queued
-// again (attempt 1); the others end LOST send_unknown, in index order.
-TEST(RequestLedgerTest, TakeBackSplitsAtDeathPlusLeasePlusMargin) {
+// DISTRIBUTED.md §6: worker 1 may have sent up to 1.5 s (its last message
+// at 0.45 s + 1 s lease + margin) and is declared dead at 2.0 s: requests
+// planned up to 1.5 s end LOST send_unknown; those after 1.5 s but due before
+// 2.0 + 0.05 s are provably unsent yet too late to move: NOT_SENT; later
+// ones are queued again (attempt 1). Records come in index order.
+TEST(RequestLedgerTest, TakeBackSplitsIntoLostNotSentAndReassigned) {
   RequestLedger ledger = Every100Ms(40, 2);  // 0.1 s … 4.0 s
   AssignAll(ledger, 3000 * kMs, 2);          // requests 0..28 (≤ 2.9 s)
-  std::vector<surge::v1::RequestRecord> lost;
+  std::vector<surge::v1::RequestRecord> ended;
   const uint64_t queued =
-      ledger.TakeBack(1, 1000 * kMs, 1000 * kMs, /*may_reassign=*/true, "silent for 1500 ms",
-                      [&](surge::v1::RequestRecord r) { lost.push_back(std::move(r)); });
-  // Worker 1 held the odd indices 1..27 (0.2 s … 2.8 s). Boundary 2.05 s:
-  // planned ≤ 2.05 s (indices 1,3,…,19) are lost, 21..27 (2.2 … 2.8 s) go back.
-  ASSERT_EQ(lost.size(), 10u);
-  for (size_t k = 0; k < lost.size(); ++k) {
-    EXPECT_EQ(lost[k].index(), 2 * k + 1);
-    EXPECT_EQ(lost[k].status(), surge::v1::LOST);
-    EXPECT_EQ(lost[k].worker(), 1);
-    EXPECT_EQ(lost[k].attempt(), 0u);
-    EXPECT_EQ(lost[k].planned_ns(), static_cast<int64_t>(2 * k + 2) * 100 * kMs);
-    EXPECT_EQ(lost[k].error(), "send_unknown: worker 1 lost (silent for 1500 ms)");
+      ledger.TakeBack(1, 1500 * kMs, 2000 * kMs, /*may_reassign=*/true, "silent for 1500 ms",
+                      [&](surge::v1::RequestRecord r) { ended.push_back(std::move(r)); });
+  // Worker 1 held the odd indices 1..27 (0.2 s … 2.8 s): 1..13 (≤ 1.4 s) are
+  // lost, 15..19 (1.6 … 2.0 s) not sent, 21..27 (2.2 … 2.8 s) go back.
+  ASSERT_EQ(ended.size(), 10u);
+  for (size_t k = 0; k < ended.size(); ++k) {
+    const bool lost = k < 7;
+    EXPECT_EQ(ended[k].index(), 2 * k + 1);
+    EXPECT_EQ(ended[k].status(), lost ? surge::v1::LOST : surge::v1::NOT_SENT);
+    EXPECT_EQ(ended[k].worker(), 1);
+    EXPECT_EQ(ended[k].attempt(), 0u);
+    EXPECT_EQ(ended[k].planned_ns(), static_cast<int64_t>(2 * k + 2) * 100 * kMs);
+    EXPECT_EQ(ended[k].error(),
+              lost ? "send_unknown: worker 1 lost (silent for 1500 ms)"
+                   : "not_sent: worker 1 lost before this request could be sent (silent for "
+                     "1500 ms)");
   }
   EXPECT_EQ(queued, 4u);
   EXPECT_EQ(ledger.reassigned(), 4u);
@@ -121,7 +127,7 @@ TEST(RequestLedgerTest, TakeBackSplitsAtDeathPlusLeasePlusMargin) {
 TEST(RequestLedgerTest, StaleAttemptAndFencedOwnerAreRefused) {
   RequestLedger ledger = Every100Ms(40, 2);
   AssignAll(ledger, 3000 * kMs, 2);
-  ledger.TakeBack(1, 1000 * kMs, 1000 * kMs, true, "process exited",
+  ledger.TakeBack(1, 2050 * kMs, 2000 * kMs, true, "process exited",
                   [](surge::v1::RequestRecord) {});
   EXPECT_FALSE(ledger.Accept(1, Ok(3, 0)).has_value());   // already final (lost)
   EXPECT_FALSE(ledger.Accept(1, Ok(21, 0)).has_value());  // reassigned, unassigned now
@@ -135,17 +141,20 @@ TEST(RequestLedgerTest, StaleAttemptAndFencedOwnerAreRefused) {
   EXPECT_EQ(ledger.state(21), State::kFinal);
 }
 
-// After a stop nothing is reassigned: everything the dead worker held is
-// send_unknown.
-TEST(RequestLedgerTest, TakeBackWithoutReassignLosesEverything) {
+// After a stop nothing is reassigned: what the dead worker may have sent is
+// send_unknown, the provably unsent rest is not_sent.
+TEST(RequestLedgerTest, TakeBackWithoutReassignMovesNothing) {
   RequestLedger ledger = Every100Ms(10, 2);
-  AssignAll(ledger, 2000 * kMs, 2);
-  uint64_t lost = 0;
-  EXPECT_EQ(ledger.TakeBack(0, 0, 1000 * kMs, /*may_reassign=*/false, "x",
-                            [&](surge::v1::RequestRecord) { ++lost; }),
+  AssignAll(ledger, 2000 * kMs, 2);  // worker 0 holds 0, 2, 4, 6, 8 (0.1 … 0.9 s)
+  std::vector<surge::v1::RequestStatus> ended;
+  EXPECT_EQ(ledger.TakeBack(0, 400 * kMs, 0, /*may_reassign=*/false, "x",
+                            [&](surge::v1::RequestRecord r) { ended.push_back(r.status()); }),
             0u);
-  EXPECT_EQ(lost, 5u);
+  EXPECT_EQ(ended, (std::vector<surge::v1::RequestStatus>{surge::v1::LOST, surge::v1::LOST,
+                                                          surge::v1::NOT_SENT, surge::v1::NOT_SENT,
+                                                          surge::v1::NOT_SENT}));
   EXPECT_EQ(ledger.reassigned(), 0u);
+  EXPECT_EQ(ledger.outstanding(0), 0u);
 }
 
 TEST(RequestLedgerTest, GiveUpIdleEndsOnlyPastDueRequests) {
@@ -169,8 +178,8 @@ TEST(RequestLedgerTest, GiveUpIdleEndsOnlyPastDueRequests) {
 TEST(RequestLedgerTest, CloseUnassignedTakesTakenBackFirstThenTheRest) {
   RequestLedger ledger = Every100Ms(10, 2);
   AssignAll(ledger, 600 * kMs, 2);  // 0..4
-  ledger.TakeBack(0, -2000 * kMs, 1000 * kMs, true, "x", [](surge::v1::RequestRecord) {});
-  // Worker 0 held 0, 2, 4; boundary −0.95 s: all three go back.
+  ledger.TakeBack(0, -1000 * kMs, -1000 * kMs, true, "x", [](surge::v1::RequestRecord) {});
+  // Worker 0 held 0, 2, 4, all planned after −0.95 s: all three go back.
   std::vector<uint64_t> order;
   ledger.CloseUnassigned("not_sent: interrupted", [&](surge::v1::RequestRecord r) {
     EXPECT_EQ(r.status(), surge::v1::NOT_SENT);
@@ -225,7 +234,7 @@ TEST(RequestLedgerTest, EveryRequestEndsExactlyOnceUnderChurn) {
     }
     if (step == 10) {
       dead[1] = true;
-      ledger.TakeBack(1, now, 1000 * kMs, true, "x", emit);
+      ledger.TakeBack(1, now - 500 * kMs, now, true, "x", emit);
     }
   }
   ledger.CloseOpen(false, emit);
