@@ -305,13 +305,28 @@ int WorkerSession::Run() {
     next_heartbeat = now + heartbeat_period;
   };
 
+  // R-DIST-7: a coordinator silent past the lease stops the pacer at once
+  // (the pacer checks the lease itself). Half a second later the worker asks
+  // once more (a heartbeat), and gives up one second after the lease ended,
+  // but never less than kLastCallNs after that question: a process that was
+  // frozen (SIGSTOP, a VM pause) and wakes long past both moments still
+  // hears the answer — a Stop ("fenced": it was declared dead; DISTRIBUTED.md
+  // §6) or an ack that renews the lease (§7: the window is kept) — instead of
+  // leaving without a word.
+  constexpr int64_t kAskAgainNs = 500000000;
+  constexpr int64_t kGiveUpNs = 1000000000;
+  constexpr int64_t kLastCallNs = 300000000;
+  int64_t asked_again_ns = -1;  // local time of the last question; -1: none
   while (true) {
     const Clock::TimePoint now = clock_.Now();
+    const int64_t now_ns = ToNanos(now);
     if (now >= next_heartbeat) send_heartbeat(now);
-    // R-DIST-7: a coordinator silent past the lease stops the pacer at once
-    // (the pacer checks the lease itself); one second later the worker gives
-    // up and exits.
-    if (started ? ToNanos(now) > lease_expiry_ns + 1000000000 : now > start_give_up) {
+    if (started && now_ns > lease_expiry_ns + kAskAgainNs && asked_again_ns < lease_expiry_ns) {
+      send_heartbeat(now);
+      asked_again_ns = now_ns;
+    }
+    if (started ? now_ns > lease_expiry_ns + kGiveUpNs && now_ns > asked_again_ns + kLastCallNs
+                : now > start_give_up) {
       LogError("coordinator lost (no heartbeat acknowledged); stopping");
       stop_reason = "coordinator_lost";
       exit_code = kExitCoordinatorLost;
@@ -345,6 +360,14 @@ int WorkerSession::Run() {
     } else if (e.has_stop()) {
       stop_reason = e.stop().reason();
       drain_ms = e.stop().drain_ms();
+      if (stop_reason == kStopFenced) {
+        // Its pacer released nothing past the lease; what it still holds was
+        // taken back by the coordinator.
+        LogError(
+            "the coordinator declared this worker dead and told it to stop (fenced); nothing "
+            "more is sent");
+        exit_code = kExitFenced;
+      }
       break;
     } else if (e.has_reject()) {
       stop_reason = "rejected";

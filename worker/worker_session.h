@@ -25,6 +25,11 @@ inline constexpr int kExitDone = 0;
 inline constexpr int kExitRejected = 2;
 inline constexpr int kExitCoordinatorLost = 3;
 inline constexpr int kExitSenderFailed = 4;
+// Declared dead by the coordinator (silent past its death timeout) and told
+// to stop when it spoke again (Stop reason kStopFenced, R-DIST-6/7).
+inline constexpr int kExitFenced = 5;
+// Stop.reason the coordinator gives a worker it has declared dead.
+inline constexpr char kStopFenced[] = "fenced";
 // Internal (never an exit code): told to stop before the start.
 inline constexpr int kExitStoppedBeforeStart = -1;
 

@@ -341,7 +341,11 @@ void WriteRunResults(const fs::path& folder, const std::string& dataset,
     std::cout << "workers lost: " << count("workers_lost")
               << ", reassigned: " << count("reassigned")
               << ", send_unknown: " << count("send_unknown")
-              << " (requests possibly sent by a lost worker: status lost)\n";
+              << " (requests possibly sent by a lost worker: status lost)";
+    if (count("workers_fenced") > 0) {
+      std::cout << "; told to stop when heard again (fenced): " << count("workers_fenced");
+    }
+    std::cout << "\n";
   }
 }
 
@@ -614,6 +618,7 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe,
       {"reassigned", outcome.ok() ? outcome->reassigned : 0},
       {"rejected_records", outcome.ok() ? outcome->rejected_records : 0},
       {"workers_lost", outcome.ok() ? outcome->workers_lost : 0},
+      {"workers_fenced", outcome.ok() ? outcome->workers_fenced : 0},
       {"undecodable_frames", outcome.ok() ? outcome->undecodable_frames : 0},
       {"records_lost_in_transit", outcome.ok() ? outcome->records_lost_in_transit : 0},
       // R-DIST-4: each worker's last estimate of its clock against the

@@ -60,10 +60,14 @@ void Dispatcher::SendTo(const std::string& peer, int32_t index, bool alive, Enve
   envelope.set_seq(++seq_);
   if (absl::Status s = transport_.Send(peer, envelope); !s.ok()) {
     // After a stop, workers that already left are expected to be unreachable.
-    if (stopping_ || stop_requests_.load() > 0 || !alive) {
+    // A worker that is gone but not yet declared dead fails every send until
+    // it is: one line per worker, the rest at debug level.
+    const bool first = index >= 0 && send_failures_logged_.insert(index).second;
+    if (stopping_ || stop_requests_.load() > 0 || !alive || !first) {
       LogDebug(absl::StrCat("to worker ", index, ": ", s.ToString()));
     } else {
-      LogWarning(absl::StrCat("to worker ", index, ": ", s.ToString()));
+      LogWarning(absl::StrCat("to worker ", index, ": ", s.ToString(),
+                              " (further failures to this worker are not logged)"));
     }
   }
 }
@@ -159,6 +163,13 @@ void Dispatcher::Handle(const std::string& peer, Envelope& e) {
     Envelope stop;
     stop.mutable_stop()->set_reason("fenced");
     Send(*w, std::move(stop));
+    if (!w->fenced_told) {
+      w->fenced_told = true;
+      ++outcome_.workers_fenced;
+      LogWarning(absl::StrCat("worker ", w->index,
+                              " spoke again after it was declared dead: told to stop (fenced); "
+                              "its records for requests it no longer owns are refused"));
+    }
     if (e.has_record_batch()) {
       for (const auto& r : e.record_batch().records()) {
         if (auto accepted = ledger_.Accept(w->index, r)) Deliver(std::move(*accepted));

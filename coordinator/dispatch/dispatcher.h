@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -111,6 +112,8 @@ struct DispatchOutcome {
   // dropped and counted; 0 in a healthy run.
   uint64_t rejected_records = 0;
   uint64_t workers_lost = 0;
+  // Of those, how many spoke again later and were told to stop ("fenced").
+  uint64_t workers_fenced = 0;
   // Frames from workers that were not an Envelope (DATA_LOSS from the
   // transport): skipped and counted; 0 in a healthy run.
   uint64_t undecodable_frames = 0;
@@ -189,6 +192,8 @@ class Dispatcher {
   RecordSink sink_;
   // From the pool; empty without one.
   WorkerRegistry::ExitProbe exited_;
+  // Workers a failed send has been logged for (once each).
+  std::set<int32_t> send_failures_logged_;
   std::atomic<int> stop_requests_{0};
 
   // The parts this class composes: who holds which request (ledger), who

@@ -47,6 +47,8 @@ class WorkerRegistry {
     uint64_t incarnation = 0;
     bool alive = true;
     bool said_goodbye = false;
+    // Declared dead, then heard again and told to stop ("fenced").
+    bool fenced_told = false;
     // First heartbeat received (the worker's HTTP sender exists).
     bool ready = false;
     Clock::TimePoint last_heard{};

@@ -3,7 +3,8 @@
 // heartbeat right after Welcome (ready), heartbeats every heartbeat_ms, and
 // each assignment "sent" at the first step at or after t0 + its offset,
 // answered OK at once (one RecordBatch per step). Silence() models a hung,
-// stopped or killed process: it says nothing more and reads nothing.
+// stopped or killed process: it says nothing more and reads nothing; Wake()
+// lets a stopped one continue (it speaks, but its lease has ended).
 // Not thread-safe: one test thread.
 #ifndef SURGE_TESTS_TESTING_SCRIPTED_WORKER_H_
 #define SURGE_TESTS_TESTING_SCRIPTED_WORKER_H_
@@ -79,7 +80,7 @@ class ScriptedWorker {
         return;
       }
     }
-    if (started_) {
+    if (started_ && !lease_ended_) {
       surge::v1::Envelope batch;
       size_t released = 0;
       while (released < queue_.size() && t0_ns_ + queue_[released].offset_ns() <= now_ns) {
@@ -125,6 +126,13 @@ class ScriptedWorker {
   void set_record_itl_values(int n) { record_itl_values_ = n; }
   // From now on the worker says nothing and reads nothing.
   void Silence() { silent_ = true; }
+  // A silenced worker wakes (SIGCONT after SIGSTOP): it speaks and reads
+  // again, but, like a real worker whose lease ran out while it was frozen
+  // (its pacer checks the lease at every release), it releases nothing more.
+  void Wake() {
+    silent_ = false;
+    lease_ended_ = true;
+  }
   const std::vector<Sent>& sent() const { return sent_; }
   const std::string& stop_reason() const { return stop_reason_; }
   bool gone() const { return gone_; }
@@ -159,6 +167,7 @@ class ScriptedWorker {
   bool welcomed_ = false;
   bool started_ = false;
   bool silent_ = false;
+  bool lease_ended_ = false;
   bool gone_ = false;
   int64_t t0_ns_ = 0;
   int64_t heartbeat_ns_ = 250 * 1000000;

@@ -185,6 +185,41 @@ TEST(DispatcherSimTest, SilentWorkerIsTakenOverAtTheLeaseBoundary) {
   EXPECT_EQ(again.ended, run.ended);
 }
 
+// R-DIST-6/7 (DISTRIBUTED.md §6 step 1): worker 1 is frozen at 1.0 s
+// (SIGSTOP), declared dead ~1.5 s later, and continued at 3.0 s. Its first
+// message after that is answered with Stop "fenced", once counted and
+// logged; it releases nothing after it woke, and every request still has
+// exactly one record.
+TEST(DispatcherSimTest, WorkerThatWakesAfterItsDeathIsToldToStop) {
+  const ArrivalSchedule plan = ConstantPlan(100, 500);  // 10 ms apart, 5 s
+  const Clock::TimePoint frozen_at = kStart + milliseconds(100) + milliseconds(1000);
+  const Clock::TimePoint woken_at = frozen_at + milliseconds(2000);
+  size_t sent_when_frozen = 0;
+  bool woken = false;
+  SimRun run = RunSimulated(plan, SimOptions(2), [&](AutoAdvanceClock& clock, SimRun& r) {
+    if (clock.Now() >= frozen_at && !woken && clock.Now() < woken_at) {
+      if (sent_when_frozen == 0) sent_when_frozen = r.workers[1]->sent().size();
+      r.workers[1]->Silence();
+    } else if (clock.Now() >= woken_at && !woken) {
+      woken = true;
+      r.workers[1]->Wake();
+    }
+    return true;
+  });
+  ASSERT_TRUE(run.outcome.ok()) << run.outcome.status();
+  EXPECT_TRUE(woken);
+  EXPECT_EQ(run.outcome->workers_lost, 1u);
+  EXPECT_EQ(run.outcome->workers_fenced, 1u);
+  EXPECT_EQ(run.workers[1]->stop_reason(), "fenced");
+  EXPECT_TRUE(run.workers[1]->gone());
+  EXPECT_EQ(run.workers[1]->sent().size(), sent_when_frozen);
+  EXPECT_GT(sent_when_frozen, 40u);  // about 50 in its first second
+  EXPECT_EQ(run.workers[0]->stop_reason(), "done");
+  ASSERT_EQ(run.records.size(), 500u);
+  std::set<uint64_t> seen;
+  for (const auto& r : run.records) EXPECT_TRUE(seen.insert(r.index()).second) << r.index();
+}
+
 // DISTRIBUTED.md §11 item 16: the coordinator stalls for 2 s (the clock
 // jumps while nobody runs): the stall guard moves every silence deadline
 // back, so nobody is evicted and nothing is lost; requests due during the
