@@ -4,15 +4,20 @@
 // every request has one record; a worker that comes after the start is told
 // so and exits 0; without workers the coordinator ends at --join-timeout
 // with exit 1 and sends nothing; a non-loopback --bind without CurveZMQ is a
-// configuration error; with CurveZMQ keys the same run goes through.
+// configuration error; with CurveZMQ keys the same run goes through; a
+// coordinator SIGKILLed mid-run stops every worker within 3 s (R-DIST-7).
 #include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <memory>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -142,6 +147,74 @@ TEST(RolesTest, CurveKeysCarryTheSameRun) {
   const RunFolderReport report = CheckRunFolder(ResultsFolder(coordinator.Log()), "synthetic");
   EXPECT_TRUE(report.problems.empty()) << report.Describe();
   EXPECT_EQ(report.ok, 60u);
+}
+
+// R-DIST-7: the coordinator is SIGKILLed mid-run. Every worker stops
+// sending within 3 s (its lease is 1 s: the server reads nothing from it
+// later than that, with slack) and exits non-zero (3, "coordinator lost")
+// on its own.
+TEST(RolesTest, CoordinatorKilledMidRunStopsEveryWorker) {
+  const fs::path dir = FreshDir("surge_roles_coordinator_kill");
+  fs::create_directories(dir);
+  const fs::path request_log = dir / "requests.jsonl";
+  const SimServerProcess sim =
+      StartSimServerProcess({"--request-log", request_log.string()}, dir / "sim.log");
+  ASSERT_FALSE(sim.port.empty()) << ReadText(dir / "sim.log");
+  const std::string port = FreeLoopbackPort();
+  ASSERT_FALSE(port.empty());
+  const std::string endpoint = "tcp://127.0.0.1:" + port;
+  SurgeProcess w0({"worker", "--connect", endpoint}, dir / "w0.log");
+  SurgeProcess w1({"worker", "--connect", endpoint}, dir / "w1.log");
+  SurgeProcess coordinator(
+      {"coordinator", "--bind", endpoint, "--expect-workers", "2", "--base-url",
+       "http://127.0.0.1:" + sim.port, "--num-prompts", "3000", "--request-rate", "100",
+       "--random-input-len", "16", "--random-output-len", "2", "--output-dir",
+       (dir / "out").string()},
+      dir / "coordinator.log");
+  ASSERT_TRUE(WaitForText(dir / "coordinator.log", "started 3000 requests", 30000))
+      << coordinator.Log();
+  usleep(2000000);
+  const auto wall_ns = [] {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
+  const int64_t killed_ns = wall_ns();
+  ASSERT_TRUE(coordinator.Signal(SIGKILL));
+  EXPECT_EQ(coordinator.WaitExit(5000), -2 - SIGKILL);
+  const int w0_exit = w0.WaitExit(15000);
+  const int w1_exit = w1.WaitExit(15000);
+  const int64_t exited_ns = wall_ns();
+  EXPECT_EQ(w0_exit, 3) << w0.Log();
+  EXPECT_EQ(w1_exit, 3) << w1.Log();
+  EXPECT_THAT(w0.Log(), HasSubstr("coordinator lost"));
+  // Both were gone a few seconds after the kill (lease 1 s + ask again 0.5 s
+  // + give up 0.5 s; generous on a loaded machine).
+  EXPECT_LT(exited_ns - killed_ns, int64_t{8} * 1000000000);
+  kill(sim.pid, SIGTERM);
+  waitpid(sim.pid, nullptr, 0);
+  // What the server read: requests before the kill (≈ 2 s × 100/s) and,
+  // after it, none later than 3 s.
+  size_t before = 0, after = 0;
+  int64_t last_ns = 0;
+  std::ifstream in(request_log);
+  std::string line;
+  const std::regex t_ns_re("\"t_ns\":(\\d+)");
+  while (std::getline(in, line)) {
+    if (line.find("\"surge_request\":\"") == std::string::npos) continue;  // not a completion
+    std::smatch m;
+    if (!std::regex_search(line, m, t_ns_re)) continue;
+    const int64_t t_ns = std::stoll(m[1]);
+    (t_ns <= killed_ns ? before : after) += 1;
+    last_ns = std::max(last_ns, t_ns);
+  }
+  EXPECT_GT(before, 100u);
+  EXPECT_LT(last_ns - killed_ns, int64_t{3} * 1000000000)
+      << after << " requests read after the kill, the last "
+      << (last_ns - killed_ns) / 1e6 << " ms after it";
+  std::cout << "requests read before the kill " << before << ", after " << after
+            << " (last " << (last_ns - killed_ns) / 1e6 << " ms after); workers exited "
+            << (exited_ns - killed_ns) / 1e6 << " ms after the kill\n";
 }
 
 }  // namespace
