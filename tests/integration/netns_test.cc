@@ -51,7 +51,7 @@ using ::testing::HasSubstr;
 using Json = nlohmann::json;
 
 constexpr char kIp[] = "/usr/sbin/ip";
-constexpr char kNamePrefix[] = "sgt";  // + test pid + "-" + node
+constexpr char kNsenter[] = "/usr/bin/nsenter";
 
 // Runs a shell command (stdout/stderr discarded unless `out`); its exit code.
 int Sh(const std::string& cmd, std::string* out = nullptr) {
@@ -65,32 +65,64 @@ int Sh(const std::string& cmd, std::string* out = nullptr) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-// Deletes the namespaces of earlier test processes that are gone (a test
-// killed from outside cannot clean up after itself).
-void DeleteStaleNamespaces() {
-  std::string list;
-  if (Sh(std::string(kIp) + " netns list", &list) != 0) return;
-  std::istringstream lines(list);
-  std::string line;
-  while (std::getline(lines, line)) {
-    const std::string name = line.substr(0, line.find(' '));
-    if (name.rfind(kNamePrefix, 0) != 0) continue;
-    const size_t dash = name.find('-');
-    if (dash == std::string::npos) continue;
-    const pid_t owner = static_cast<pid_t>(std::atol(name.substr(3, dash - 3).c_str()));
-    if (owner > 0 && kill(owner, 0) != 0) Sh(std::string(kIp) + " netns del " + name);
+// A network namespace held by a child process of the test (fork, then
+// unshare(CLONE_NEWNET), then pause): no /run/netns mount is needed (`ip
+// netns add` needs one, and a plain chroot cannot make it), and the
+// namespace, its veths and its bridge go when the holder dies — also when the
+// test process is killed (PR_SET_PDEATHSIG). Its path for setns/nsenter is
+// /proc/<pid>/ns/net.
+class HeldNamespace {
+ public:
+  // Starts the holder; ok() is false (with `why`) when unshare failed.
+  HeldNamespace() {
+    int ready[2];
+    if (pipe(ready) != 0) {
+      why_ = "pipe failed";
+      return;
+    }
+    pid_ = fork();
+    if (pid_ == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      close(ready[0]);
+      const char ok = unshare(CLONE_NEWNET) == 0 ? '1' : '0';
+      (void)!write(ready[1], &ok, 1);
+      close(ready[1]);
+      if (ok != '1') _exit(1);
+      while (true) pause();
+    }
+    close(ready[1]);
+    char ok = '0';
+    if (pid_ < 0 || read(ready[0], &ok, 1) != 1 || ok != '1') {
+      why_ = std::string("unshare(CLONE_NEWNET) failed in a child process (") +
+             (pid_ < 0 ? "fork failed" : "no CAP_SYS_ADMIN?") + ")";
+    }
+    close(ready[0]);
   }
-}
+  ~HeldNamespace() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  HeldNamespace(const HeldNamespace&) = delete;
+  HeldNamespace& operator=(const HeldNamespace&) = delete;
+
+  bool ok() const { return why_.empty(); }
+  const std::string& why() const { return why_; }
+  pid_t pid() const { return pid_; }
+  std::string path() const { return "/proc/" + std::to_string(pid_) + "/ns/net"; }
+
+ private:
+  pid_t pid_ = -1;
+  std::string why_;
+};
 
 // The namespaces of one case: a hub holding bridge br0 and, per node, a veth
 // pair (hub end "h<k>" on br0, node end "eth0" with 10.231.0.<10+k>/24).
-// Deleting the namespaces removes the veths and the bridge with them.
+// The holders' deaths remove the veths and the bridge with the namespaces.
 class NetLab {
  public:
-  NetLab() : prefix_(std::string(kNamePrefix) + std::to_string(getpid()) + "-") {}
-  ~NetLab() {
-    for (const std::string& ns : created_) Sh(std::string(kIp) + " netns del " + ns);
-  }
+  NetLab() = default;
   NetLab(const NetLab&) = delete;
   NetLab& operator=(const NetLab&) = delete;
 
@@ -100,19 +132,17 @@ class NetLab {
       *why = "needs root to create network namespaces (geteuid() != 0)";
       return false;
     }
-    if (access(kIp, X_OK) != 0) {
-      *why = std::string("needs iproute2 (") + kIp + " not found)";
+    if (access(kIp, X_OK) != 0 || access(kNsenter, X_OK) != 0) {
+      *why = std::string("needs iproute2 and util-linux (") + kIp + ", " + kNsenter + ")";
       return false;
     }
-    DeleteStaleNamespaces();
+    hub_ = std::make_unique<HeldNamespace>();
+    if (!hub_->ok()) {
+      *why = "cannot create a network namespace: " + hub_->why();
+      return false;
+    }
     std::string out;
-    if (!Run("netns add " + Hub(), &out)) {
-      *why = "cannot create a network namespace: " + out;
-      return false;
-    }
-    created_.push_back(Hub());
-    if (!Run("-n " + Hub() + " link add br0 type bridge", &out) ||
-        !Run("-n " + Hub() + " link set br0 up", &out)) {
+    if (!In(*hub_, "link add br0 type bridge", &out) || !In(*hub_, "link set br0 up", &out)) {
       *why = "cannot create a bridge in a namespace: " + out;
       return false;
     }
@@ -122,21 +152,26 @@ class NetLab {
   // Adds node `name` with host number `host` (address 10.231.0.<host>);
   // returns its address ("" on failure, with the error in `error`).
   std::string AddNode(const std::string& name, int host, std::string* error) {
-    const std::string ns = Ns(name);
+    auto node = std::make_unique<HeldNamespace>();
+    if (!node->ok()) {
+      *error = node->why();
+      return "";
+    }
     const std::string hub_end = "h" + std::to_string(host);
     const std::string address = "10.231.0." + std::to_string(host);
     std::string out;
     const bool ok =
-        Run("netns add " + ns, &out) && (created_.push_back(ns), true) &&
-        Run("-n " + Hub() + " link add " + hub_end + " type veth peer name eth0 netns " + ns,
-            &out) &&
-        Run("-n " + Hub() + " link set " + hub_end + " master br0 up", &out) &&
-        Run("-n " + ns + " addr add " + address + "/24 dev eth0", &out) &&
-        Run("-n " + ns + " link set eth0 up", &out) && Run("-n " + ns + " link set lo up", &out);
+        In(*hub_, "link add " + hub_end + " type veth peer name eth0 netns " +
+                      std::to_string(node->pid()),
+           &out) &&
+        In(*hub_, "link set " + hub_end + " master br0 up", &out) &&
+        In(*node, "addr add " + address + "/24 dev eth0", &out) &&
+        In(*node, "link set eth0 up", &out) && In(*node, "link set lo up", &out);
     if (!ok) {
       *error = out;
       return "";
     }
+    nodes_[name] = std::move(node);
     return address;
   }
 
@@ -144,19 +179,20 @@ class NetLab {
   // loses its carrier: nothing in or out).
   bool SetLink(int host, bool up) {
     std::string out;
-    return Run("-n " + Hub() + " link set h" + std::to_string(host) + (up ? " up" : " down"), &out);
+    return In(*hub_, "link set h" + std::to_string(host) + (up ? " up" : " down"), &out);
   }
 
-  std::string Ns(const std::string& name) const { return prefix_ + name; }
+  // The path of node `name`'s namespace (for SpawnSurge's setns).
+  std::string Ns(const std::string& name) const { return nodes_.at(name)->path(); }
 
  private:
-  std::string Hub() const { return prefix_ + "hub"; }
-  static bool Run(const std::string& args, std::string* out) {
-    return Sh(std::string(kIp) + " " + args, out) == 0;
+  // Runs `ip <args>` inside namespace `ns`.
+  static bool In(const HeldNamespace& ns, const std::string& args, std::string* out) {
+    return Sh(std::string(kNsenter) + " --net=" + ns.path() + " " + kIp + " " + args, out) == 0;
   }
 
-  const std::string prefix_;
-  std::vector<std::string> created_;
+  std::unique_ptr<HeldNamespace> hub_;
+  std::map<std::string, std::unique_ptr<HeldNamespace>> nodes_;
 };
 
 // `surge <args>` started inside namespace `ns` (surge_process.h).
@@ -238,6 +274,8 @@ std::map<uint64_t, double> PlannedOffsets(const fs::path& folder) {
 constexpr int kCoordHost = 10;
 constexpr int kSimHost = 20;
 constexpr int kWorkerHost0 = 30;  // worker k: 30 + k
+constexpr int kMaxWorkers = 4;
+constexpr int kStrangerHost = 40;
 
 // What a case does to worker 1 while the run goes on.
 enum class Disturbance { kNone, kKill, kStopContinue, kLinkDown };
@@ -245,6 +283,7 @@ enum class Disturbance { kNone, kKill, kStopContinue, kLinkDown };
 struct CaseResult {
   int coordinator_exit = -1;
   std::vector<int> worker_exits;
+  std::vector<std::string> worker_logs;
   std::string coordinator_log;
   fs::path folder;
   std::vector<LoggedRequest> requests;  // the sim server's log
@@ -263,27 +302,38 @@ class NetnsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     std::string why;
-    if (!lab_.Init(&why)) GTEST_SKIP() << "network namespaces unavailable: " << why;
+    if (!lab_.Init(&why)) {
+      // Issue 7 item 6: CI runs as root and must run these cases; only
+      // elsewhere is a missing capability a reason to skip.
+      const char* ci = std::getenv("CI");
+      if (ci != nullptr && std::string(ci) == "true") {
+        FAIL() << "CI=true but network namespaces cannot be made here: " << why;
+      }
+      GTEST_SKIP() << "network namespaces unavailable: " << why;
+    }
     dir_ = FreshDir(std::string("surge_netns_") +
                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir_ / "allowed");
     ASSERT_EQ(RunSurge("keygen --out " + (dir_ / "coordinator").string()).exit_code, 0);
-    for (const char* w : {"w0", "w1", "stranger"}) {
+    for (const char* w : {"w0", "w1", "w2", "w3", "stranger"}) {
       ASSERT_EQ(RunSurge("keygen --out " + (dir_ / w).string()).exit_code, 0);
     }
-    // Only the two workers' public keys are allowed; "stranger" is not.
-    fs::copy_file(dir_ / "w0" / "surge.pub", dir_ / "allowed" / "w0.pub");
-    fs::copy_file(dir_ / "w1" / "surge.pub", dir_ / "allowed" / "w1.pub");
+    // Only the workers' public keys are allowed; "stranger" is not.
+    for (const char* w : {"w0", "w1", "w2", "w3"}) {
+      fs::copy_file(dir_ / w / "surge.pub", dir_ / "allowed" / (std::string(w) + ".pub"));
+    }
     std::string error;
     coord_ip_ = lab_.AddNode("coord", kCoordHost, &error);
     ASSERT_FALSE(coord_ip_.empty()) << error;
     sim_ip_ = lab_.AddNode("sim", kSimHost, &error);
     ASSERT_FALSE(sim_ip_.empty()) << error;
-    for (int k = 0; k < 3; ++k) {
+    for (int k = 0; k < kMaxWorkers; ++k) {
       const std::string ip = lab_.AddNode("w" + std::to_string(k), kWorkerHost0 + k, &error);
       ASSERT_FALSE(ip.empty()) << error;
       worker_ip_.push_back(ip);
     }
+    stranger_ip_ = lab_.AddNode("stranger", kStrangerHost, &error);
+    ASSERT_FALSE(stranger_ip_.empty()) << error;
   }
 
   std::vector<std::string> WorkerArgs(const std::string& key_dir, double join_timeout_s) const {
@@ -299,9 +349,10 @@ class NetnsTest : public ::testing::Test {
   }
 
   // Runs one job of `num` requests at `rate` RPS across the namespaces with
-  // two allowed workers (plus the stranger when `stranger`), doing
+  // `num_workers` allowed workers (plus the stranger when `stranger`), doing
   // `disturbance` to worker 1 once ~40% of the requests reached the server.
-  CaseResult RunCase(int num, int rate, Disturbance disturbance, bool stranger) {
+  CaseResult RunCase(int num, int rate, Disturbance disturbance, bool stranger,
+                     int num_workers = 2) {
     CaseResult result;
     const fs::path request_log = dir_ / "requests.jsonl";
     NsProcess sim(
@@ -315,7 +366,7 @@ class NetnsTest : public ::testing::Test {
     }
     EXPECT_TRUE(listening) << sim.Log();
     std::vector<std::unique_ptr<NsProcess>> workers;
-    for (int k = 0; k < 2; ++k) {
+    for (int k = 0; k < num_workers; ++k) {
       const std::string name = "w" + std::to_string(k);
       workers.push_back(
           std::make_unique<NsProcess>(lab_.Ns(name), WorkerArgs(name, 30), dir_ / (name + ".log")));
@@ -323,9 +374,9 @@ class NetnsTest : public ::testing::Test {
     }
     std::unique_ptr<NsProcess> outsider;
     if (stranger) {
-      outsider = std::make_unique<NsProcess>(lab_.Ns("w2"), WorkerArgs("stranger", 8),
+      outsider = std::make_unique<NsProcess>(lab_.Ns("stranger"), WorkerArgs("stranger", 8),
                                              dir_ / "stranger.log");
-      result.worker_address[worker_ip_[2]] = "stranger";
+      result.worker_address[stranger_ip_] = "stranger";
       usleep(500000);  // it knocks first
     }
     NsProcess coordinator(lab_.Ns("coord"),
@@ -333,7 +384,7 @@ class NetnsTest : public ::testing::Test {
                            "--bind",
                            "tcp://" + coord_ip_ + ":5555",
                            "--expect-workers",
-                           "2",
+                           std::to_string(num_workers),
                            "--join-timeout",
                            "30",
                            "--curve-secret-key",
@@ -383,7 +434,10 @@ class NetnsTest : public ::testing::Test {
       }
     }
     result.coordinator_exit = coordinator.WaitExit(90000);
-    for (auto& w : workers) result.worker_exits.push_back(w->WaitExit(15000));
+    for (auto& w : workers) {
+      result.worker_exits.push_back(w->WaitExit(15000));
+      result.worker_logs.push_back(w->Log());
+    }
     if (outsider) result.worker_exits.push_back(outsider->WaitExit(15000));
     sim.Signal(SIGTERM);
     EXPECT_EQ(sim.WaitExit(10000), 0) << sim.Log();
@@ -451,29 +505,41 @@ class NetnsTest : public ::testing::Test {
     return out;
   }
 
-  // Checks for a case in which worker 1 was lost mid-run: all accounted
-  // for, worker 0 took over the rest, the console says so, the exit code
-  // follows the lost count (README "Exit codes": any `lost` → 1).
-  void CheckWorkerLost(const CaseResult& r, int num, int rate) {
+  // Checks for a case in which worker 1 (of `num_workers`) was lost mid-run:
+  // all accounted for, the others took over the rest, the console says so,
+  // the exit code follows the lost count (README "Exit codes": any `lost` →
+  // 1). Returns the statuses.
+  std::map<uint64_t, std::string> CheckWorkerLost(const CaseResult& r, int num, int rate,
+                                                  int num_workers = 2) {
     const std::map<uint64_t, std::string> statuses = CheckAccounted(r, num);
     const size_t ok = Count(statuses, "ok");
     const size_t lost = Count(statuses, "lost");
-    EXPECT_EQ(ok + lost, static_cast<size_t>(num)) << LastLines(r.coordinator_log, 24);
-    // At most what worker 1 (half of `rate`) could have owned from its last
-    // heartbeat to its death (silence 1.5 s) plus the lease window the
-    // coordinator keeps as send_unknown (1 s + 50 ms), with 1 s of slack:
-    // docs/DESIGN.md "Death and the ledger".
-    EXPECT_LE(lost, static_cast<size_t>(rate / 2.0 * (1.5 + 1.05 + 1.0)));
+    const size_t not_sent = Count(statuses, "not_sent");
+    EXPECT_EQ(ok + lost + not_sent, static_cast<size_t>(num)) << LastLines(r.coordinator_log, 24);
+    // docs/DESIGN.md "Death and the ledger": `lost` is what worker 1 may have
+    // sent — its share (rate / num_workers) from its last message to that +
+    // lease + 50 ms, plus what it had in flight — with 1 s of slack;
+    // `not_sent` is its share from there to the death (silence 1.5 s), with
+    // 0.5 s of slack.
+    const double share_rps = static_cast<double>(rate) / num_workers;
+    EXPECT_GT(lost, 0u);
+    EXPECT_LE(lost, static_cast<size_t>(share_rps * (1.05 + 1.0)));
+    EXPECT_LE(not_sent, static_cast<size_t>(share_rps * (0.5 + 0.5)));
     EXPECT_EQ(r.coordinator_exit, lost > 0 ? 1 : 0) << r.coordinator_log;
     EXPECT_THAT(r.coordinator_log, HasSubstr("workers lost: 1, reassigned: "));
     const RunFolderReport report = CheckRunFolder(r.folder, "synthetic");
     EXPECT_EQ(report.summary["run"].value("workers_lost", 0), 1);
     EXPECT_GT(report.summary["run"].value("reassigned", 0), 0);
-    // The survivor sent more than its half: it took over worker 1's rest.
+    // The others sent more than their share: they took over worker 1's rest.
     const std::map<std::string, size_t> by_peer = ByPeer(r);
-    EXPECT_GT(by_peer.count(worker_ip_[0]) ? by_peer.at(worker_ip_[0]) : 0,
-              static_cast<size_t>(num) / 2 + static_cast<size_t>(num) / 20);
-    EXPECT_EQ(r.worker_exits[0], 0);
+    size_t by_survivors = 0;
+    for (int k = 0; k < num_workers; ++k) {
+      if (k == 1) continue;
+      by_survivors += by_peer.count(worker_ip_[k]) ? by_peer.at(worker_ip_[k]) : 0;
+      EXPECT_EQ(r.worker_exits[k], 0) << "worker " << k << ": " << r.worker_logs[k];
+    }
+    EXPECT_GT(by_survivors, static_cast<size_t>(num) * (num_workers - 1) / num_workers +
+                                static_cast<size_t>(num) / 20);
     // Worker 1 sent nothing it no longer owned (fencing, R-DIST-7). A
     // request the server read from it after the disturbance was written
     // while its lease still held (planned before the disturbance + the 1 s
@@ -488,7 +554,7 @@ class NetnsTest : public ::testing::Test {
         t0_ns = std::min(t0_ns, q.t_ns - static_cast<int64_t>(offsets.at(q.index) * 1e9));
       }
     }
-    ASSERT_NE(t0_ns, INT64_MAX);
+    EXPECT_NE(t0_ns, INT64_MAX);
     size_t after = 0;
     for (const LoggedRequest& q : r.requests) {
       if (q.index < 0 || q.peer != worker_ip_[1] || q.t_ns <= r.disturbed_ns + 200000000) continue;
@@ -499,9 +565,12 @@ class NetnsTest : public ::testing::Test {
           << (planned_ns - r.disturbed_ns) / 1e6 << " ms after it was disturbed";
       EXPECT_EQ(statuses.at(q.index), "lost") << q.index;
     }
-    std::cout << "worker 1 requests read by the server after the disturbance: " << after << "\n";
+    std::cout << "ok " << ok << ", lost " << lost << ", not_sent " << not_sent
+              << "; worker 1 requests read by the server after the disturbance: " << after
+              << "\n";
     // What it wrote during its lease is at most its share of it.
-    EXPECT_LE(after, static_cast<size_t>(rate / 2.0 * 1.25) + 1);
+    EXPECT_LE(after, static_cast<size_t>(share_rps * 1.25) + 1);
+    return statuses;
   }
 
   NetLab lab_;
@@ -509,6 +578,7 @@ class NetnsTest : public ::testing::Test {
   std::string coord_ip_;
   std::string sim_ip_;
   std::vector<std::string> worker_ip_;
+  std::string stranger_ip_;
 };
 
 TEST_F(NetnsTest, CleanRunAcrossNamespacesWithCurve) {
@@ -545,17 +615,74 @@ TEST_F(NetnsTest, StoppedWorkerIsFencedWhenItContinues) {
   std::cout << "rejected_records: "
             << CheckRunFolder(r.folder, "synthetic").summary["run"].value("rejected_records", 0)
             << "\n";
-  // Continued after its lease ended: it sends nothing more and stops with
-  // R-DIST-7's status 3 (or is told to stop).
-  EXPECT_NE(r.worker_exits[1], -1) << "worker 1 still running after the run";
-  EXPECT_NE(r.worker_exits[1], 0);
+  // Continued after its lease ended and after it was declared dead: it asks
+  // the coordinator once more before giving up, is told to stop (fenced),
+  // says so and exits 5 (README "Exit codes"); it sent nothing more (above).
+  EXPECT_EQ(r.worker_exits[1], 5) << r.worker_logs[1];
+  EXPECT_THAT(r.worker_logs[1], HasSubstr("told it to stop (fenced)"));
+  EXPECT_THAT(r.coordinator_log, HasSubstr("spoke again after it was declared dead"));
+  EXPECT_EQ(CheckRunFolder(r.folder, "synthetic").summary["run"].value("workers_fenced", 0), 1);
 }
 
 TEST_F(NetnsTest, WorkerCutOffByLinkDownIsTreatedAsDead) {
   const CaseResult r = RunCase(2000, 200, Disturbance::kLinkDown, false);
   CheckWorkerLost(r, 2000, 200);
-  EXPECT_NE(r.worker_exits[1], -1) << "worker 1 still running after the run";
-  EXPECT_NE(r.worker_exits[1], 0);
+  // Cut off for 3.5 s, it cannot tell a lost link from a dead coordinator:
+  // its pacer stopped when its lease ended, it asked once more 0.5 s later
+  // (unheard), and it gave up with R-DIST-7's status 3 before the link came
+  // back; it sent nothing after its lease (checked above).
+  EXPECT_EQ(r.worker_exits[1], 3) << r.worker_logs[1];
+  EXPECT_THAT(r.worker_logs[1], HasSubstr("coordinator lost"));
+}
+
+// Issue 7 "Done when": four workers, 20,000 requests at 500 RPS, worker 1
+// killed at ~40%: every request accounted for (one record each, nothing
+// read by the server twice), and the survivors keep the schedule after the
+// takeover (send lateness p99 < 50 ms over the requests planned from the
+// death on, reassigned ones included).
+TEST_F(NetnsTest, FourWorkersTwentyThousandRequestsOneKilled) {
+  const int num = 20000, rate = 500, workers = 4;
+  const CaseResult r = RunCase(num, rate, Disturbance::kKill, false, workers);
+  const std::map<uint64_t, std::string> statuses = CheckWorkerLost(r, num, rate, workers);
+  EXPECT_EQ(r.worker_exits[1], -2 - SIGKILL);
+  // The dead worker's coordinator index: the one its `lost` records carry.
+  std::ifstream in(r.folder / "synthetic_details.jsonl");
+  std::string line;
+  std::vector<Json> details;
+  int lost_index = -1;
+  double last_lost_planned_s = 0;
+  while (std::getline(in, line)) {
+    Json j = Json::parse(line, nullptr, false);
+    if (j.is_discarded()) continue;
+    if (j.value("status", "") == "lost") {
+      lost_index = j.value("worker", -1);
+      last_lost_planned_s = std::max(last_lost_planned_s, j.value("planned_offset_s", 0.0));
+    }
+    details.push_back(std::move(j));
+  }
+  ASSERT_GE(lost_index, 0);
+  // The takeover: from the last planned time of a `lost` request (the dead
+  // worker's lease end) + the rest of the 1.5 s death timeout.
+  const double takeover_s = last_lost_planned_s + 0.5;
+  std::vector<double> lateness_s;
+  size_t retried = 0;
+  for (const Json& j : details) {
+    if (j.value("status", "") != "ok" || j.value("planned_offset_s", 0.0) < takeover_s) continue;
+    EXPECT_NE(j.value("worker", -1), lost_index);
+    lateness_s.push_back(j.value("lateness_s", 0.0));
+    retried += j.value("attempt", 0) == 1;
+  }
+  ASSERT_GT(lateness_s.size(), static_cast<size_t>(num) / 2);
+  // Only what it held ahead (the assignment window, R-DIST-3) is moved
+  // with attempt 1; the rest of the plan was never given to it.
+  EXPECT_GT(retried, 20u);
+  std::sort(lateness_s.begin(), lateness_s.end());
+  const double p99_s = lateness_s[lateness_s.size() * 99 / 100];
+  std::cout << "after the takeover (planned ≥ " << takeover_s << " s): " << lateness_s.size()
+            << " requests, " << retried << " reassigned; lateness p50 "
+            << lateness_s[lateness_s.size() / 2] * 1e3 << " ms, p99 " << p99_s * 1e3
+            << " ms, max " << lateness_s.back() * 1e3 << " ms\n";
+  EXPECT_LT(p99_s, 0.050);
 }
 
 TEST_F(NetnsTest, WorkerWithAKeyNotAllowedGetsNothing) {
@@ -566,7 +693,7 @@ TEST_F(NetnsTest, WorkerWithAKeyNotAllowedGetsNothing) {
   EXPECT_EQ(Count(statuses, "ok"), static_cast<size_t>(num));
   const RunFolderReport report = CheckRunFolder(r.folder, "synthetic");
   EXPECT_EQ(report.summary["run"]["workers"], 2);
-  EXPECT_EQ(ByPeer(r).count(worker_ip_[2]), 0u);
+  EXPECT_EQ(ByPeer(r).count(stranger_ip_), 0u);
   // The stranger never got in: it gives up at its join timeout, non-zero.
   ASSERT_EQ(r.worker_exits.size(), 3u);
   EXPECT_EQ(r.worker_exits[0], 0);

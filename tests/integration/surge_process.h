@@ -98,8 +98,9 @@ inline SimServerProcess StartSimServerProcess(const std::vector<std::string>& ar
 }
 
 // Runs `surge <args>` as a child with stdout+stderr in `log`; returns its pid.
-// With `netns`, the child first enters the network namespace
-// /run/netns/<netns> (setns, then exec: the pid is surge's own). The child
+// With `netns` (a namespace file such as /proc/<pid>/ns/net), the child
+// first enters that network namespace (setns, then exec: the pid is surge's
+// own). The child
 // dies with the test process (PR_SET_PDEATHSIG).
 inline pid_t SpawnSurge(const std::vector<std::string>& args, const std::filesystem::path& log,
                         const std::string& netns = "") {
@@ -108,7 +109,7 @@ inline pid_t SpawnSurge(const std::vector<std::string>& args, const std::filesys
     // Goes with the test process, also when ctest kills it at its timeout.
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (!netns.empty()) {
-      const int fd = open(("/run/netns/" + netns).c_str(), O_RDONLY | O_CLOEXEC);
+      const int fd = open(netns.c_str(), O_RDONLY | O_CLOEXEC);
       if (fd < 0 || setns(fd, CLONE_NEWNET) != 0) _exit(125);
     }
     // One open file for both streams, so neither overwrites the other.
@@ -144,8 +145,8 @@ inline bool WaitForText(const std::filesystem::path& path, const std::string& te
   return ReadText(path).find(text) != std::string::npos;
 }
 
-// A `surge <args>` child this test owns (in network namespace `netns` when
-// given): killed by its pid (SIGCONT, then SIGKILL) and reaped when the
+// A `surge <args>` child this test owns (in the network namespace file
+// `netns` when given): killed by its pid (SIGCONT, then SIGKILL) and reaped when the
 // object goes, unless it already exited.
 class SurgeProcess {
  public:
