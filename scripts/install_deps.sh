@@ -29,10 +29,15 @@ APT_PACKAGES=(
   libcli11-dev
   libssl-dev
 )
-# Only for the tests (unit, integration and browser).
+# Only for the tests (unit, integration and browser): iproute2 makes the
+# network namespaces of the multi-host test (tests/integration/netns_test.cc);
+# podman, podman-compose, runc and debootstrap run the compose rig
+# (scripts/compose_rig.sh).
 TEST_APT_PACKAGES=(
   libgtest-dev libgmock-dev
   chromium
+  iproute2
+  podman podman-compose runc debootstrap
 )
 if [ "$BUILD_ONLY" -eq 0 ]; then APT_PACKAGES+=("${TEST_APT_PACKAGES[@]}"); fi
 
