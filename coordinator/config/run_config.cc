@@ -17,11 +17,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "client/target_checks.h"
+#include "client/url.h"
 #include "common/utf8.h"
 #include "coordinator/plan/traffic.h"
 #include "nlohmann/json.hpp"
-#include "worker/http/target_checks.h"
-#include "worker/http/url.h"
 
 namespace surge::coordinator {
 
@@ -718,7 +718,7 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
   const std::string& url = target.base_url();
   if (!url.empty()) {
     // The same parser the workers use, so a URL that passes here connects.
-    if (absl::StatusOr<surge::worker::ParsedUrl> parsed = surge::worker::ParseBaseUrl(url);
+    if (absl::StatusOr<surge::client::ParsedUrl> parsed = surge::client::ParseBaseUrl(url);
         !parsed.ok()) {
       errors.Add("base_url", absl::StrCat("\"", url, "\""),
                  absl::StrCat(std::string(parsed.status().message()), " (flag --base-url)"));
@@ -847,8 +847,8 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
   non_negative("sim_itl_ms", "--sim-itl-ms", c.sim_server().itl_ms());
   // R-REQ-1 target options: the same checks as the HTTP client's.
   for (int i = 0; i < target.headers_size(); ++i) {
-    absl::StatusOr<surge::worker::HeaderLine> header =
-        surge::worker::ParseHeaderLine(target.headers(i));
+    absl::StatusOr<surge::client::HeaderLine> header =
+        surge::client::ParseHeaderLine(target.headers(i));
     if (!header.ok()) {
       // Only the name is shown: a value may be a secret.
       const std::string& line = target.headers(i);
@@ -858,7 +858,7 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
                  absl::StrCat(header.status().message(), " (flag --header)"));
     }
   }
-  absl::StatusOr<nlohmann::json> extra = surge::worker::ParseExtraBody(target.extra_body_json());
+  absl::StatusOr<nlohmann::json> extra = surge::client::ParseExtraBody(target.extra_body_json());
   if (!extra.ok()) {
     const std::string& text = target.extra_body_json();
     errors.Add("extra_body_json",
@@ -894,7 +894,7 @@ std::vector<std::string> ConfigWarnings(const RunConfig& c) {
   // base_url's path is put before the endpoint: ".../v1" + "/v1/chat/..."
   // requests "/v1/v1/chat/...". Warned, not changed: the URL is the user's.
   if (!target.base_url().empty()) {
-    absl::StatusOr<surge::worker::ParsedUrl> url = surge::worker::ParseBaseUrl(target.base_url());
+    absl::StatusOr<surge::client::ParsedUrl> url = surge::client::ParseBaseUrl(target.base_url());
     const std::string& ep = target.endpoint();
     if (url.ok() && !url->path_prefix.empty() && ep.size() > 1) {
       const std::string& prefix = url->path_prefix;
@@ -915,7 +915,7 @@ std::vector<std::string> ConfigWarnings(const RunConfig& c) {
   // Overrides of surge's own request fields that are allowed, but change
   // what the run measures (ParseExtraBody refuses model, stream, messages,
   // prompt).
-  absl::StatusOr<nlohmann::json> extra = surge::worker::ParseExtraBody(target.extra_body_json());
+  absl::StatusOr<nlohmann::json> extra = surge::client::ParseExtraBody(target.extra_body_json());
   if (extra.ok() && extra->is_object()) {
     for (const char* key : {"max_tokens", "max_completion_tokens"}) {
       if (extra->contains(key)) {

@@ -33,19 +33,32 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "client/api_key.h"
+#include "client/target_checks.h"
+#include "client/tls_client.h"
+#include "client/url.h"
 #include "common/log.h"
 #include "common/prompt_builder.h"
 #include "common/utf8.h"
 #include "nlohmann/json.hpp"
-#include "worker/http/api_key.h"
 #include "worker/http/openai_request.h"
 #include "worker/http/response_metrics.h"
 #include "worker/http/sse_parser.h"
-#include "worker/http/target_checks.h"
-#include "worker/http/tls_client.h"
-#include "worker/http/url.h"
 
 namespace surge::worker {
+
+// The client pieces shared with the coordinator (client/).
+using client::HeaderLine;
+using client::LoadApiKey;
+using client::MakeClientTlsContext;
+using client::ParseBaseUrl;
+using client::ParsedUrl;
+using client::ParseExtraBody;
+using client::ParseHeaderLine;
+using client::PrepareTlsClient;
+using client::RedactApiKey;
+using client::TlsErrorMessage;
+
 namespace {
 
 namespace net = boost::asio;

@@ -1,6 +1,6 @@
 // The dataset keys and flags (R-MET-3, R-CFG-1): YAML reading, flag parsing,
 // and validation errors that name the field path (every such error makes
-// `surge run`/`surge plan` exit 2: coordinator/main.cc).
+// `surge run`/`surge plan` exit 2: app/main.cc).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -11,12 +11,13 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
-#include "coordinator/cli/run_options.h"
+#include "app/run_options.h"
 #include "coordinator/config/run_config.h"
 
 namespace surge::coordinator {
 namespace {
 
+using ::surge::app::RunOptions;
 using ::testing::HasSubstr;
 
 absl::Status LoadText(const std::string& yaml, surge::v1::RunConfig* config) {

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "client/model_lister.h"
 #include "common/clock.h"
 #include "common/prompt_builder.h"
 #include "common/utf8.h"
@@ -21,11 +22,11 @@
 #include "nlohmann/json.hpp"
 #include "simserver/sim_server.h"
 #include "tests/worker/http/canned_server.h"
-#include "worker/http/model_lister.h"
 
 namespace surge::worker {
 namespace {
 
+using ::surge::client::FetchFirstModel;
 using ::surge::simserver::SimServer;
 using ::surge::simserver::SimServerOptions;
 using ::surge::testing::CannedServer;

@@ -1,15 +1,17 @@
 // The R-REQ-1 target options of the HTTP client, end to end on 127.0.0.1:
 // https against the sim server with a certificate made here, the API key
 // file, extra headers and extra body fields.
-#include <unistd.h>
-
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
+#include "client/api_key.h"
+#include "client/model_lister.h"
+#include "client/target_checks.h"
 #include "common/log.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -18,14 +20,15 @@
 #include "tests/worker/http/canned_server.h"
 #include "tests/worker/http/self_signed_cert.h"
 #include "tests/worker/http/sender_test_util.h"
-#include "worker/http/api_key.h"
 #include "worker/http/beast_request_sender.h"
-#include "worker/http/model_lister.h"
-#include "worker/http/target_checks.h"
 
 namespace surge::worker {
 namespace {
 
+using ::surge::client::FetchFirstModel;
+using ::surge::client::LoadApiKey;
+using ::surge::client::ParseExtraBody;
+using ::surge::client::RedactApiKey;
 using ::surge::simserver::SimServer;
 using ::surge::simserver::SimServerOptions;
 using ::surge::testing::CannedServer;

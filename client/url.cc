@@ -1,4 +1,4 @@
-#include "worker/http/url.h"
+#include "client/url.h"
 
 #include <string>
 
@@ -7,7 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
-namespace surge::worker {
+namespace surge::client {
 namespace {
 
 absl::Status Invalid(const std::string& url, const std::string& why) {
@@ -92,4 +92,4 @@ absl::StatusOr<ParsedUrl> ParseBaseUrl(const std::string& base_url) {
   return url;
 }
 
-}  // namespace surge::worker
+}  // namespace surge::client

@@ -1,11 +1,11 @@
 // `surge keygen`: writes a CurveZMQ key pair for the coordinator or a worker
 // (R-DIST-5; docs/SECURITY.md).
-#ifndef SURGE_COORDINATOR_CLI_KEYGEN_H_
-#define SURGE_COORDINATOR_CLI_KEYGEN_H_
+#ifndef SURGE_APP_KEYGEN_H_
+#define SURGE_APP_KEYGEN_H_
 
 #include <string>
 
-namespace surge::coordinator {
+namespace surge::app {
 
 // Writes `out_dir`/<name>.key (secret, Z85, mode 0600) and <name>.pub
 // (public, Z85, mode 0644), creating `out_dir` (mode 0700) when missing, and
@@ -14,6 +14,6 @@ namespace surge::coordinator {
 // exists or cannot be written (the message names it).
 int KeygenCommand(const std::string& out_dir, const std::string& name);
 
-}  // namespace surge::coordinator
+}  // namespace surge::app
 
-#endif  // SURGE_COORDINATOR_CLI_KEYGEN_H_
+#endif  // SURGE_APP_KEYGEN_H_

@@ -1,4 +1,4 @@
-#include "worker/http/tls_client.h"
+#include "client/tls_client.h"
 
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace surge::worker {
+namespace surge::client {
 
 namespace ssl = boost::asio::ssl;
 
@@ -71,4 +71,4 @@ std::string TlsErrorMessage(const boost::system::error_code& ec, SSL* ssl) {
   return message;
 }
 
-}  // namespace surge::worker
+}  // namespace surge::client

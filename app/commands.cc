@@ -1,4 +1,4 @@
-#include "coordinator/cli/commands.h"
+#include "app/commands.h"
 
 #include <google/protobuf/util/json_util.h>
 #include <signal.h>
@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "client/model_lister.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/time_units.h"
@@ -33,16 +34,69 @@
 #include "coordinator/plan/arrival_schedule.h"
 #include "coordinator/plan/replay_schedule.h"
 #include "coordinator/plan/traffic.h"
-#include "coordinator/report/plot_pages.h"
 #include "coordinator/report/clock_summary.h"
+#include "coordinator/report/plot_pages.h"
 #include "coordinator/report/run_context.h"
 #include "coordinator/results/progress.h"
 #include "coordinator/results/run_files.h"
 #include "coordinator/results/summary.h"
 #include "simserver/sim_server.h"
-#include "worker/http/model_lister.h"
 
-namespace surge::coordinator {
+namespace surge::app {
+
+// What the commands wire together: the coordinator's configuration, plan,
+// datasets, dispatch, results and pages (coordinator/).
+using coordinator::ActualPlotFileName;
+using coordinator::ActualSend;
+using coordinator::Anomaly;
+using coordinator::ArrivalSchedule;
+using coordinator::AssignPolicyKind;
+using coordinator::BuildArrivalSchedule;
+using coordinator::BuildReplaySchedule;
+using coordinator::CheckOutputDir;
+using coordinator::CheckTraffic;
+using coordinator::ClockSyncJson;
+using coordinator::ClockSyncText;
+using coordinator::ConfigWarnings;
+using coordinator::CreateRunFolder;
+using coordinator::DefaultRunConfig;
+using coordinator::DetailsWriter;
+using coordinator::Dispatcher;
+using coordinator::DispatcherOptions;
+using coordinator::DispatchProgress;
+using coordinator::ExpectedPlotFileName;
+using coordinator::FormatLocalTime;
+using coordinator::FormatSummaryTable;
+using coordinator::kInstantModeBelowRps;
+using coordinator::LoadYamlConfig;
+using coordinator::LocalProcessPool;
+using coordinator::MakePayloadSource;
+using coordinator::PageContext;
+using coordinator::ParseDetailsLine;
+using coordinator::PayloadSource;
+using coordinator::ProgressReporter;
+using coordinator::RampStrategyTitle;
+using coordinator::ReadPlanCsv;
+using coordinator::RedactedUrl;
+using coordinator::RemoteWorkerPool;
+using coordinator::ResolvedTraffic;
+using coordinator::ResolveReplayTraffic;
+using coordinator::ResolveTraffic;
+using coordinator::RunContextItems;
+using coordinator::RunStartFromFolder;
+using coordinator::RunSummary;
+using coordinator::SafeFileName;
+using coordinator::SavedConfigJson;
+using coordinator::Summarize;
+using coordinator::SummaryToCsv;
+using coordinator::SummaryToJson;
+using coordinator::WorkerPool;
+using coordinator::WriteActualPlotPage;
+using coordinator::WriteExpectedPlotPage;
+using coordinator::WriteJsonFile;
+using coordinator::WritePlanCsv;
+using coordinator::WriteTextFile;
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -446,8 +500,7 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe,
     }
   }
   if (config.target().model().empty()) {
-    auto model = surge::worker::FetchFirstModel(config.target(),
-                                                std::chrono::milliseconds(10000));
+    auto model = surge::client::FetchFirstModel(config.target(), std::chrono::milliseconds(10000));
     if (!model.ok()) return Fail(model.status(), kExitFailure);
     config.mutable_target()->set_model(*model);
     LogInfo(absl::StrCat("model: ", *model, " (first listed at /v1/models)"));
@@ -456,7 +509,7 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe,
     // run now, not after N failed requests. Only connect/TLS failures count;
     // any HTTP answer (even 404 at /v1/models) is fine.
     if (absl::Status s =
-            surge::worker::CheckTargetConnects(config.target(), std::chrono::milliseconds(10000));
+            surge::client::CheckTargetConnects(config.target(), std::chrono::milliseconds(10000));
         !s.ok()) {
       return Fail(absl::UnavailableError(absl::StrCat(
                       s.message(), " (pre-flight check of --base-url; nothing was sent)")),
@@ -653,9 +706,9 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe,
   return kExitOk;
 }
 
-}  // namespace surge::coordinator
+}  // namespace surge::app
 
-namespace surge::coordinator {
+namespace surge::app {
 
 int ReportCommand(const std::string& folder_arg) {
   const fs::path folder(folder_arg);
@@ -770,4 +823,4 @@ int ReportCommand(const std::string& folder_arg) {
   return kExitOk;
 }
 
-}  // namespace surge::coordinator
+}  // namespace surge::app

@@ -9,12 +9,12 @@
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
+#include "app/commands.h"
+#include "app/keygen.h"
+#include "app/run_options.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/version.h"
-#include "coordinator/cli/commands.h"
-#include "coordinator/cli/keygen.h"
-#include "coordinator/cli/run_options.h"
 #include "simserver/sim_server.h"
 #include "worker/worker_main.h"
 
@@ -31,7 +31,7 @@ int SimServerCommand(const surge::simserver::SimServerOptions& options) {
     std::cerr << "surge sim-server: " << server.status().message() << "\n";
     // Bad option values are configuration errors (R-CFG-1); a busy port is not.
     return server.status().code() == absl::StatusCode::kInvalidArgument
-               ? surge::coordinator::kExitConfigError
+               ? surge::app::kExitConfigError
                : 1;
   }
   (*server)->Start();
@@ -65,12 +65,12 @@ int Main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("surge ") + surge::kSurgeVersion);
   app.require_subcommand(1);
 
-  surge::coordinator::RunOptions run_options;
+  surge::app::RunOptions run_options;
   CLI::App* run = app.add_subcommand(
       "run", "Run the whole job on this machine (built-in simulated server when no --base-url).");
   run_options.Register(*run);
   // Test only (hidden): worker 0 of `surge run` runs on a skewed clock.
-  surge::coordinator::RunTestOptions run_test_options;
+  surge::app::RunTestOptions run_test_options;
   run->add_option("--simulate-clock-offset-ms", run_test_options.worker0_clock_offset_ms)
       ->group("");
   run->add_option("--simulate-clock-drift-ppm", run_test_options.worker0_clock_drift_ppm)
@@ -78,8 +78,8 @@ int Main(int argc, char** argv) {
 
   // The coordinator role (issue 7, docs/DISTRIBUTED.md): the job options of
   // `surge run`, workers that join from elsewhere.
-  surge::coordinator::RunOptions coordinator_options;
-  surge::coordinator::CoordinatorRole role;
+  surge::app::RunOptions coordinator_options;
+  surge::app::CoordinatorRole role;
   CLI::App* coordinator = app.add_subcommand(
       "coordinator",
       "Run the job as a coordinator: bind, wait for --expect-workers workers started with "
@@ -106,7 +106,7 @@ int Main(int argc, char** argv) {
                         "Listen on a non-loopback address without CurveZMQ (no authentication, "
                         "no encryption)");
 
-  surge::coordinator::RunOptions plan_options;
+  surge::app::RunOptions plan_options;
   CLI::App* plan = app.add_subcommand("plan", "Compute and plot the schedule; send nothing.");
   plan_options.Register(*plan);
 
@@ -201,7 +201,7 @@ int Main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     // Unknown or malformed flags are configuration errors (R-CFG-1).
     app.exit(e);
-    return surge::coordinator::kExitConfigError;
+    return surge::app::kExitConfigError;
   }
 
   if (*run || *plan || *coordinator) {
@@ -209,20 +209,20 @@ int Main(int argc, char** argv) {
     auto config = options.Resolve();
     if (!config.ok()) {
       std::cerr << "surge: " << config.status().message() << "\n";
-      return surge::coordinator::kExitConfigError;
+      return surge::app::kExitConfigError;
     }
     for (const std::string& note : options.notes()) surge::LogInfo(note);
-    if (*plan) return surge::coordinator::PlanCommand(*config);
+    if (*plan) return surge::app::PlanCommand(*config);
     if (*coordinator) {
-      return surge::coordinator::RunCommand(*config, SelfExe(argv[0]), {}, &role);
+      return surge::app::RunCommand(*config, SelfExe(argv[0]), {}, &role);
     }
-    return surge::coordinator::RunCommand(*config, SelfExe(argv[0]), run_test_options);
+    return surge::app::RunCommand(*config, SelfExe(argv[0]), run_test_options);
   }
-  if (*report) return surge::coordinator::ReportCommand(report_folder);
-  if (*keygen) return surge::coordinator::KeygenCommand(keygen_out, keygen_name);
+  if (*report) return surge::app::ReportCommand(report_folder);
+  if (*keygen) return surge::app::KeygenCommand(keygen_out, keygen_name);
   if (*worker) return surge::worker::WorkerCommand(worker_args);
   if (*sim) return SimServerCommand(sim_options);
-  return surge::coordinator::kExitConfigError;
+  return surge::app::kExitConfigError;
 }
 
 int main(int argc, char** argv) {

@@ -1,7 +1,7 @@
 // The flags and --config together (R-CFG-1, R-UI-2; issue 8 item 7): every
 // problem of the file and the command line in one pass, unknown flags with a
 // suggestion, and vLLM's --goodput forms.
-#include "coordinator/cli/run_options.h"
+#include "app/run_options.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -15,9 +15,10 @@
 
 #include "coordinator/config/run_config.h"
 
-namespace surge::coordinator {
+namespace surge::app {
 namespace {
 
+using ::surge::coordinator::ForeignNameHint;
 using ::testing::HasSubstr;
 
 absl::StatusOr<surge::v1::RunConfig> Resolve(const std::string& command_line) {
@@ -124,4 +125,4 @@ TEST(RunOptionsTest, InactiveRampIntoInstantModeIsAConfigurationError) {
 }
 
 }  // namespace
-}  // namespace surge::coordinator
+}  // namespace surge::app

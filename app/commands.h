@@ -1,15 +1,17 @@
-// `surge run` and `surge plan`: composition roots that wire the modules for
-// one command and map failures to exit codes (R-CFG-1: 2 for configuration
-// errors; 130 after Ctrl-C; 1 for other failures).
-#ifndef SURGE_COORDINATOR_CLI_COMMANDS_H_
-#define SURGE_COORDINATOR_CLI_COMMANDS_H_
+// `surge run`, `surge coordinator`, `surge plan` and `surge report`: the
+// composition root (app/) that wires the coordinator's modules, the local
+// worker pool and the built-in server for one command, and maps failures to
+// exit codes (R-CFG-1: 2 for configuration errors; 130 after Ctrl-C; 1 for
+// other failures).
+#ifndef SURGE_APP_COMMANDS_H_
+#define SURGE_APP_COMMANDS_H_
 
 #include <cstdint>
 #include <string>
 
 #include "surge/v1/config.pb.h"
 
-namespace surge::coordinator {
+namespace surge::app {
 
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;
@@ -70,6 +72,6 @@ int RunCommand(const surge::v1::RunConfig& config, const std::string& self_exe,
 // planned requests without a record count as lost (R-OUT-1).
 int ReportCommand(const std::string& folder);
 
-}  // namespace surge::coordinator
+}  // namespace surge::app
 
-#endif  // SURGE_COORDINATOR_CLI_COMMANDS_H_
+#endif  // SURGE_APP_COMMANDS_H_

@@ -1,7 +1,7 @@
 // Finds the model to benchmark when none is configured: the first model the
 // server lists at /v1/models (SPEC R-UI-2 `--model` default).
-#ifndef SURGE_WORKER_HTTP_MODEL_LISTER_H_
-#define SURGE_WORKER_HTTP_MODEL_LISTER_H_
+#ifndef SURGE_CLIENT_MODEL_LISTER_H_
+#define SURGE_CLIENT_MODEL_LISTER_H_
 
 #include <chrono>
 #include <string>
@@ -9,7 +9,7 @@
 #include "absl/status/statusor.h"
 #include "surge/v1/config.pb.h"
 
-namespace surge::worker {
+namespace surge::client {
 
 // Synchronous GET {target.base_url}/v1/models (base_url may carry a path
 // prefix, and may be https: verified as BeastRequestSender does, with
@@ -46,6 +46,6 @@ absl::Status CheckTargetConnects(const surge::v1::TargetConfig& target,
 absl::StatusOr<std::string> FetchFirstModel(const std::string& base_url,
                                             std::chrono::milliseconds timeout);
 
-}  // namespace surge::worker
+}  // namespace surge::client
 
-#endif  // SURGE_WORKER_HTTP_MODEL_LISTER_H_
+#endif  // SURGE_CLIENT_MODEL_LISTER_H_

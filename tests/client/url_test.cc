@@ -1,11 +1,11 @@
-#include "worker/http/url.h"
+#include "client/url.h"
 
 #include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace surge::worker {
+namespace surge::client {
 namespace {
 
 using ::testing::HasSubstr;
@@ -84,4 +84,4 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"http://h st", "whitespace"}));
 
 }  // namespace
-}  // namespace surge::worker
+}  // namespace surge::client

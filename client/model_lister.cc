@@ -1,4 +1,4 @@
-#include "worker/http/model_lister.h"
+#include "client/model_lister.h"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
@@ -17,13 +17,13 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "client/api_key.h"
+#include "client/target_checks.h"
+#include "client/tls_client.h"
+#include "client/url.h"
 #include "nlohmann/json.hpp"
-#include "worker/http/api_key.h"
-#include "worker/http/target_checks.h"
-#include "worker/http/tls_client.h"
-#include "worker/http/url.h"
 
-namespace surge::worker {
+namespace surge::client {
 namespace {
 
 namespace net = boost::asio;
@@ -237,4 +237,4 @@ absl::StatusOr<std::string> FetchFirstModel(const std::string& base_url,
   return FetchFirstModel(target, timeout);
 }
 
-}  // namespace surge::worker
+}  // namespace surge::client

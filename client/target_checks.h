@@ -1,9 +1,10 @@
 // Checks of the TargetConfig fields that shape every request (SPEC R-REQ-1):
 // extra headers and the extra body. Shared by the run validator
-// (coordinator/config, configuration errors) and the HTTP client, so both
-// apply the same rules. Header-only and pure: no I/O, no Beast.
-#ifndef SURGE_WORKER_HTTP_TARGET_CHECKS_H_
-#define SURGE_WORKER_HTTP_TARGET_CHECKS_H_
+// (coordinator/config, configuration errors) and the worker's HTTP sender
+// (worker/http), so both apply the same rules. Header-only and pure: no I/O,
+// no Beast.
+#ifndef SURGE_CLIENT_TARGET_CHECKS_H_
+#define SURGE_CLIENT_TARGET_CHECKS_H_
 
 #include <string>
 #include <string_view>
@@ -15,7 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 
-namespace surge::worker {
+namespace surge::client {
 
 // One extra header of TargetConfig.headers.
 struct HeaderLine {
@@ -117,6 +118,6 @@ inline absl::StatusOr<nlohmann::json> ParseExtraBody(const std::string& text) {
   return json;
 }
 
-}  // namespace surge::worker
+}  // namespace surge::client
 
-#endif  // SURGE_WORKER_HTTP_TARGET_CHECKS_H_
+#endif  // SURGE_CLIENT_TARGET_CHECKS_H_

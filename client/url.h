@@ -1,14 +1,14 @@
 // Parsing of the target's base URL (TargetConfig.base_url, SPEC R-REQ-1,
 // R-UI-2 `--base-url`). Pure: no I/O, no name resolution.
-#ifndef SURGE_WORKER_HTTP_URL_H_
-#define SURGE_WORKER_HTTP_URL_H_
+#ifndef SURGE_CLIENT_URL_H_
+#define SURGE_CLIENT_URL_H_
 
 #include <cstdint>
 #include <string>
 
 #include "absl/status/statusor.h"
 
-namespace surge::worker {
+namespace surge::client {
 
 // The parts of a base URL such as "http://h:8000/prefix".
 struct ParsedUrl {
@@ -38,6 +38,6 @@ struct ParsedUrl {
 // "base_url:" and names what is allowed.
 absl::StatusOr<ParsedUrl> ParseBaseUrl(const std::string& base_url);
 
-}  // namespace surge::worker
+}  // namespace surge::client
 
-#endif  // SURGE_WORKER_HTTP_URL_H_
+#endif  // SURGE_CLIENT_URL_H_

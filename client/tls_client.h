@@ -1,8 +1,8 @@
 // TLS client settings of a target (SPEC R-REQ-1 https), shared by the
-// request sender and the model lister. Internal to worker/http: it includes
-// Asio's SSL headers.
-#ifndef SURGE_WORKER_HTTP_TLS_CLIENT_H_
-#define SURGE_WORKER_HTTP_TLS_CLIENT_H_
+// worker's request sender (worker/http) and the model lister. For client/
+// and worker/http only: it includes Asio's SSL headers.
+#ifndef SURGE_CLIENT_TLS_CLIENT_H_
+#define SURGE_CLIENT_TLS_CLIENT_H_
 
 #include <openssl/ssl.h>
 
@@ -15,7 +15,7 @@
 #include "absl/status/statusor.h"
 #include "surge/v1/config.pb.h"
 
-namespace surge::worker {
+namespace surge::client {
 
 // A client context for `target`: TLS 1.2 or newer; the peer's certificate
 // verified against target.ca_cert_path when set, else the system store; no
@@ -35,6 +35,6 @@ absl::Status PrepareTlsClient(SSL* ssl, const std::string& host, bool verify);
 // self-signed certificate").
 std::string TlsErrorMessage(const boost::system::error_code& ec, SSL* ssl);
 
-}  // namespace surge::worker
+}  // namespace surge::client
 
-#endif  // SURGE_WORKER_HTTP_TLS_CLIENT_H_
+#endif  // SURGE_CLIENT_TLS_CLIENT_H_

@@ -1,4 +1,4 @@
-#include "coordinator/cli/run_options.h"
+#include "app/run_options.h"
 
 #include <algorithm>
 #include <cmath>
@@ -13,7 +13,16 @@
 #include "absl/strings/strip.h"
 #include "coordinator/config/run_config.h"
 
-namespace surge::coordinator {
+namespace surge::app {
+
+// The configuration's reader, defaults and validator (coordinator/config).
+using coordinator::ApplyImpliedOptions;
+using coordinator::DefaultRunConfig;
+using coordinator::DidYouMean;
+using coordinator::ForeignNameHint;
+using coordinator::LoadYamlConfig;
+using coordinator::ValidateRunConfig;
+
 namespace {
 
 using surge::v1::RunConfig;
@@ -387,4 +396,4 @@ absl::StatusOr<RunConfig> RunOptions::Resolve() const {
   return config;
 }
 
-}  // namespace surge::coordinator
+}  // namespace surge::app

@@ -1,11 +1,11 @@
-#include "coordinator/cli/keygen.h"
+#include "app/keygen.h"
 
 #include <iostream>
 
+#include "app/commands.h"
 #include "common/zmq_transport.h"
-#include "coordinator/cli/commands.h"
 
-namespace surge::coordinator {
+namespace surge::app {
 
 int KeygenCommand(const std::string& out_dir, const std::string& name) {
   auto files = WriteCurveKeyPair(out_dir, name);
@@ -26,4 +26,4 @@ int KeygenCommand(const std::string& out_dir, const std::string& name) {
   return kExitOk;
 }
 
-}  // namespace surge::coordinator
+}  // namespace surge::app

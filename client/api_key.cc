@@ -1,4 +1,4 @@
-#include "worker/http/api_key.h"
+#include "client/api_key.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -12,7 +12,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 
-namespace surge::worker {
+namespace surge::client {
 namespace {
 
 bool HasControlCharacters(const std::string& key) {
@@ -72,4 +72,4 @@ void RedactApiKey(std::string* text, const std::string& api_key) {
   }
 }
 
-}  // namespace surge::worker
+}  // namespace surge::client

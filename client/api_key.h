@@ -1,14 +1,14 @@
 // Where the API key of a target comes from (SPEC R-REQ-1): a file or an
 // environment variable, never the command line, never written out.
-#ifndef SURGE_WORKER_HTTP_API_KEY_H_
-#define SURGE_WORKER_HTTP_API_KEY_H_
+#ifndef SURGE_CLIENT_API_KEY_H_
+#define SURGE_CLIENT_API_KEY_H_
 
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "surge/v1/config.pb.h"
 
-namespace surge::worker {
+namespace surge::client {
 
 // The API key for `target`: the contents of target.api_key_file when that is
 // set (surrounding whitespace, e.g. the trailing newline, stripped), else
@@ -30,6 +30,6 @@ inline constexpr const char* kRedactedApiKey = "[API key redacted]";
 // length limit). No-op for an empty key.
 void RedactApiKey(std::string* text, const std::string& api_key);
 
-}  // namespace surge::worker
+}  // namespace surge::client
 
-#endif  // SURGE_WORKER_HTTP_API_KEY_H_
+#endif  // SURGE_CLIENT_API_KEY_H_

@@ -1,8 +1,8 @@
 // The flags shared by `surge run` and `surge plan` (R-UI-2: `vllm bench
 // serve` names) and their merge over the YAML file: flags override the file,
 // the file overrides the defaults.
-#ifndef SURGE_COORDINATOR_CLI_RUN_OPTIONS_H_
-#define SURGE_COORDINATOR_CLI_RUN_OPTIONS_H_
+#ifndef SURGE_APP_RUN_OPTIONS_H_
+#define SURGE_APP_RUN_OPTIONS_H_
 
 #include <map>
 #include <string>
@@ -13,7 +13,7 @@
 #include "absl/status/statusor.h"
 #include "surge/v1/config.pb.h"
 
-namespace surge::coordinator {
+namespace surge::app {
 
 // Raw flag values, kept as text so that a bad value gets the same
 // field-named error as a bad YAML value (R-CFG-1).
@@ -47,6 +47,6 @@ class RunOptions {
 // every bad item (unknown metric with a "did you mean", bad number).
 absl::Status ParseGoodput(const std::vector<std::string>& values, surge::v1::GoodputConfig* out);
 
-}  // namespace surge::coordinator
+}  // namespace surge::app
 
-#endif  // SURGE_COORDINATOR_CLI_RUN_OPTIONS_H_
+#endif  // SURGE_APP_RUN_OPTIONS_H_
