@@ -13,6 +13,7 @@
 #include "app/keygen.h"
 #include "app/run_options.h"
 #include "common/clock.h"
+#include "common/fd_limit.h"
 #include "common/log.h"
 #include "common/version.h"
 #include "simserver/sim_server.h"
@@ -230,6 +231,14 @@ int main(int argc, char** argv) {
   // message; anything thrown past the modules still ends as one line and
   // exit 1 instead of an abort.
   try {
+    // Issue 9 item 1: connections are file descriptors; the soft limit
+    // (often 1024) goes up to the hard one for every role.
+    if (absl::StatusOr<surge::FileLimit> limit = surge::RaiseOpenFileLimit(); !limit.ok()) {
+      surge::LogWarning(absl::StrCat("open-file limit unchanged: ", limit.status().message()));
+    } else if (limit->now != limit->before) {
+      surge::LogDebug(absl::StrCat("open-file limit raised from ", limit->before, " to ",
+                                   limit->now));
+    }
     return Main(argc, argv);
   } catch (const std::exception& e) {
     std::cerr << "surge: internal error: " << e.what() << "\n";

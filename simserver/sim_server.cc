@@ -32,6 +32,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/prompt_builder.h"
+#include "common/rate_limited_log.h"
 #include "nlohmann/json.hpp"
 
 namespace surge::simserver {
@@ -414,8 +415,10 @@ class SimServer::Impl {
           co_await acceptor_.async_accept(strand, net::redirect_error(net::use_awaitable, ec));
       if (ec == net::error::operation_aborted || !acceptor_.is_open()) co_return;
       if (ec) {
-        // E.g. out of file descriptors: back off briefly instead of spinning.
-        LogWarning(absl::StrCat("sim server: accept: ", ec.message()));
+        // E.g. out of file descriptors: back off briefly instead of spinning,
+        // and say so once per 10 s with a count, not once per failure.
+        accept_warnings_.Write(LogLevel::kWarning, "accept",
+                               absl::StrCat("sim server: accept: ", ec.message()));
         backoff.expires_after(std::chrono::milliseconds(10));
         co_await backoff.async_wait(net::redirect_error(net::use_awaitable, ec));
         continue;
@@ -809,6 +812,7 @@ class SimServer::Impl {
   std::mutex conns_mu_;
   std::unordered_set<tcp::socket*> conns_;  // guarded by conns_mu_
 
+  RateLimitedLog accept_warnings_{RealClock(), std::chrono::seconds(10)};
   net::io_context ioc_;
   tcp::acceptor acceptor_;
   std::mutex state_mu_;
