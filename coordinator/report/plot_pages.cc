@@ -209,7 +209,9 @@ Json LayoutJson(const RpsFigure& fig) {
                     {"yanchor", "top"},
                     {"textangle", -90},
                     {"showarrow", false},
-                    {"font", {{"size", 10}, {"color", m.color}}}};
+                    {"font", {{"size", 10}, {"color", m.color}}},
+                    // Readable over dense markers.
+                    {"bgcolor", "rgba(255,255,255,0.8)"}};
       if (!m.hover.empty()) label["hovertext"] = m.hover;
       annotations.push_back(std::move(label));
     }
