@@ -37,6 +37,7 @@
 #include "coordinator/report/clock_summary.h"
 #include "coordinator/report/plot_pages.h"
 #include "coordinator/report/run_context.h"
+#include "coordinator/report/worker_losses.h"
 #include "coordinator/results/progress.h"
 #include "coordinator/results/run_files.h"
 #include "coordinator/results/summary.h"
@@ -90,6 +91,11 @@ using coordinator::SavedConfigJson;
 using coordinator::Summarize;
 using coordinator::SummaryToCsv;
 using coordinator::SummaryToJson;
+using coordinator::DispatchOutcome;
+using coordinator::RunEvent;
+using coordinator::WorkerLoss;
+using coordinator::WorkerLossEvents;
+using coordinator::WorkerLossJson;
 using coordinator::WorkerPool;
 using coordinator::WriteActualPlotPage;
 using coordinator::WriteExpectedPlotPage;
@@ -337,7 +343,9 @@ absl::StatusOr<Prepared> Prepare(const RunConfig& config, const std::string& mod
 // How the run ended is read from `context`: "stop_reason" (text, e.g.
 // "interrupted by the user at 4.97 s"; "completed" for a normal end) goes on
 // the actual page and under the printed table, as do the worker-loss counts
-// ("workers_lost", "reassigned", "send_unknown") when not zero.
+// ("workers_lost", "reassigned", "send_unknown") when not zero, and each
+// lost worker ("worker_losses": a line under the table, a red line on the
+// actual page's time axes).
 void WriteRunResults(const fs::path& folder, const std::string& dataset,
                      const ArrivalSchedule& plan,
                      const std::vector<surge::v1::RequestRecord>& records, const RunConfig& config,
@@ -379,8 +387,13 @@ void WriteRunResults(const fs::path& folder, const std::string& dataset,
   if (!clock_text.empty()) {
     actual_context.push_back({"Clock sync (worker − coordinator)", clock_text});
   }
+  // Lost workers: a red line at each loss on the actual page's time axes.
+  const nlohmann::json no_losses = nlohmann::json::array();
+  const nlohmann::json& losses =
+      context.contains("worker_losses") ? context["worker_losses"] : no_losses;
+  const std::vector<RunEvent> loss_events = WorkerLossEvents(losses);
   if (absl::Status s = WriteActualPlotPage(plan, sends, folder / ActualPlotFileName(dataset),
-                                           actual_context, note);
+                                           actual_context, note, loss_events);
       !s.ok()) {
     LogError(s.ToString());
   }
@@ -401,6 +414,18 @@ void WriteRunResults(const fs::path& folder, const std::string& dataset,
     }
     std::cout << "\n";
   }
+  for (const RunEvent& e : loss_events) std::cout << e.text << "\n";
+}
+
+// run.worker_losses: one object per lost worker (WorkerLossJson).
+nlohmann::json WorkerLossesJson(const absl::StatusOr<DispatchOutcome>& outcome) {
+  nlohmann::json out = nlohmann::json::array();
+  if (!outcome.ok()) return out;
+  for (const WorkerLoss& l : outcome->worker_losses) {
+    out.push_back(
+        WorkerLossJson(l.worker, l.at_ns, l.why, l.send_unknown, l.not_sent, l.reassigned));
+  }
+  return out;
 }
 
 int Fail(const absl::Status& status, int code) {
@@ -672,6 +697,7 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe,
       {"rejected_records", outcome.ok() ? outcome->rejected_records : 0},
       {"workers_lost", outcome.ok() ? outcome->workers_lost : 0},
       {"workers_fenced", outcome.ok() ? outcome->workers_fenced : 0},
+      {"worker_losses", WorkerLossesJson(outcome)},
       {"undecodable_frames", outcome.ok() ? outcome->undecodable_frames : 0},
       {"records_lost_in_transit", outcome.ok() ? outcome->records_lost_in_transit : 0},
       // R-DIST-4: each worker's last estimate of its clock against the

@@ -286,9 +286,12 @@ void Dispatcher::DeclareDead(Worker& w, Clock::TimePoint now, const std::string&
   const int64_t now_ns = NowRelNs(now);
   const int64_t lease_end_ns =
       NowRelNs(w.last_heard) + static_cast<int64_t>(options_.lease_ms) * 1000000;
-  ledger_.TakeBack(w.index, std::min(lease_end_ns, now_ns) + RequestLedger::kReassignMarginNs,
-                   now_ns, !stopping_ && stop_requests_.load() == 0, why,
-                   [this](surge::v1::RequestRecord r) { Deliver(std::move(r)); });
+  const RequestLedger::TakeBackCounts counts =
+      ledger_.TakeBack(w.index, std::min(lease_end_ns, now_ns) + RequestLedger::kReassignMarginNs,
+                       now_ns, !stopping_ && stop_requests_.load() == 0, why,
+                       [this](surge::v1::RequestRecord r) { Deliver(std::move(r)); });
+  outcome_.worker_losses.push_back(
+      {w.index, now_ns, why, counts.lost, counts.not_sent, counts.reassigned});
 }
 
 void Dispatcher::SweepLiveness(Clock::TimePoint now) {

@@ -93,6 +93,22 @@ struct DispatcherOptions {
   std::chrono::milliseconds progress_period{250};
 };
 
+// One worker declared dead during the run and what became of the requests
+// it held (DISTRIBUTED.md §6), for the summary and the actual page.
+struct WorkerLoss {
+  int32_t worker = -1;
+  // When it was declared dead, ns after t0 on the coordinator's clock.
+  int64_t at_ns = 0;
+  // Why, e.g. "silent for 1500 ms" or "process exited (signal 9)".
+  std::string why;
+  // Its requests that may have been sent: LOST "send_unknown: ...".
+  uint64_t send_unknown = 0;
+  // Provably unsent but already due: NOT_SENT "not_sent: worker k lost ...".
+  uint64_t not_sent = 0;
+  // Provably unsent and still ahead: queued again for the others.
+  uint64_t reassigned = 0;
+};
+
 struct DispatchOutcome {
   // The user asked to stop (RequestStop) after the start.
   bool interrupted = false;
@@ -114,6 +130,8 @@ struct DispatchOutcome {
   uint64_t workers_lost = 0;
   // Of those, how many spoke again later and were told to stop ("fenced").
   uint64_t workers_fenced = 0;
+  // One entry per lost worker, in the order they were declared dead.
+  std::vector<WorkerLoss> worker_losses;
   // Frames from workers that were not an Envelope (DATA_LOSS from the
   // transport): skipped and counted; 0 in a healthy run.
   uint64_t undecodable_frames = 0;

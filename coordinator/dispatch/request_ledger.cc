@@ -82,33 +82,36 @@ std::optional<surge::v1::RequestRecord> RequestLedger::Accept(
   return Finalize(record);
 }
 
-uint64_t RequestLedger::TakeBack(int32_t owner, int64_t may_have_sent_until_ns, int64_t now_ns,
-                                 bool may_reassign, absl::string_view why, Emit emit) {
-  uint64_t queued = 0;
+RequestLedger::TakeBackCounts RequestLedger::TakeBack(int32_t owner, int64_t may_have_sent_until_ns,
+                                                      int64_t now_ns, bool may_reassign,
+                                                      absl::string_view why, Emit emit) {
+  TakeBackCounts counts;
   const int64_t reassign_after_ns = now_ns + kReassignMarginNs;
   for (uint64_t i = 0; i < cursor_; ++i) {
     if (state_[i] != State::kAssigned || owner_[i] != owner) continue;
     if (offset_ns_[i] <= may_have_sent_until_ns) {
       emit(Finalize(Made(i, owner, surge::v1::LOST,
                          absl::StrCat("send_unknown: worker ", owner, " lost (", why, ")"))));
+      ++counts.lost;
     } else if (offset_ns_[i] > reassign_after_ns && may_reassign) {
       state_[i] = State::kUnassigned;
       owner_[i] = -1;
       ++attempt_[i];
       reassign_.push_back(i);
       ++reassigned_;
-      ++queued;
+      ++counts.reassigned;
     } else {
       emit(Finalize(Made(i, owner, surge::v1::NOT_SENT,
                          absl::StrCat("not_sent: worker ", owner,
                                       " lost before this request could be sent (", why, ")"))));
+      ++counts.not_sent;
     }
   }
   if (static_cast<size_t>(owner) < outstanding_.size()) outstanding_[owner] = 0;
   std::sort(reassign_.begin(), reassign_.end(), [this](uint64_t a, uint64_t b) {
     return offset_ns_[a] != offset_ns_[b] ? offset_ns_[a] < offset_ns_[b] : a < b;
   });
-  return queued;
+  return counts;
 }
 
 uint64_t RequestLedger::GiveUpIdle(int32_t owner, int64_t due_before_ns, Emit emit) {

@@ -24,6 +24,17 @@ class RequestLedger {
   // plan of 10 M requests must not be materialised as records at once).
   using Emit = absl::FunctionRef<void(surge::v1::RequestRecord)>;
 
+  // How TakeBack split a dead worker's requests; the three add up to what it
+  // held (assigned, not final).
+  struct TakeBackCounts {
+    // Ended LOST "send_unknown: ..." (may have been sent).
+    uint64_t lost = 0;
+    // Ended NOT_SENT "not_sent: ..." (provably unsent, already due).
+    uint64_t not_sent = 0;
+    // Queued again with attempt + 1 (provably unsent, still ahead).
+    uint64_t reassigned = 0;
+  };
+
   // Margin beyond the lease for "provably unsent" (DISTRIBUTED.md §6, ε), ns.
   static constexpr int64_t kReassignMarginNs = 50 * 1000 * 1000;
 
@@ -74,9 +85,9 @@ class RequestLedger {
   //    all of them when not `may_reassign`) end NOT_SENT
   //    "not_sent: worker k lost before this request could be sent (why)",
   //    rather than being sent late in a burst.
-  // Records are emitted in index order. Returns how many were queued again.
-  uint64_t TakeBack(int32_t owner, int64_t may_have_sent_until_ns, int64_t now_ns,
-                    bool may_reassign, absl::string_view why, Emit emit);
+  // Records are emitted in index order. Returns how many went each way.
+  TakeBackCounts TakeBack(int32_t owner, int64_t may_have_sent_until_ns, int64_t now_ns,
+                          bool may_reassign, absl::string_view why, Emit emit);
 
   // Worker `owner` is alive but has reported itself idle (nothing in flight
   // or queued) for the idle grace: its requests planned at or before

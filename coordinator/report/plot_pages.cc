@@ -199,17 +199,21 @@ Json LayoutJson(const RpsFigure& fig) {
                         {"x1", m.x},
                         {"y0", 0},
                         {"y1", 1},
-                        {"line", {{"color", "#444444"}, {"width", 1}, {"dash", "dot"}}}});
-      annotations.push_back({{"text", m.label},
-                             {"x", m.x},
-                             {"xref", x},
-                             {"y", 1},
-                             {"yref", absl::StrCat(y, " domain")},
-                             {"xanchor", "left"},
-                             {"yanchor", "top"},
-                             {"textangle", -90},
-                             {"showarrow", false},
-                             {"font", {{"size", 10}, {"color", "#444444"}}}});
+                        {"line", {{"color", m.color}, {"width", 1}, {"dash", "dot"}}}});
+      Json label = {{"text", m.label},
+                    {"x", m.x},
+                    {"xref", x},
+                    {"y", 1},
+                    {"yref", absl::StrCat(y, " domain")},
+                    {"xanchor", "left"},
+                    {"yanchor", "top"},
+                    {"textangle", -90},
+                    {"showarrow", false},
+                    {"font", {{"size", 10}, {"color", m.color}}},
+                    // Readable over dense markers.
+                    {"bgcolor", "rgba(255,255,255,0.8)"}};
+      if (!m.hover.empty()) label["hovertext"] = m.hover;
+      annotations.push_back(std::move(label));
     }
     if (c.y_log_toggle) {
       const std::string key = absl::StrCat(AxisRef("yaxis", k), ".type");
@@ -262,6 +266,13 @@ Json StatsJson(const RpsFigure& fig) {
   Json s;
   s["title"] = fig.title;
   if (!fig.note.empty()) s["note"] = fig.note;
+  if (!fig.events.empty()) {
+    Json events = Json::array();
+    for (const RunEvent& e : fig.events) {
+      events.push_back({{"at_s", e.at_s}, {"label", e.label}, {"text", e.text}});
+    }
+    s["events"] = std::move(events);
+  }
   s["instant"] = fig.instant;
   s["requests"] = fig.expected.requests;
   if (!fig.instant) {
@@ -366,6 +377,7 @@ constexpr char kStyle[] =
     "th,td{border:1px solid #cfcfcf;padding:4px 8px;text-align:left;vertical-align:top}"
     "th{background:#f2f2f2}"
     "#surge-note{font-size:15px;font-weight:bold;color:#a33;margin:0 0 8px}"
+    "#surge-events{font-size:14px;color:#b22222;margin:0 0 8px}#surge-events ul{margin:2px 0}"
     "#surge-context{margin-bottom:8px}#surge-context th{font-weight:600}"
     "#legend-explanation td:nth-child(4),#legend-explanation td:nth-child(5){max-width:380px}";
 
@@ -461,8 +473,17 @@ absl::Status WriteFigurePage(const RpsFigure& fig, const std::filesystem::path& 
                              : "Expected sending rate (the plan, before the run)",
       "</h1>\n",
       fig.note.empty() ? std::string()
-                       : absl::StrCat("<p id=\"surge-note\">", HtmlEscape(fig.note), "</p>\n"),
-      "<table id=\"surge-context\"><tbody>\n");
+                       : absl::StrCat("<p id=\"surge-note\">", HtmlEscape(fig.note), "</p>\n"));
+  // What happened during the run, in time order (also red lines on the time
+  // axes).
+  if (!fig.events.empty()) {
+    absl::StrAppend(&body, "<div id=\"surge-events\"><b>During the run:</b><ul>\n");
+    for (const RunEvent& e : fig.events) {
+      absl::StrAppend(&body, "<li>", HtmlEscape(e.text), "</li>\n");
+    }
+    absl::StrAppend(&body, "</ul></div>\n");
+  }
+  absl::StrAppend(&body, "<table id=\"surge-context\"><tbody>\n");
   // Two label/value pairs per row: the block stays short above the charts.
   for (size_t k = 0; k < fig.context.size(); k += 2) {
     absl::StrAppend(&body, "<tr>");
@@ -514,11 +535,12 @@ absl::Status WriteExpectedPlotPage(const ArrivalSchedule& plan,
 
 absl::Status WriteActualPlotPage(const ArrivalSchedule& plan, std::span<const ActualSend> sends,
                                  const std::filesystem::path& html_path, const PageContext& context,
-                                 std::string_view note) {
+                                 std::string_view note, std::span<const RunEvent> events) {
   absl::StatusOr<RpsFigure> fig = BuildActualRpsFigure(plan, sends);
   if (!fig.ok()) return fig.status();
   fig->context = context;
   fig->note = std::string(note);
+  AddRunEvents(std::vector<RunEvent>(events.begin(), events.end()), *fig);
   return WriteFigurePage(*fig, html_path);
 }
 

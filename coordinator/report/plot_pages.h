@@ -51,10 +51,13 @@ absl::Status WriteExpectedPlotPage(const ArrivalSchedule& plan,
 // the requests that were sent (any order, any subset of the plan).
 // `context` as for the expected page. `note`, when not empty, is shown as a
 // line above the context (RpsFigure::note), e.g. that the run was
-// interrupted and when.
+// interrupted and when. `events` (e.g. worker losses, see worker_losses.h)
+// are drawn as red vertical lines on the time axes and listed above the
+// context (AddRunEvents).
 absl::Status WriteActualPlotPage(const ArrivalSchedule& plan, std::span<const ActualSend> sends,
                                  const std::filesystem::path& html_path,
-                                 const PageContext& context = {}, std::string_view note = {});
+                                 const PageContext& context = {}, std::string_view note = {},
+                                 std::span<const RunEvent> events = {});
 
 // Lower level, for `surge report` and tests: the figure as JSON text
 // ({"data", "layout", "legend_table", "context", "stats"}), deterministic.

@@ -49,7 +49,8 @@ std::string FormatShort(double v) {
   return std::string(buf, res.ptr);
 }
 
-// 10000000 → "10,000,000".
+}  // namespace
+
 std::string FormatCount(uint64_t n) {
   std::string digits = std::to_string(n);
   std::string out;
@@ -60,6 +61,8 @@ std::string FormatCount(uint64_t n) {
   }
   return out;
 }
+
+namespace {
 
 std::string Percent(uint64_t part, uint64_t whole) {
   if (whole == 0) return "0%";
@@ -218,7 +221,8 @@ void AddExpectedCharts(const ArrivalSchedule& plan, RpsFigure& fig) {
                         .legend_title = kGroupTime,
                         .x_title = "Time (s)",
                         .y_title = "RPS (requests/s)",
-                        .y_log_toggle = true});
+                        .y_log_toggle = true,
+                        .time_axis = true});
   fig.charts.push_back({.title = kRpsHistogramTitle,
                         .legend_title = kGroupRpsHist,
                         .x_title = rps_log ? "RPS (requests/s, log scale)" : "RPS (requests/s)",
@@ -661,7 +665,8 @@ void AddActualExtras(const ArrivalSchedule& plan, std::span<const TimedSend> sor
                              ")"),
        .legend_title = kGroupRate,
        .x_title = "Time (s)",
-       .y_title = "Rate (requests/s)"});
+       .y_title = "Rate (requests/s)",
+       .time_axis = true});
   const size_t lateness_chart = fig.charts.size() - 2;
   const size_t rate_chart = fig.charts.size() - 1;
   {
@@ -877,7 +882,8 @@ absl::StatusOr<RpsFigure> BuildActualRpsFigure(const ArrivalSchedule& plan,
                           .legend_title = kGroupTime,
                           .x_title = "Time (s)",
                           .y_title = "RPS (requests/s)",
-                          .y_log_toggle = true});
+                          .y_log_toggle = true,
+                          .time_axis = true});
   } else {
     AddExpectedCharts(plan, fig);
   }
@@ -886,6 +892,20 @@ absl::StatusOr<RpsFigure> BuildActualRpsFigure(const ArrivalSchedule& plan,
   ChooseTimeAxis(fig);
   fig.actual = st;
   return fig;
+}
+
+void AddRunEvents(std::vector<RunEvent> events, RpsFigure& fig) {
+  std::erase_if(events, [](const RunEvent& e) { return !std::isfinite(e.at_s); });
+  for (FigureChart& c : fig.charts) {
+    if (!c.time_axis) continue;
+    for (const RunEvent& e : events) {
+      c.markers.push_back(
+          {.x = e.at_s, .label = e.label, .color = kRunEventColor, .hover = e.text});
+    }
+  }
+  for (RunEvent& e : events) fig.events.push_back(std::move(e));
+  std::stable_sort(fig.events.begin(), fig.events.end(),
+                   [](const RunEvent& a, const RunEvent& b) { return a.at_s < b.at_s; });
 }
 
 }  // namespace surge::coordinator

@@ -76,11 +76,32 @@ struct FigureTrace {
   LegendRow row;
 };
 
-// A labelled vertical line on a chart (percentiles on the lateness chart).
+// A labelled vertical line on a chart (percentiles on the lateness chart,
+// run events on the time axes).
 struct VerticalMarker {
   double x;
   std::string label;
+  // Line and label colour (CSS).
+  std::string color = "#444444";
+  // Shown when the pointer rests on the label; "" = none.
+  std::string hover = "";
 };
+
+// Something that happened during the run at a known time, e.g. a worker
+// lost and its requests taken over. On the actual page: a vertical line at
+// at_s on every time axis (Time vs RPS, Achieved vs Intended Rate) carrying
+// `label`, and `text` in the list of run events above the charts.
+struct RunEvent {
+  // Seconds after t0 on the coordinator's clock.
+  double at_s = 0;
+  // Short, on the line: "worker 2 lost: 52 send_unknown, 25 not sent, 3,010 moved".
+  std::string label;
+  // The full sentence, in the event list and on hover.
+  std::string text;
+};
+
+// Colour of run-event lines and labels (dark red).
+inline constexpr char kRunEventColor[] = "#b22222";
 
 struct FigureChart {
   std::string title;
@@ -90,6 +111,8 @@ struct FigureChart {
   bool x_log = false;         // x axis type
   bool y_log = false;         // initial y axis type
   bool y_log_toggle = false;  // add Linear/Log buttons for the y axis
+  // x is the run's time axis (seconds after t0): run events are drawn here.
+  bool time_axis = false;
   std::vector<VerticalMarker> markers = {};
 };
 
@@ -161,6 +184,9 @@ struct RpsFigure {
   bool instant = false;
   // What was run, where, when, by which surge; shown above the charts.
   PageContext context;
+  // What happened during the run (AddRunEvents), in time order; listed above
+  // the context and in the stats JSON as "events".
+  std::vector<RunEvent> events;
   std::vector<FigureChart> charts;
   std::vector<FigureTrace> traces;  // grouped by chart, in legend order
   ExpectedStats expected;
@@ -182,6 +208,9 @@ std::string HtmlPageTitle(const RpsFigure& figure);
 // "Expected: Gamma Distribution (burstiness: <β>)" (R-PLOT-5).
 std::string GammaChartTitle(double burstiness);
 
+// 10000000 → "10,000,000".
+std::string FormatCount(uint64_t n);
+
 // "<W>-point EWMA" (R-PLOT-3).
 std::string EwmaTraceName(int window);
 
@@ -198,6 +227,11 @@ absl::StatusOr<RpsFigure> BuildExpectedRpsFigure(const ArrivalSchedule& plan);
 // is not finite.
 absl::StatusOr<RpsFigure> BuildActualRpsFigure(const ArrivalSchedule& plan,
                                                std::span<const ActualSend> sends);
+
+// Adds `events` to `fig`: sorted by time into fig.events, and one marker
+// per event (x = at_s, the event's label, kRunEventColor, its text on hover)
+// on every chart with time_axis. Events with a non-finite time are dropped.
+void AddRunEvents(std::vector<RunEvent> events, RpsFigure& fig);
 
 }  // namespace surge::coordinator
 

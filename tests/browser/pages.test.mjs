@@ -322,6 +322,58 @@ describe('actual page', () => {
     await page.close();
   });
 
+  // Issue 7: a worker lost mid-run is a red vertical line on the time axes
+  // (Time vs RPS, Achieved vs Intended Rate) with a label naming the worker
+  // and the counts, drawn by plotly, and the sentence in the list above the
+  // charts. The pages' JSON says how many losses to expect (run events); the
+  // sample page has one.
+  test('a lost worker is marked on the time axes and listed above the charts', async () => {
+    const { page, errors } = await open(pages.actual);
+    const fig = await page.evaluate(() => surgeFigure.stats.events || []);
+    if (pages.generated) assert.equal(fig.length, 1, 'the sample page has one worker loss');
+    const drawn = await page.evaluate(() => {
+      const gd = document.getElementById('surge-rps-plot');
+      const texts = [...gd.querySelectorAll('g.annotation-text-g text')].map((t) => t.textContent);
+      const lines = gd._fullLayout.shapes
+        .filter((s) => s.line.color === '#b22222')
+        .map((s) => ({ xref: s.xref, x: s.x0 }));
+      // The lines as drawn: SVG paths stroked in #b22222 = rgb(178, 34, 34).
+      const shapeCount = [...gd.querySelectorAll('.shapelayer path')].filter(
+        (p) => getComputedStyle(p).stroke === 'rgb(178, 34, 34)',
+      ).length;
+      const items = [...document.querySelectorAll('#surge-events li')].map((li) => li.textContent);
+      return { texts, lines, shapeCount, items };
+    });
+    for (const e of fig) {
+      const labels = drawn.texts.filter((t) => t === e.label);
+      assert.equal(labels.length, 2, `label drawn on both time axes: ${e.label}`);
+      assert.deepEqual(
+        drawn.lines.filter((l) => l.x === e.at_s).map((l) => l.xref).sort(),
+        ['x', 'x5'],
+        `a line at ${e.at_s} s on both time axes`,
+      );
+      assert.ok(drawn.items.includes(e.text), `listed: ${e.text}`);
+    }
+    assert.equal(drawn.items.length, fig.length);
+    assert.equal(drawn.shapeCount, 2 * fig.length, 'red lines drawn as SVG paths');
+    if (fig.length > 0) {
+      const label = /^worker \d+ lost: [\d,]+ send_unknown, [\d,]+ not sent, [\d,]+ moved$/;
+      assert.match(fig[0].label, label);
+      const box = await page.evaluate(() => {
+        const r = document.getElementById('surge-events').getBoundingClientRect();
+        const plot = document.getElementById('surge-rps-plot').getBoundingClientRect();
+        return { h: r.height, top: r.top, plot: plot.top };
+      });
+      assert.ok(box.h > 0 && box.top < box.plot, 'the list is visible above the charts');
+      await page.screenshot({
+        path: path.join(artifacts, 'actual_page_worker_lost.png'),
+        clip: { x: 0, y: 0, width: 1400, height: 900 },
+      });
+    }
+    assert.deepEqual(errors, []);
+    await page.close();
+  });
+
   test('clicking the actual legend item toggles the trace', async () => {
     const { page, errors } = await open(pages.actual);
     const visible = () =>

@@ -513,6 +513,28 @@ TEST(EndToEndTest, LostRequestsAreReportedAndExitOne) {
                                 std::to_string(s["run"]["reassigned"].get<int>()) +
                                 ", send_unknown: " + std::to_string(lost)));
   EXPECT_THAT(output, HasSubstr(std::to_string(lost) + " requests are lost"));
+  // Issue 7: the loss itself, with when, why and the three-way split, in the
+  // summary, under the table and on the actual page (nothing else in this
+  // run ends lost or not sent).
+  ASSERT_EQ(s["run"]["worker_losses"].size(), 1u) << s["run"].dump();
+  const nlohmann::json& loss = s["run"]["worker_losses"][0];
+  EXPECT_EQ(loss["worker"], 1);
+  EXPECT_EQ(loss["why"], "process exited");
+  EXPECT_EQ(loss["send_unknown"], lost);
+  EXPECT_EQ(loss["not_sent"], s["requests"]["not_sent"]);
+  EXPECT_EQ(loss["reassigned"], s["run"]["reassigned"]);
+  EXPECT_GT(loss["at_s"].get<double>(), 0.0);  // killed ~1 s into the 3 s plan
+  EXPECT_LT(loss["at_s"].get<double>(), 3.0);
+  const std::string counts = std::to_string(lost) + " send_unknown, " +
+                             std::to_string(loss["not_sent"].get<int>()) + " not sent, " +
+                             std::to_string(loss["reassigned"].get<int>()) + " moved";
+  EXPECT_THAT(output, HasSubstr(" s (process exited): " + counts + " to the others\n"));
+  EXPECT_THAT(output, HasSubstr("worker 1 lost at "));
+  const std::string page =
+      ReadText(folder / "synthetic_rps_distribution_plot_with_actual_rps.html");
+  EXPECT_THAT(page, HasSubstr("<div id=\"surge-events\"><b>During the run:</b><ul>\n<li>worker 1 "
+                              "lost at "));
+  EXPECT_THAT(page, HasSubstr("\"text\":\"worker 1 lost: " + counts + "\""));
 }
 
 }  // namespace

@@ -32,9 +32,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -290,6 +292,7 @@ struct CaseResult {
   std::map<std::string, std::string> worker_address;
   int64_t disturbed_ns = 0;  // wall clock when worker 1 was killed/stopped/cut
   int64_t resumed_ns = 0;    // … continued / reconnected (0: never)
+  pid_t disturbed_pid = -1;  // worker 1's pid (its index at the coordinator may differ)
 };
 
 int64_t WallNs() {
@@ -412,6 +415,7 @@ class NetnsTest : public ::testing::Test {
       }
       EXPECT_GE(CompletionsLogged(request_log), mark);
       result.disturbed_ns = WallNs();
+      result.disturbed_pid = workers[1]->pid();
       switch (disturbance) {
         case Disturbance::kKill:
           EXPECT_TRUE(workers[1]->Signal(SIGKILL));
@@ -530,6 +534,36 @@ class NetnsTest : public ::testing::Test {
     const RunFolderReport report = CheckRunFolder(r.folder, "synthetic");
     EXPECT_EQ(report.summary["run"].value("workers_lost", 0), 1);
     EXPECT_GT(report.summary["run"].value("reassigned", 0), 0);
+    // Issue 7: the takeover is on the pages: one loss event for the
+    // disturbed worker with the counts, a line under the summary and a red
+    // line with its label on the actual page. Its index at the coordinator
+    // is the join order, read from the console's "worker k connected (pid P)".
+    std::smatch m;
+    const std::regex connected("worker ([0-9]+) connected \\(pid " +
+                               std::to_string(r.disturbed_pid) + "\\)");
+    if (!std::regex_search(r.coordinator_log, m, connected)) {
+      ADD_FAILURE() << "no 'worker k connected (pid " << r.disturbed_pid << ")' in "
+                    << r.coordinator_log;
+      return statuses;
+    }
+    const std::string index = m[1].str();
+    const nlohmann::json& losses = report.summary["run"]["worker_losses"];
+    if (losses.size() != 1u) {
+      ADD_FAILURE() << "expected one worker loss: " << report.summary["run"].dump();
+      return statuses;
+    }
+    EXPECT_EQ(losses[0].value("worker", -1), std::stoi(index));
+    EXPECT_EQ(losses[0].value("send_unknown", size_t{0}), lost);
+    EXPECT_EQ(losses[0].value("not_sent", size_t{0}), not_sent);
+    EXPECT_EQ(losses[0].value("reassigned", 0), report.summary["run"].value("reassigned", -1));
+    EXPECT_GT(losses[0].value("at_s", 0.0), 0.0);
+    EXPECT_THAT(r.coordinator_log, HasSubstr("worker " + index + " lost at "));
+    std::ifstream page_in(r.folder / "synthetic_rps_distribution_plot_with_actual_rps.html");
+    const std::string page((std::istreambuf_iterator<char>(page_in)),
+                           std::istreambuf_iterator<char>());
+    EXPECT_THAT(page, HasSubstr("\"text\":\"worker " + index + " lost: " + std::to_string(lost) +
+                                " send_unknown, "));
+    EXPECT_THAT(page, HasSubstr("<div id=\"surge-events\">"));
     // The others sent more than their share: they took over worker 1's rest.
     const std::map<std::string, size_t> by_peer = ByPeer(r);
     size_t by_survivors = 0;

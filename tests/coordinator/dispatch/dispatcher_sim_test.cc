@@ -168,6 +168,21 @@ TEST(DispatcherSimTest, SilentWorkerIsTakenOverAtTheLeaseBoundary) {
   EXPECT_GT(not_sent, 20u);  // about 0.5 s of it
   EXPECT_LT(not_sent, 45u);
   EXPECT_GT(retried, 90u);   // the rest of its share up to 5.0 s (≈ 2.4 s)
+  // The loss event for the summary and the actual page: who, when, why and
+  // the same three-way split as the records above.
+  ASSERT_EQ(run.outcome->worker_losses.size(), 1u);
+  const WorkerLoss& loss = run.outcome->worker_losses[0];
+  EXPECT_EQ(loss.worker, 1);
+  EXPECT_EQ(loss.why, "silent for 1500 ms");
+  EXPECT_GE(loss.at_ns, 2500 * kMs);
+  EXPECT_LE(loss.at_ns, 2620 * kMs);
+  // The not-sent ones are due by the death + 50 ms; the reassigned after it.
+  EXPECT_LE(max_not_sent_ns, loss.at_ns + RequestLedger::kReassignMarginNs);
+  EXPECT_GT(min_retried_ns, loss.at_ns + RequestLedger::kReassignMarginNs);
+  EXPECT_EQ(loss.send_unknown, lost);
+  EXPECT_EQ(loss.not_sent, not_sent);
+  EXPECT_EQ(loss.reassigned, retried);
+  EXPECT_EQ(loss.reassigned, run.outcome->reassigned);
   // Fencing in practice: the silent worker sent nothing after it fell
   // silent, and no index was sent by both workers.
   std::set<uint64_t> by_silent;
@@ -238,6 +253,7 @@ TEST(DispatcherSimTest, CoordinatorStallOfTwoSecondsEvictsNobody) {
   ASSERT_TRUE(jumped);
   ASSERT_TRUE(run.outcome.ok()) << run.outcome.status();
   EXPECT_EQ(run.outcome->workers_lost, 0u);
+  EXPECT_TRUE(run.outcome->worker_losses.empty());
   EXPECT_EQ(run.outcome->reassigned, 0u);
   ASSERT_EQ(run.records.size(), 300u);
   int64_t max_late_ns = 0;

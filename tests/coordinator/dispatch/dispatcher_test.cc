@@ -240,6 +240,15 @@ TEST(DispatcherTest, SilentWorkerIsDeclaredDeadAndNothingIsSentTwice) {
             600);
   // Issue 8 item 5: the loss is counted for the summary and the exit status.
   EXPECT_EQ(outcome->send_unknown, static_cast<uint64_t>(by_status[surge::v1::LOST]));
+  // One loss event whose counts are the records' (every retried request of
+  // the ghost's share ended OK on the live worker).
+  ASSERT_EQ(outcome->worker_losses.size(), 1u);
+  EXPECT_EQ(outcome->worker_losses[0].worker, 1);
+  EXPECT_EQ(outcome->worker_losses[0].send_unknown,
+            static_cast<uint64_t>(by_status[surge::v1::LOST]));
+  EXPECT_EQ(outcome->worker_losses[0].not_sent,
+            static_cast<uint64_t>(by_status[surge::v1::NOT_SENT]));
+  EXPECT_EQ(outcome->worker_losses[0].reassigned, outcome->reassigned);
   std::set<uint64_t> live_sent;
   for (const auto& s : live.sender->sent()) {
     EXPECT_TRUE(live_sent.insert(s.index).second) << "sent twice " << s.index;

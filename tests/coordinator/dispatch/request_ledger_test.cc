@@ -88,7 +88,7 @@ TEST(RequestLedgerTest, TakeBackSplitsIntoLostNotSentAndReassigned) {
   RequestLedger ledger = Every100Ms(40, 2);  // 0.1 s … 4.0 s
   AssignAll(ledger, 3000 * kMs, 2);          // requests 0..28 (≤ 2.9 s)
   std::vector<surge::v1::RequestRecord> ended;
-  const uint64_t queued =
+  const RequestLedger::TakeBackCounts counts =
       ledger.TakeBack(1, 1500 * kMs, 2000 * kMs, /*may_reassign=*/true, "silent for 1500 ms",
                       [&](surge::v1::RequestRecord r) { ended.push_back(std::move(r)); });
   // Worker 1 held the odd indices 1..27 (0.2 s … 2.8 s): 1..13 (≤ 1.4 s) are
@@ -106,7 +106,11 @@ TEST(RequestLedgerTest, TakeBackSplitsIntoLostNotSentAndReassigned) {
                    : "not_sent: worker 1 lost before this request could be sent (silent for "
                      "1500 ms)");
   }
-  EXPECT_EQ(queued, 4u);
+  // The counts name the same split as the records: 7 lost, 3 not sent, 4
+  // queued again (14 = what worker 1 held).
+  EXPECT_EQ(counts.lost, 7u);
+  EXPECT_EQ(counts.not_sent, 3u);
+  EXPECT_EQ(counts.reassigned, 4u);
   EXPECT_EQ(ledger.reassigned(), 4u);
   EXPECT_EQ(ledger.outstanding(1), 0u);
   for (uint64_t i : {21u, 23u, 25u, 27u}) {
@@ -147,9 +151,12 @@ TEST(RequestLedgerTest, TakeBackWithoutReassignMovesNothing) {
   RequestLedger ledger = Every100Ms(10, 2);
   AssignAll(ledger, 2000 * kMs, 2);  // worker 0 holds 0, 2, 4, 6, 8 (0.1 … 0.9 s)
   std::vector<surge::v1::RequestStatus> ended;
-  EXPECT_EQ(ledger.TakeBack(0, 400 * kMs, 0, /*may_reassign=*/false, "x",
-                            [&](surge::v1::RequestRecord r) { ended.push_back(r.status()); }),
-            0u);
+  const RequestLedger::TakeBackCounts counts =
+      ledger.TakeBack(0, 400 * kMs, 0, /*may_reassign=*/false, "x",
+                      [&](surge::v1::RequestRecord r) { ended.push_back(r.status()); });
+  EXPECT_EQ(counts.lost, 2u);
+  EXPECT_EQ(counts.not_sent, 3u);
+  EXPECT_EQ(counts.reassigned, 0u);
   EXPECT_EQ(ended, (std::vector<surge::v1::RequestStatus>{surge::v1::LOST, surge::v1::LOST,
                                                           surge::v1::NOT_SENT, surge::v1::NOT_SENT,
                                                           surge::v1::NOT_SENT}));

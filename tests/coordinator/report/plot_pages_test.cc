@@ -177,6 +177,55 @@ TEST_F(PlotPagesTest, BothPagesShowTheNote) {
   EXPECT_THAT(ReadFile(plain), Not(HasSubstr("<p id=\"surge-note\"")));
 }
 
+// A lost worker on the actual page (issue 7): a red dotted line at the
+// moment on the Time vs RPS axis (x) and the rate-over-time axis (x5), its
+// label naming the worker and the counts (the full sentence on hover), and
+// the sentence in the "During the run" list above the context; the figure
+// JSON carries the events. No events, no list.
+TEST_F(PlotPagesTest, ActualPageMarksRunEventsOnTheTimeAxes) {
+  const ArrivalSchedule plan = RampedBurstyPlan(400);
+  const std::vector<ActualSend> sends = JitteredSends(plan);
+  const fs::path html = dir_ / "lost.html";
+  const std::vector<RunEvent> events = {
+      {.at_s = 1.25,
+       .label = "worker 1 lost: 3 send_unknown, 2 not sent, 40 moved",
+       .text = "worker 1 lost at 1.25 s (silent for <1500> ms): 3 send_unknown, 2 not sent, 40 "
+               "moved to the others"}};
+  ASSERT_TRUE(WriteActualPlotPage(plan, sends, html, {{"Model", "m"}}, "", events).ok());
+  const std::string page = ReadFile(html);
+  EXPECT_THAT(page, HasSubstr("<div id=\"surge-events\"><b>During the run:</b><ul>\n<li>worker 1 "
+                              "lost at 1.25 s (silent for &lt;1500&gt; ms): 3 send_unknown, 2 not "
+                              "sent, 40 moved to the others</li>"));
+  EXPECT_LT(page.find("id=\"surge-events\""), page.find("<table id=\"surge-context\""));
+  const nlohmann::json fig = nlohmann::json::parse(ReadFile(FigureJsonPath(html)));
+  std::vector<std::string> lines_on;
+  for (const auto& shape : fig["layout"]["shapes"]) {
+    if (shape["line"]["color"] != kRunEventColor) continue;
+    EXPECT_DOUBLE_EQ(shape["x0"].get<double>(), 1.25);
+    EXPECT_DOUBLE_EQ(shape["x1"].get<double>(), 1.25);
+    lines_on.push_back(shape["xref"]);
+  }
+  EXPECT_THAT(lines_on, ElementsAre("x", "x5"));
+  std::vector<std::string> labels_on;
+  for (const auto& a : fig["layout"]["annotations"]) {
+    if (a["text"] != events[0].label) continue;
+    EXPECT_DOUBLE_EQ(a["x"].get<double>(), 1.25);
+    EXPECT_EQ(a["hovertext"], events[0].text);
+    EXPECT_EQ(a["font"]["color"], kRunEventColor);
+    labels_on.push_back(a["xref"]);
+  }
+  EXPECT_THAT(labels_on, ElementsAre("x", "x5"));
+  ASSERT_EQ(fig["stats"]["events"].size(), 1u);
+  EXPECT_DOUBLE_EQ(fig["stats"]["events"][0]["at_s"].get<double>(), 1.25);
+  EXPECT_EQ(fig["stats"]["events"][0]["text"], events[0].text);
+
+  const fs::path plain = dir_ / "plain.html";
+  ASSERT_TRUE(WriteActualPlotPage(plan, sends, plain).ok());
+  EXPECT_THAT(ReadFile(plain), Not(HasSubstr("id=\"surge-events\"")));
+  const nlohmann::json plain_fig = nlohmann::json::parse(ReadFile(FigureJsonPath(plain)));
+  EXPECT_FALSE(plain_fig["stats"].contains("events"));
+}
+
 TEST_F(PlotPagesTest, InstantMode) {
   const ArrivalSchedule plan = InstantPlan(100);
   const fs::path expected = dir_ / ExpectedPlotFileName("synthetic");

@@ -291,6 +291,46 @@ TEST(ActualFigureTest, LatenessPercentilesAreExact) {
   EXPECT_THAT(fig->charts[3].markers[0].label, HasSubstr("p50 5.5 ms"));
 }
 
+// A worker loss (or any run event) is a red line at its moment on the two
+// time axes (Time vs RPS, Achieved vs Intended Rate), never on the RPS,
+// interval or lateness axes; the events are kept in time order.
+TEST(ActualFigureTest, RunEventsMarkOnlyTheTimeAxes) {
+  const ArrivalSchedule plan = MixedPlan(10, 10, 0, 0);  // offsets 0.1 … 1.0
+  std::vector<ActualSend> sends;
+  for (uint64_t i = 0; i < 10; ++i) sends.push_back({i, plan.offset_s[i] + 1e-3});
+  absl::StatusOr<RpsFigure> fig = BuildActualRpsFigure(plan, sends);
+  ASSERT_TRUE(fig.ok()) << fig.status();
+  ASSERT_EQ(fig->charts.size(), 5u);
+  const size_t lateness_markers = fig->charts[3].markers.size();
+  AddRunEvents({{.at_s = 0.75, .label = "worker 1 lost: 2 send_unknown", .text = "late one"},
+                {.at_s = std::nan(""), .label = "dropped", .text = "dropped"},
+                {.at_s = 0.25, .label = "worker 0 lost: 1 send_unknown", .text = "early one"}},
+               *fig);
+  ASSERT_EQ(fig->events.size(), 2u);
+  EXPECT_EQ(fig->events[0].text, "early one");
+  EXPECT_EQ(fig->events[1].text, "late one");
+  for (size_t chart : {0u, 4u}) {
+    EXPECT_TRUE(fig->charts[chart].time_axis) << chart;
+    ASSERT_EQ(fig->charts[chart].markers.size(), 2u) << chart;
+    const VerticalMarker& m = fig->charts[chart].markers[0];
+    EXPECT_DOUBLE_EQ(m.x, 0.75);
+    EXPECT_EQ(m.label, "worker 1 lost: 2 send_unknown");
+    EXPECT_EQ(m.hover, "late one");
+    EXPECT_EQ(m.color, kRunEventColor);
+    EXPECT_DOUBLE_EQ(fig->charts[chart].markers[1].x, 0.25);
+  }
+  EXPECT_TRUE(fig->charts[1].markers.empty());
+  EXPECT_TRUE(fig->charts[2].markers.empty());
+  EXPECT_EQ(fig->charts[3].markers.size(), lateness_markers);
+  // Instant mode: the one chart is a time axis too.
+  absl::StatusOr<RpsFigure> instant = BuildActualRpsFigure(InstantPlan(3), {});
+  ASSERT_TRUE(instant.ok()) << instant.status();
+  AddRunEvents({{.at_s = 0.5, .label = "x", .text = "y"}}, *instant);
+  ASSERT_EQ(instant->charts.size(), 1u);
+  ASSERT_EQ(instant->charts[0].markers.size(), 1u);
+  EXPECT_DOUBLE_EQ(instant->charts[0].markers[0].x, 0.5);
+}
+
 TEST(ActualFigureTest, LongLatenessTailsDoNotSqueezeTheBars) {
   const ArrivalSchedule plan = MixedPlan(100, 1000, 0, 0);
   std::vector<ActualSend> sends;

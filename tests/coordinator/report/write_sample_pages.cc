@@ -4,7 +4,8 @@
 // writes into <dir>
 //   synthetic_rps_distribution_plot.html                  ramped (linear 10→200 RPS), bursty
 //   synthetic_rps_distribution_plot_with_actual_rps.html  (β = 0.5) plan, seed 42, default 3,000
-//                                                         requests, with simulated sends
+//                                                         requests, with simulated sends and a
+//                                                         simulated worker loss at 40% of the plan
 //   instant_rps_distribution_plot_with_actual_rps.html    instant mode, 500 requests
 // (and the .json beside each) and prints how long each page took and its
 // size without plotly.js. Exit status 1 on any error.
@@ -22,6 +23,8 @@
 #include "coordinator/plan/traffic.h"
 #include "coordinator/report/plot_pages.h"
 #include "coordinator/report/run_context.h"
+#include "coordinator/report/worker_losses.h"
+#include "nlohmann/json.hpp"
 
 namespace {
 
@@ -133,7 +136,16 @@ int main(int argc, char** argv) {
   const std::vector<ActualSend> sends = SimulateSends(*plan);
   const std::filesystem::path actual = dir / surge::coordinator::ActualPlotFileName("synthetic");
   watch.Reset();
-  if (absl::Status s = surge::coordinator::WriteActualPlotPage(*plan, sends, actual, context);
+  // A worker lost at 40% of the plan, as run.worker_losses would hold it:
+  // the page shows it as a red line on the time axes (issue 7).
+  nlohmann::json losses = nlohmann::json::array();
+  losses.push_back(surge::coordinator::WorkerLossJson(
+      1, static_cast<int64_t>(plan->offset_s[plan->size() * 2 / 5] * 1e9), "silent for 1500 ms", 52,
+      25, 3010));
+  const std::vector<surge::coordinator::RunEvent> events =
+      surge::coordinator::WorkerLossEvents(losses);
+  if (absl::Status s =
+          surge::coordinator::WriteActualPlotPage(*plan, sends, actual, context, "", events);
       !s.ok()) {
     return Fail(s);
   }
