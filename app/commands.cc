@@ -109,11 +109,21 @@ namespace fs = std::filesystem;
 using surge::v1::RunConfig;
 
 std::atomic<bool> g_interrupted{false};
+// The first stop signal (SIGINT or SIGTERM): the exit status is 128 + it.
+std::atomic<int> g_stop_signal{0};
 std::atomic<Dispatcher*> g_dispatcher{nullptr};
 
-void OnSignal(int) {
+void OnSignal(int sig) {
+  int none = 0;
+  g_stop_signal.compare_exchange_strong(none, sig);
   g_interrupted.store(true);
   if (Dispatcher* d = g_dispatcher.load()) d->RequestStop();
+}
+
+// 130 after SIGINT (Ctrl-C), 143 after SIGTERM: the shell's 128 + signal.
+int InterruptedExitCode() {
+  const int sig = g_stop_signal.load();
+  return sig == SIGTERM ? kExitTerminated : kExitInterrupted;
 }
 
 // Everything both commands compute before anything is sent.
@@ -581,7 +591,7 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe,
   if (!prepared.ok()) return Fail(prepared.status(), code);
   Prepared& p = *prepared;
   std::cout << "seed: " << config.seed() << "\nresults: " << p.folder.string() << std::endl;
-  if (g_interrupted.load()) return kExitInterrupted;
+  if (g_interrupted.load()) return InterruptedExitCode();
 
   DispatcherOptions options;
   if (config.max_concurrency() > 0) {
@@ -718,7 +728,7 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe,
   WriteRunResults(p.folder, p.dataset, p.plan, records, config, context, p.context);
   std::cout << "results: " << p.folder.string() << std::endl;
   if (!outcome.ok()) return Fail(outcome.status(), kExitFailure);
-  if (outcome->interrupted) return kExitInterrupted;
+  if (outcome->interrupted) return InterruptedExitCode();
   if (outcome->target_unreachable) {
     return Fail(absl::UnavailableError(absl::StrCat("target unreachable: ", outcome->stop_message)),
                 kExitFailure);

@@ -17,6 +17,9 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;
 inline constexpr int kExitConfigError = 2;
 inline constexpr int kExitInterrupted = 130;
+// Stopped by SIGTERM (e.g. `docker stop`, a Kubernetes eviction): drained and
+// written like Ctrl-C.
+inline constexpr int kExitTerminated = 143;
 
 // Local workers per core beyond which `surge run` caps --workers (with a
 // warning) unless workers_force: far more processes than cores starve each

@@ -149,6 +149,36 @@ TEST(RolesTest, CurveKeysCarryTheSameRun) {
   EXPECT_EQ(report.ok, 60u);
 }
 
+// Issue 7 item 4: SIGTERM to the coordinator (`docker stop`, an eviction)
+// stops new sends, drains, writes every record and exits 143; its worker
+// is told to stop and exits 0.
+TEST(RolesTest, CoordinatorSigtermDrainsWritesAndExits143) {
+  const fs::path dir = FreshDir("surge_roles_sigterm");
+  fs::create_directories(dir);
+  const std::string port = FreeLoopbackPort();
+  ASSERT_FALSE(port.empty());
+  const std::string endpoint = "tcp://127.0.0.1:" + port;
+  SurgeProcess worker({"worker", "--connect", endpoint}, dir / "w0.log");
+  SurgeProcess coordinator({"coordinator", "--bind", endpoint, "--expect-workers", "1",
+                            "--num-prompts", "1000", "--request-rate", "50",
+                            "--random-input-len", "16", "--random-output-len", "2",
+                            "--output-dir", (dir / "out").string()},
+                           dir / "coordinator.log");
+  ASSERT_TRUE(WaitForText(dir / "coordinator.log", "started 1000 requests", 30000))
+      << coordinator.Log();
+  usleep(2000000);
+  ASSERT_TRUE(coordinator.Signal(SIGTERM));
+  EXPECT_EQ(coordinator.WaitExit(30000), 143) << coordinator.Log();
+  EXPECT_EQ(worker.WaitExit(15000), 0) << worker.Log();
+  const RunFolderReport report = CheckRunFolder(ResultsFolder(coordinator.Log()), "synthetic");
+  EXPECT_TRUE(report.problems.empty()) << report.Describe();
+  EXPECT_EQ(report.records, 1000u);
+  EXPECT_GT(report.ok, 50u);    // about 2 s at 50/s went out
+  EXPECT_LT(report.ok, 500u);   // and the rest never did
+  EXPECT_EQ(report.summary["run"]["interrupted"], true);
+  EXPECT_GT(report.summary["requests"]["not_sent"].get<int>(), 400);
+}
+
 // R-DIST-7: the coordinator is SIGKILLed mid-run. Every worker stops
 // sending within 3 s (its lease is 1 s: the server reads nothing from it
 // later than that, with slack) and exits non-zero (3, "coordinator lost")
