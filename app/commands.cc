@@ -346,6 +346,16 @@ absl::StatusOr<Prepared> Prepare(const RunConfig& config, const std::string& mod
   return p;
 }
 
+// TTFT and E2EL from actual vs from planned send, for the actual page's
+// latency table: the summary's numbers (the page computes none).
+std::vector<coordinator::LatencyView> LatencyViews(const RunSummary& s) {
+  auto p = [](const coordinator::MetricStats& m) {
+    return coordinator::LatencyPercentiles{m.p50, m.p90, m.p99};
+  };
+  return {{"TTFT", s.ttft_s.count, p(s.ttft_s), p(s.ttft_from_planned_s)},
+          {"E2EL", s.e2el_s.count, p(s.e2el_s), p(s.e2el_from_planned_s)}};
+}
+
 // The summary JSON, the printed table and the actual page: the end of
 // `surge run` and all of `surge report`. Failures are logged, not fatal: the
 // details file stays the source of truth.
@@ -403,7 +413,8 @@ void WriteRunResults(const fs::path& folder, const std::string& dataset,
       context.contains("worker_losses") ? context["worker_losses"] : no_losses;
   const std::vector<RunEvent> loss_events = WorkerLossEvents(losses);
   if (absl::Status s = WriteActualPlotPage(plan, sends, folder / ActualPlotFileName(dataset),
-                                           actual_context, note, loss_events);
+                                           actual_context, note, loss_events,
+                                           LatencyViews(summary));
       !s.ok()) {
     LogError(s.ToString());
   }

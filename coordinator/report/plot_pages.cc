@@ -273,6 +273,19 @@ Json StatsJson(const RpsFigure& fig) {
     }
     s["events"] = std::move(events);
   }
+  if (!fig.latency.empty()) {
+    auto view = [](const LatencyPercentiles& p) {
+      return Json{{"p50_s", p.p50_s}, {"p90_s", p.p90_s}, {"p99_s", p.p99_s}};
+    };
+    Json latency = Json::array();
+    for (const LatencyView& v : fig.latency) {
+      latency.push_back({{"metric", v.metric},
+                         {"count", v.count},
+                         {"from_actual_send", view(v.from_actual_send)},
+                         {"from_planned_send", view(v.from_planned_send)}});
+    }
+    s["latency"] = std::move(latency);
+  }
   s["instant"] = fig.instant;
   s["requests"] = fig.expected.requests;
   if (!fig.instant) {
@@ -379,6 +392,7 @@ constexpr char kStyle[] =
     "#surge-note{font-size:15px;font-weight:bold;color:#a33;margin:0 0 8px}"
     "#surge-events{font-size:14px;color:#b22222;margin:0 0 8px}#surge-events ul{margin:2px 0}"
     "#surge-context{margin-bottom:8px}#surge-context th{font-weight:600}"
+    "#surge-latency{margin-bottom:8px}#surge-latency th{font-weight:600}"
     "#legend-explanation td:nth-child(4),#legend-explanation td:nth-child(5){max-width:380px}";
 
 absl::Status WriteAtomically(const std::filesystem::path& path,
@@ -493,8 +507,26 @@ absl::Status WriteFigurePage(const RpsFigure& fig, const std::filesystem::path& 
     }
     absl::StrAppend(&body, "</tr>\n");
   }
+  absl::StrAppend(&body, "</tbody></table>\n");
+  // TTFT / E2EL from actual vs from planned send (docs/LATENCY.md).
+  if (!fig.latency.empty()) {
+    absl::StrAppend(&body,
+                    "<table id=\"surge-latency\"><thead><tr><th>Latency (ms), OK requests</th>"
+                    "<th>N</th><th>from actual send p50 / p90 / p99</th>"
+                    "<th>from planned send p50 / p90 / p99</th></tr></thead><tbody>\n");
+    auto cell = [](const LatencyPercentiles& p) {
+      return absl::StrCat(Num(p.p50_s * 1e3, "%.3f"), " / ", Num(p.p90_s * 1e3, "%.3f"), " / ",
+                          Num(p.p99_s * 1e3, "%.3f"));
+    };
+    for (const LatencyView& v : fig.latency) {
+      absl::StrAppend(&body, "<tr><th>", HtmlEscape(v.metric), "</th><td>", v.count, "</td><td>",
+                      cell(v.from_actual_send), "</td><td>", cell(v.from_planned_send),
+                      "</td></tr>\n");
+    }
+    absl::StrAppend(&body, "</tbody></table>\n");
+  }
   absl::StrAppend(&body,
-                  "</tbody></table>\n<div id=\"surge-rps-plot\" "
+                  "<div id=\"surge-rps-plot\" "
                   "style=\"width:100%;min-width:900px;height:",
                   g.height_px, "px\"></div>\n<h2>Summary</h2>\n",
                   "<table id=\"surge-summary\"><tbody>\n");
@@ -535,11 +567,13 @@ absl::Status WriteExpectedPlotPage(const ArrivalSchedule& plan,
 
 absl::Status WriteActualPlotPage(const ArrivalSchedule& plan, std::span<const ActualSend> sends,
                                  const std::filesystem::path& html_path, const PageContext& context,
-                                 std::string_view note, std::span<const RunEvent> events) {
+                                 std::string_view note, std::span<const RunEvent> events,
+                                 std::span<const LatencyView> latency) {
   absl::StatusOr<RpsFigure> fig = BuildActualRpsFigure(plan, sends);
   if (!fig.ok()) return fig.status();
   fig->context = context;
   fig->note = std::string(note);
+  fig->latency.assign(latency.begin(), latency.end());
   AddRunEvents(std::vector<RunEvent>(events.begin(), events.end()), *fig);
   return WriteFigurePage(*fig, html_path);
 }

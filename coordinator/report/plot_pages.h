@@ -53,11 +53,14 @@ absl::Status WriteExpectedPlotPage(const ArrivalSchedule& plan,
 // line above the context (RpsFigure::note), e.g. that the run was
 // interrupted and when. `events` (e.g. worker losses, see worker_losses.h)
 // are drawn as red vertical lines on the time axes and listed above the
-// context (AddRunEvents).
+// context (AddRunEvents). `latency` (TTFT and E2EL from actual vs from
+// planned send, RpsFigure::latency) is shown as a small table below the
+// context; empty = no table.
 absl::Status WriteActualPlotPage(const ArrivalSchedule& plan, std::span<const ActualSend> sends,
                                  const std::filesystem::path& html_path,
                                  const PageContext& context = {}, std::string_view note = {},
-                                 std::span<const RunEvent> events = {});
+                                 std::span<const RunEvent> events = {},
+                                 std::span<const LatencyView> latency = {});
 
 // Lower level, for `surge report` and tests: the figure as JSON text
 // ({"data", "layout", "legend_table", "context", "stats"}), deterministic.

@@ -175,6 +175,26 @@ struct ContextItem {
 };
 using PageContext = std::vector<ContextItem>;
 
+// p50/p90/p99 of one latency, seconds; NaN when it has no value.
+struct LatencyPercentiles {
+  double p50_s = std::numeric_limits<double>::quiet_NaN();
+  double p90_s = std::numeric_limits<double>::quiet_NaN();
+  double p99_s = std::numeric_limits<double>::quiet_NaN();
+};
+
+// One latency metric in both views, for the actual page's latency table:
+// counted from each request's actual send (what the server took) and from
+// its planned send (actual-send value + the request's lateness: what a user
+// arriving on schedule waited; the coordinated-omission view). The caller
+// fills it from the run summary (RunSummary ttft_s / ttft_from_planned_s,
+// …); the page computes no statistics of its own.
+struct LatencyView {
+  std::string metric;  // "TTFT", "E2EL"
+  uint64_t count = 0;  // requests both views cover (OK requests)
+  LatencyPercentiles from_actual_send;
+  LatencyPercentiles from_planned_send;
+};
+
 struct RpsFigure {
   // The R-PLOT-2 chart title (with units: "Target Rate: 20 RPS").
   std::string title;
@@ -187,6 +207,10 @@ struct RpsFigure {
   // What happened during the run (AddRunEvents), in time order; listed above
   // the context and in the stats JSON as "events".
   std::vector<RunEvent> events;
+  // Latency from actual vs from planned send (actual page only); a table
+  // below the context (#surge-latency) and "latency" in the stats JSON.
+  // Empty = none.
+  std::vector<LatencyView> latency;
   std::vector<FigureChart> charts;
   std::vector<FigureTrace> traces;  // grouped by chart, in legend order
   ExpectedStats expected;

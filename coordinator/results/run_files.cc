@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "common/time_units.h"
+#include "coordinator/results/summary.h"
 
 namespace surge::coordinator {
 namespace {
@@ -225,6 +226,9 @@ void DetailsWriter::Append(const RequestRecord& r) {
   j["ttft_s"] = SecondsOrNull(r.ttft_ns() != 0, r.ttft_ns());
   j["ttfc_s"] = SecondsOrNull(r.ttfc_ns() != 0, r.ttfc_ns());
   j["e2el_s"] = SecondsOrNull(r.e2el_ns() != 0, r.e2el_ns());
+  // The same from the planned send (lateness added; FromPlannedNs).
+  j["ttft_from_planned_s"] = SecondsOrNull(sent && r.ttft_ns() != 0, FromPlannedNs(r, r.ttft_ns()));
+  j["e2el_from_planned_s"] = SecondsOrNull(sent && r.e2el_ns() != 0, FromPlannedNs(r, r.e2el_ns()));
   // Interrupted requests: when they were cut off, seconds from t0.
   j["interrupted_offset_s"] = SecondsOrNull(r.interrupted_ns() != 0, r.interrupted_ns());
   nlohmann::json itl = nlohmann::json::array();

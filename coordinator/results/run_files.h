@@ -71,7 +71,9 @@ class DetailsWriter {
   // Appends one line: index, attempt, worker, status, planned_offset_s,
   // released_offset_s, actual_offset_s (first byte sent), lateness_s
   // (actual − planned), blocked_s, http_status, ttft_s, ttfc_s, e2el_s,
-  // itl_s, input_tokens, output_tokens, output_tokens_estimated, max_tokens,
+  // ttft_from_planned_s and e2el_from_planned_s (ttft_s / e2el_s plus
+  // lateness_s, FromPlannedNs; null unless sent with that metric), itl_s,
+  // input_tokens, output_tokens, output_tokens_estimated, max_tokens,
   // finish_reason (null when none), short_output, http_retries,
   // retry_reason, retry_offset_s, error. Times not reached are null.
   void Append(const surge::v1::RequestRecord& record);

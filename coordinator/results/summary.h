@@ -26,6 +26,15 @@ struct MetricStats {
 };
 MetricStats ComputeStats(std::vector<double> values);
 
+// A latency of a sent request counted from its planned send instead of its
+// actual one: metric_ns + (sent_ns − planned_ns), ns — what a user arriving
+// on schedule waited, the generator's own lateness included (the
+// coordinated-omission view that wrk2 corrects for). `metric_ns` is a
+// latency measured from the actual send (ttft_ns, e2el_ns). Exact integer
+// arithmetic; negative lateness (sent early) lowers it. Only meaningful when
+// record.sent() and the metric was measured.
+int64_t FromPlannedNs(const surge::v1::RequestRecord& record, int64_t metric_ns);
+
 struct RunSummary {
   // Records by final state; total = all five.
   uint64_t total = 0, succeeded = 0, failed = 0, lost = 0, not_sent = 0, interrupted = 0;
@@ -57,6 +66,12 @@ struct RunSummary {
   // requests that got answer content (a reasoning-only answer has none).
   // Equals TTFT unless reasoning came first.
   MetricStats ttfc_s;
+  // TTFT and E2EL counted from the planned send instead of the actual one
+  // (the coordinated-omission view, FromPlannedNs), seconds, over the same
+  // OK requests as ttft_s / e2el_s: each value is the request's TTFT or
+  // E2EL plus its lateness (actual − planned send). Equal to ttft_s /
+  // e2el_s when every request left on time.
+  MetricStats ttft_from_planned_s, e2el_from_planned_s;
   // Per-request token counts and output tokens / E2EL (tokens/s), OK requests.
   MetricStats input_tokens_stats, output_tokens_stats, output_token_throughput_stats;
   // Token totals over OK requests.

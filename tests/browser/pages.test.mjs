@@ -327,6 +327,62 @@ describe('actual page', () => {
   // and the counts, drawn by plotly, and the sentence in the list above the
   // charts. The pages' JSON says how many losses to expect (run events); the
   // sample page has one.
+  // Issue 10 item 3: TTFT and E2EL from actual vs from planned send, a small
+  // table between the run context and the charts; its cells are the
+  // stats.latency numbers in ms. The sample page's numbers are fixed.
+  test('the latency table shows TTFT and E2EL from actual vs from planned send', async () => {
+    const { page, errors } = await open(pages.actual);
+    const got = await page.evaluate(() => {
+      const t = document.getElementById('surge-latency');
+      if (!t) return null;
+      const box = t.getBoundingClientRect();
+      return {
+        visible: box.width > 0 && box.height > 0,
+        belowContext:
+          document.getElementById('surge-context').getBoundingClientRect().bottom <= box.top,
+        aboveCharts:
+          box.bottom <= document.getElementById('surge-rps-plot').getBoundingClientRect().top,
+        header: [...t.querySelectorAll('thead th')].map((th) => th.textContent),
+        rows: [...t.querySelectorAll('tbody tr')].map((tr) =>
+          [...tr.children].map((c) => c.textContent),
+        ),
+        stats: surgeFigure.stats.latency,
+      };
+    });
+    assert.ok(got, 'a #surge-latency table');
+    assert.ok(got.visible && got.belowContext && got.aboveCharts, 'between context and charts');
+    assert.deepEqual(got.header, [
+      'Latency (ms), OK requests',
+      'N',
+      'from actual send p50 / p90 / p99',
+      'from planned send p50 / p90 / p99',
+    ]);
+    assert.deepEqual(
+      got.rows.map((r) => r[0]),
+      ['TTFT', 'E2EL'],
+    );
+    const ms = (p) =>
+      [p.p50_s, p.p90_s, p.p99_s]
+        .map((v) => (v === null ? 'n/a' : (v * 1e3).toFixed(3)))
+        .join(' / ');
+    got.stats.forEach((v, i) => {
+      const want = [v.metric, String(v.count), ms(v.from_actual_send), ms(v.from_planned_send)];
+      assert.deepEqual(got.rows[i], want);
+    });
+    if (pages.generated) {
+      assert.deepEqual(got.rows, [
+        ['TTFT', '400', '20.200 / 21.100 / 21.900', '20.400 / 31.200 / 58.700'],
+        ['E2EL', '400', '274.300 / 274.800 / 275.800', '274.500 / 284.900 / 312.600'],
+      ]);
+    }
+    await page.screenshot({
+      path: path.join(artifacts, 'actual_page_latency.png'),
+      clip: { x: 0, y: 0, width: 1400, height: 700 },
+    });
+    assert.deepEqual(errors, []);
+    await page.close();
+  });
+
   test('a lost worker is marked on the time axes and listed above the charts', async () => {
     const { page, errors } = await open(pages.actual);
     const fig = await page.evaluate(() => surgeFigure.stats.events || []);

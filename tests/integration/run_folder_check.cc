@@ -132,6 +132,23 @@ RunFolderReport CheckRunFolder(const fs::path& folder, const std::string& datase
         std::fabs(r["planned_offset_s"].get<double>() - offsets[index]) > 1e-6) {
       problem(absl::StrCat("index ", index, ": planned_offset_s differs from the plan"));
     }
+    // Issue 10 item 3: from the planned send = the measured latency + the
+    // request's lateness (to the ns), only for a sent request with that metric.
+    for (const char* metric : {"ttft", "e2el"}) {
+      const nlohmann::json& planned = r[absl::StrCat(metric, "_from_planned_s")];
+      const nlohmann::json& measured = r[absl::StrCat(metric, "_s")];
+      const bool expect = r["actual_offset_s"].is_number() && measured.is_number();
+      if (planned.is_number() != expect) {
+        problem(absl::StrCat("index ", index, ": ", metric, "_from_planned_s ",
+                             expect ? "missing" : "present without a send or metric"));
+      } else if (expect &&
+                 std::fabs(planned.get<double>() -
+                           (measured.get<double>() + r["actual_offset_s"].get<double>() -
+                            r["planned_offset_s"].get<double>())) > 3e-9) {
+        problem(absl::StrCat("index ", index, ": ", metric,
+                             "_from_planned_s != measured + actual − planned"));
+      }
+    }
   }
   if (seen.size() != n) problem(absl::StrCat(seen.size(), " distinct records for ", n, " planned"));
 
@@ -145,6 +162,14 @@ RunFolderReport CheckRunFolder(const fs::path& folder, const std::string& datase
       report.intended_rate_rps = report.summary["intended_rate_rps"].get<double>();
     }
     if (report.summary["requests"]["total"].get<size_t>() != n) problem("summary total != planned");
+    // Both latency views cover the same OK requests.
+    for (const char* metric : {"ttft", "e2el"}) {
+      if (report.summary[absl::StrCat(metric, "_s")]["count"] !=
+          report.summary[absl::StrCat(metric, "_from_planned_s")]["count"]) {
+        problem(absl::StrCat("summary: ", metric, "_from_planned_s count differs from ", metric,
+                             "_s"));
+      }
+    }
   } else {
     problem("summary JSON unreadable");
   }

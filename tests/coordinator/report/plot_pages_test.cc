@@ -177,6 +177,57 @@ TEST_F(PlotPagesTest, BothPagesShowTheNote) {
   EXPECT_THAT(ReadFile(plain), Not(HasSubstr("<p id=\"surge-note\"")));
 }
 
+// Issue 10 item 3: the actual page shows TTFT and E2EL from actual vs from
+// planned send in a small table below the context (above the charts), with
+// the numbers it was given (the summary's), in ms; the figure JSON carries
+// them in seconds under stats.latency. No views, no table.
+TEST_F(PlotPagesTest, ActualPageShowsLatencyFromActualAndPlannedSend) {
+  const ArrivalSchedule plan = RampedBurstyPlan(400);
+  const std::vector<ActualSend> sends = JitteredSends(plan);
+  const fs::path html = dir_ / "latency.html";
+  const std::vector<LatencyView> latency = {
+      {"TTFT", 4, {0.025, 0.037, 0.0397}, {0.065, 0.171, 0.2061}},
+      {"E2EL", 4, {0.25, 0.37, 0.397}, {0.275, 0.525, 0.5925}}};
+  ASSERT_TRUE(WriteActualPlotPage(plan, sends, html, {{"Model", "m"}}, "", {}, latency).ok());
+  const std::string page = ReadFile(html);
+  EXPECT_THAT(page, HasSubstr("<table id=\"surge-latency\"><thead><tr><th>Latency (ms), OK "
+                              "requests</th><th>N</th><th>from actual send p50 / p90 / p99</th>"
+                              "<th>from planned send p50 / p90 / p99</th></tr></thead><tbody>\n"
+                              "<tr><th>TTFT</th><td>4</td><td>25.000 / 37.000 / 39.700</td>"
+                              "<td>65.000 / 171.000 / 206.100</td></tr>\n"
+                              "<tr><th>E2EL</th><td>4</td><td>250.000 / 370.000 / 397.000</td>"
+                              "<td>275.000 / 525.000 / 592.500</td></tr>\n</tbody></table>\n"));
+  EXPECT_LT(page.find("<table id=\"surge-context\""), page.find("<table id=\"surge-latency\""));
+  EXPECT_LT(page.find("<table id=\"surge-latency\""), page.find("<div id=\"surge-rps-plot\""));
+  const nlohmann::json fig = nlohmann::json::parse(ReadFile(FigureJsonPath(html)));
+  const nlohmann::json& rows = fig["stats"]["latency"];
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0]["metric"], "TTFT");
+  EXPECT_EQ(rows[0]["count"], 4);
+  EXPECT_EQ(rows[0]["from_actual_send"]["p50_s"].get<double>(), 0.025);
+  EXPECT_EQ(rows[0]["from_planned_send"]["p99_s"].get<double>(), 0.2061);
+  EXPECT_EQ(rows[1]["metric"], "E2EL");
+  EXPECT_EQ(rows[1]["from_planned_send"]["p90_s"].get<double>(), 0.525);
+  // No OK request: n/a cells, null in the JSON.
+  const fs::path empty = dir_ / "no_ok.html";
+  const std::vector<LatencyView> no_ok = {{"TTFT", 0, {}, {}}};
+  ASSERT_TRUE(WriteActualPlotPage(plan, sends, empty, {}, "", {}, no_ok).ok());
+  EXPECT_THAT(ReadFile(empty),
+              HasSubstr("<tr><th>TTFT</th><td>0</td><td>n/a / n/a / n/a</td><td>n/a / n/a / "
+                        "n/a</td></tr>"));
+  EXPECT_TRUE(nlohmann::json::parse(ReadFile(
+      FigureJsonPath(empty)))["stats"]["latency"][0]["from_planned_send"]["p50_s"]
+                  .is_null());
+  // Without views (and on the expected page): no table, no JSON key.
+  const fs::path plain = dir_ / "plain.html";
+  ASSERT_TRUE(WriteActualPlotPage(plan, sends, plain).ok());
+  EXPECT_THAT(ReadFile(plain), Not(HasSubstr("surge-latency\"")));
+  EXPECT_FALSE(nlohmann::json::parse(ReadFile(FigureJsonPath(plain)))["stats"].contains("latency"));
+  const fs::path expected = dir_ / "expected.html";
+  ASSERT_TRUE(WriteExpectedPlotPage(plan, expected).ok());
+  EXPECT_THAT(ReadFile(expected), Not(HasSubstr("surge-latency\"")));
+}
+
 // A lost worker on the actual page (issue 7): a red dotted line at the
 // moment on the Time vs RPS axis (x) and the rate-over-time axis (x5), its
 // label naming the worker and the counts (the full sentence on hover), and
