@@ -64,11 +64,13 @@ using coordinator::DefaultRunConfig;
 using coordinator::DetailsWriter;
 using coordinator::Dispatcher;
 using coordinator::DispatcherOptions;
+using coordinator::DispatchOutcome;
 using coordinator::DispatchProgress;
 using coordinator::ExpectedPlotFileName;
 using coordinator::FormatLocalTime;
 using coordinator::FormatSummaryTable;
 using coordinator::kInstantModeBelowRps;
+using coordinator::LateMark;
 using coordinator::LoadYamlConfig;
 using coordinator::LocalProcessPool;
 using coordinator::MakePayloadSource;
@@ -85,14 +87,13 @@ using coordinator::ResolveReplayTraffic;
 using coordinator::ResolveTraffic;
 using coordinator::RunContextItems;
 using coordinator::RunStartFromFolder;
+using coordinator::RunEvent;
 using coordinator::RunSummary;
 using coordinator::SafeFileName;
 using coordinator::SavedConfigJson;
 using coordinator::Summarize;
 using coordinator::SummaryToCsv;
 using coordinator::SummaryToJson;
-using coordinator::DispatchOutcome;
-using coordinator::RunEvent;
 using coordinator::WorkerLoss;
 using coordinator::WorkerLossEvents;
 using coordinator::WorkerLossJson;
@@ -412,9 +413,21 @@ void WriteRunResults(const fs::path& folder, const std::string& dataset,
   const nlohmann::json& losses =
       context.contains("worker_losses") ? context["worker_losses"] : no_losses;
   const std::vector<RunEvent> loss_events = WorkerLossEvents(losses);
-  if (absl::Status s = WriteActualPlotPage(plan, sends, folder / ActualPlotFileName(dataset),
-                                           actual_context, note, loss_events,
-                                           LatencyViews(summary));
+  // The late-send policy's marks (docs/DESIGN.md "Late-send policy").
+  std::vector<LateMark> late_marks;
+  for (const auto& r : records) {
+    const double when_s = NanosToSeconds(r.sent() ? r.sent_ns() : r.released_ns());
+    if (r.status() == surge::v1::SKIPPED) {
+      late_marks.push_back({r.index(), LateMark::Kind::kSkipped, NanosToSeconds(r.planned_ns())});
+    }
+    if (r.late()) late_marks.push_back({r.index(), LateMark::Kind::kLate, when_s});
+    if (r.catch_up_delay_ns() > 0) {
+      late_marks.push_back({r.index(), LateMark::Kind::kDelayed, when_s});
+    }
+  }
+  if (absl::Status s =
+          WriteActualPlotPage(plan, sends, folder / ActualPlotFileName(dataset), actual_context,
+                              note, loss_events, LatencyViews(summary), late_marks);
       !s.ok()) {
     LogError(s.ToString());
   }
@@ -703,6 +716,12 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe,
       {"ramp_up_active", p.plan.traffic.ramp_active},
       {"ramp_up_strategy", std::string(RampStrategyTitle(p.plan.traffic.strategy))},
       {"instant_mode", p.plan.traffic.instant},
+  // Late-send policy (validated: "send", "skip" or "cap").
+  options.late_policy = config.late_policy() == "skip"  ? surge::v1::LATE_POLICY_SKIP
+                        : config.late_policy() == "cap" ? surge::v1::LATE_POLICY_CAP
+                                                        : surge::v1::LATE_POLICY_SEND;
+  options.late_threshold_ns = static_cast<int64_t>(std::llround(config.late_threshold_ms() * 1e6));
+  options.catch_up_rps = config.catch_up_rps();
       {"trace_replay", p.plan.traffic.trace_replay},
       {"base_url", RedactedUrl(config.target().base_url())},
       {"endpoint", config.target().endpoint()},

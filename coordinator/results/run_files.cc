@@ -264,6 +264,8 @@ absl::StatusOr<RequestRecord> ParseDetailsLine(const std::string& line) {
   auto present = [&](const char* key) {
     auto it = j.find(key);
     return it != j.end() && it->is_number();
+    case surge::v1::SKIPPED:
+      return "skipped";
   };
   auto ns = [&](const char* key) -> int64_t {
     auto it = j.find(key);
@@ -291,6 +293,10 @@ absl::StatusOr<RequestRecord> ParseDetailsLine(const std::string& line) {
   r.set_ttft_ns(ns("ttft_s"));
   r.set_ttfc_ns(ns("ttfc_s"));
   r.set_e2el_ns(ns("e2el_s"));
+  // Late-send policy: released more than late_threshold_ms after its planned
+  // send, and (cap) how long the catch-up spacing held it back.
+  j["late"] = r.late();
+  j["catch_up_delay_s"] = NanosToSeconds(r.catch_up_delay_ns());
   r.set_interrupted_ns(ns("interrupted_offset_s"));
   if (auto it = j.find("itl_s"); it != j.end() && it->is_array()) {
     for (const auto& gap : *it) {
@@ -339,3 +345,6 @@ std::string RunStartFromFolder(const fs::path& run_folder) {
 }
 
 }  // namespace surge::coordinator
+               : status == "skipped"     ? surge::v1::SKIPPED
+  r.set_late(j.value("late", false));
+  r.set_catch_up_delay_ns(ns("catch_up_delay_s"));
