@@ -1166,4 +1166,36 @@ std::string SavedConfigJson(const RunConfig& c, std::vector<std::string>* left_o
   return j.dump(2) + "\n";
 }
 
+std::vector<std::string> PlanDefiningDifferences(const RunConfig& made_with,
+                                                 const RunConfig& given) {
+  const nlohmann::json a = nlohmann::json::parse(SavedConfigJson(made_with, nullptr));
+  const nlohmann::json b = nlohmann::json::parse(SavedConfigJson(given, nullptr));
+  static const std::pair<const char*, const char*> kKeys[] = {
+      {"request_rate", "--request-rate"},
+      {"traffic_cfg", "--burstiness, --ramp-up-*"},
+      {"num_prompts", "--num-prompts"},
+      {"seed", "--seed"},
+      {"dataset_name", "--dataset-name"},
+      {"dataset_path", "--dataset-path"},
+      {"random_input_len", "--random-input-len"},
+      {"random_output_len", "--random-output-len"},
+      {"random_len_dist", "--random-len-dist"},
+      {"random_range_ratio", "--random-range-ratio"},
+      {"random_len_stddev", "--random-len-stddev"},
+      {"random_zipf_s", "--random-zipf-s"},
+      {"trace_replay", "--trace-replay"},
+      {"trace_time_scale", "--trace-time-scale"},
+  };
+  std::vector<std::string> out;
+  for (const auto& [key, flag] : kKeys) {
+    const nlohmann::json none = "(not set)";
+    const nlohmann::json& va = a.contains(key) ? a[key] : none;
+    const nlohmann::json& vb = b.contains(key) ? b[key] : none;
+    if (va == vb) continue;
+    out.push_back(absl::StrCat(key, " = ", vb.dump(), " (flag ", flag,
+                               "), but the plan was made with ", va.dump()));
+  }
+  return out;
+}
+
 }  // namespace surge::coordinator
