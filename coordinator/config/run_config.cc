@@ -993,6 +993,17 @@ std::vector<std::string> ConfigWarnings(const RunConfig& c) {
                                       "(flags --burstiness, --request-rate)"));
     }
   }
+  // Late-send policy in instant mode: every request is planned at 0, so all
+  // but the first few are late; allowed (the user may mean it), said aloud.
+  if (!replay && (c.late_policy() == "skip" || c.late_policy() == "cap") &&
+      ResolveTraffic(c).instant) {
+    warnings.push_back(absl::StrCat(
+        "late_policy ", c.late_policy(),
+        " in instant mode: every request is planned at 0, so every one released more than "
+        "late_threshold_ms after the start is late and ",
+        c.late_policy() == "skip" ? "skipped" : "spaced at catch_up_rps",
+        " (flags --late-policy, --request-rate)"));
+  }
   if (!replay && d.has_trace_time_scale()) {
     warnings.push_back(absl::StrCat("trace_time_scale ", d.trace_time_scale(),
                                     " ignored: it scales a trace replay only (flags "

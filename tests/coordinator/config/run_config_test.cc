@@ -417,7 +417,17 @@ TEST(LatePolicyConfigTest, ParsesValidatesAndSavesOnlyNonDefaults) {
   surge::v1::RunConfig skip = DefaultRunConfig();
   skip.set_late_policy("skip");
   skip.set_late_threshold_ms(0.5);
+  skip.set_request_rate(20);
   EXPECT_TRUE(ValidateRunConfig(skip).ok());
+  EXPECT_TRUE(ConfigWarnings(skip).empty());
+  // In instant mode (rate 0: every request planned at 0) it is warned.
+  skip.set_request_rate(0);
+  const std::vector<std::string> w = ConfigWarnings(skip);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0],
+            "late_policy skip in instant mode: every request is planned at 0, so every one "
+            "released more than late_threshold_ms after the start is late and skipped (flags "
+            "--late-policy, --request-rate)");
 }
 
 }  // namespace
