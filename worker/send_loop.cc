@@ -1,10 +1,19 @@
 #include "worker/send_loop.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/str_format.h"
 
 namespace surge::worker {
+
+void ApplyLatePolicy(const surge::v1::Welcome& welcome, SendLoopOptions* options) {
+  options->late_policy = welcome.late_policy();
+  if (welcome.late_threshold_ns() > 0) options->late_threshold_ns = welcome.late_threshold_ns();
+  if (welcome.late_policy() == surge::v1::LATE_POLICY_CAP && welcome.catch_up_rps() > 0) {
+    options->catch_up_spacing_ns = static_cast<int64_t>(std::llround(1e9 / welcome.catch_up_rps()));
+  }
+}
 
 SendLoop::SendLoop(Clock& clock, RequestSender& sender, SendLoopOptions options,
                    RecordCallback on_record)

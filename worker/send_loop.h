@@ -56,6 +56,12 @@ struct SendLoopOptions {
   int64_t catch_up_spacing_ns = 0;
 };
 
+// Sets `options`' late-send policy from the coordinator's Welcome
+// (late_policy; late_threshold_ns, 0 = keep the default 10 ms; for CAP,
+// catch_up_spacing_ns = round(1e9 / catch_up_rps), the worker's share).
+// Leaves the other fields alone.
+void ApplyLatePolicy(const surge::v1::Welcome& welcome, SendLoopOptions* options);
+
 // Receives each finished request's record, times relative to t0 on the
 // coordinator's clock (ns); called on the sender's I/O thread.
 using RecordCallback = std::function<void(surge::v1::RequestRecord)>;

@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -266,12 +265,7 @@ int WorkerSession::Run() {
   loop_options.worker_index = welcome.worker_index();
   loop_options.max_inflight = welcome.max_inflight();
   // Late-send policy (RunConfig.late_policy; the coordinator validated it).
-  loop_options.late_policy = welcome.late_policy();
-  if (welcome.late_threshold_ns() > 0) loop_options.late_threshold_ns = welcome.late_threshold_ns();
-  if (welcome.late_policy() == surge::v1::LATE_POLICY_CAP && welcome.catch_up_rps() > 0) {
-    loop_options.catch_up_spacing_ns =
-        static_cast<int64_t>(std::llround(1e9 / welcome.catch_up_rps()));
-  }
+  ApplyLatePolicy(welcome, &loop_options);
   SendLoop loop(clock_, *sender, loop_options,
                 [this](surge::v1::RequestRecord record) { AddToOutbox(std::move(record)); });
   loop.SetClockMapping(clock_sync_.mapping());

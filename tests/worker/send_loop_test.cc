@@ -588,5 +588,29 @@ TEST(SendLoopLatePolicyTest, StopDuringTheCatchUpWaitLeavesTheRequestUnreleased)
   EXPECT_EQ(loop.delayed(), 0u);
 }
 
+// The policy as the worker takes it from Welcome: a cap of 250 RPS for
+// this worker is 4 ms spacing; no threshold keeps 10 ms; SEND by default.
+TEST(SendLoopLatePolicyTest, WelcomeSetsThePolicyThresholdAndSpacing) {
+  SendLoopOptions o;
+  ApplyLatePolicy(surge::v1::Welcome(), &o);
+  EXPECT_EQ(o.late_policy, surge::v1::LATE_POLICY_SEND);
+  EXPECT_EQ(o.late_threshold_ns, 10 * kMs);
+  EXPECT_EQ(o.catch_up_spacing_ns, 0);
+  surge::v1::Welcome cap;
+  cap.set_late_policy(surge::v1::LATE_POLICY_CAP);
+  cap.set_late_threshold_ns(25 * kMs);
+  cap.set_catch_up_rps(250);
+  ApplyLatePolicy(cap, &o);
+  EXPECT_EQ(o.late_policy, surge::v1::LATE_POLICY_CAP);
+  EXPECT_EQ(o.late_threshold_ns, 25 * kMs);
+  EXPECT_EQ(o.catch_up_spacing_ns, 4 * kMs);
+  surge::v1::Welcome third;  // 1/3 RPS: 3.333... s, rounded to the ns
+  third.set_late_policy(surge::v1::LATE_POLICY_CAP);
+  third.set_catch_up_rps(1.0 / 3.0);
+  ApplyLatePolicy(third, &o);
+  EXPECT_EQ(o.catch_up_spacing_ns, 3000000000);
+  EXPECT_EQ(o.late_threshold_ns, 25 * kMs);  // 0 in Welcome: unchanged
+}
+
 }  // namespace
 }  // namespace surge::worker
