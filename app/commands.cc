@@ -64,17 +64,20 @@ using coordinator::DefaultRunConfig;
 using coordinator::DetailsWriter;
 using coordinator::Dispatcher;
 using coordinator::DispatcherOptions;
+using coordinator::DispatchOutcome;
 using coordinator::DispatchProgress;
 using coordinator::ExpectedPlotFileName;
 using coordinator::FormatLocalTime;
 using coordinator::FormatSummaryTable;
 using coordinator::kInstantModeBelowRps;
+using coordinator::LateMark;
 using coordinator::LoadYamlConfig;
 using coordinator::LocalProcessPool;
 using coordinator::MakePayloadSource;
 using coordinator::PageContext;
 using coordinator::ParseDetailsLine;
 using coordinator::PayloadSource;
+using coordinator::PlanDefiningDifferences;
 using coordinator::ProgressReporter;
 using coordinator::RampStrategyTitle;
 using coordinator::ReadPlanCsv;
@@ -84,6 +87,7 @@ using coordinator::ResolvedTraffic;
 using coordinator::ResolveReplayTraffic;
 using coordinator::ResolveTraffic;
 using coordinator::RunContextItems;
+using coordinator::RunEvent;
 using coordinator::RunStartFromFolder;
 using coordinator::RunSummary;
 using coordinator::SafeFileName;
@@ -93,8 +97,6 @@ using coordinator::RecordSink;
 using coordinator::SummaryAccumulator;
 using coordinator::SummaryToCsv;
 using coordinator::SummaryToJson;
-using coordinator::DispatchOutcome;
-using coordinator::RunEvent;
 using coordinator::WorkerLoss;
 using coordinator::WorkerLossEvents;
 using coordinator::WorkerLossJson;
@@ -173,8 +175,15 @@ std::string InstantModeNoExpectedPage(const ResolvedTraffic& traffic) {
 // Plan, folder, plan CSV, configuration and the expected page. Returns the
 // exit code on failure through `exit_code`. `saved` is the configuration
 // written to run_config.json (what `--config` needs to reproduce the run).
+//
+// Exact replay: with a `plan_file`, the plan is that file as written
+// (ReadPlanCsv: every offset to the nanosecond) instead of the one built
+// here; its row count must be num_prompts. The configuration's own plan is
+// still built, to say in the log whether the file differs from it (an
+// edited plan is sent as written).
 absl::StatusOr<Prepared> Prepare(const RunConfig& config, const std::string& model,
-                                 const RunConfig& saved, int* exit_code) {
+                                 const RunConfig& saved, int* exit_code,
+                                 const fs::path& plan_file = {}) {
   Prepared p;
   // The output folder first: a plan of 10^8 requests must not be computed
   // only to find that it cannot be written.
@@ -252,6 +261,32 @@ absl::StatusOr<Prepared> Prepare(const RunConfig& config, const std::string& mod
     return plan.status();
   }
   p.plan = *std::move(plan);
+  if (!plan_file.empty()) {
+    auto from_file = ReadPlanCsv(plan_file, p.plan.traffic, config.seed());
+    if (!from_file.ok()) {
+      *exit_code = kExitConfigError;
+      return absl::Status(from_file.status().code(),
+                          absl::StrCat(from_file.status().message(), " (flag --plan-file)"));
+    }
+    if (from_file->size() != p.plan.size()) {
+      *exit_code = kExitConfigError;
+      return absl::InvalidArgumentError(absl::StrCat(
+          "plan file ", plan_file.string(), ": request count mismatch: it has ", from_file->size(),
+          " requests, num_prompts is ", p.plan.size(), " (flags --plan-file, --num-prompts)"));
+    }
+    uint64_t differ = 0;
+    for (size_t i = 0; i < p.plan.size(); ++i) {
+      differ += SecondsToNanos(from_file->offset_s[i]) != SecondsToNanos(p.plan.offset_s[i]);
+    }
+    if (replay) from_file->traffic = ResolveReplayTraffic(from_file->offset_s);
+    LogInfo(
+        absl::StrCat("exact replay of ", plan_file.string(), ": ", from_file->size(), " requests, ",
+                     differ == 0 ? std::string("every offset equal to the configuration's own plan")
+                                 : absl::StrCat(differ,
+                                                " offsets differ from the configuration's own plan "
+                                                "(an edited plan: sent as written)")));
+    p.plan = *std::move(from_file);
+  }
   // A small β that does not collapse the plan can still turn most of it into
   // bursts; said plainly when intervals of 2 ms and more were to be expected.
   if (!replay && !traffic.instant && traffic.burstiness > 0 && traffic.target_rate_rps < 500 &&
@@ -358,21 +393,35 @@ std::vector<coordinator::LatencyView> LatencyViews(const RunSummary& s) {
           {"E2EL", s.e2el_s.count, p(s.e2el_s), p(s.e2el_from_planned_s)}};
 }
 
-// The actual page's input: (plan index, actual send offset) of each sent
-// request, 16 bytes per request — not the records themselves.
-class SendsCollector : public RecordSink {
+// The actual page's inputs, collected as records arrive (a sink): the (plan
+// index, actual send offset) of each sent request — 16 bytes per request,
+// not the records themselves — and the late-send policy's marks
+// (docs/DESIGN.md "Late-send policy").
+class ActualPageInputs : public RecordSink {
  public:
-  explicit SendsCollector(uint64_t plan_size) : plan_size_(plan_size) { sends_.reserve(plan_size); }
+  explicit ActualPageInputs(uint64_t plan_size) : plan_size_(plan_size) {
+    sends_.reserve(plan_size);
+  }
   void Add(const surge::v1::RequestRecord& r) override {
     if (r.sent() && r.index() < plan_size_) {
       sends_.push_back(ActualSend{r.index(), NanosToSeconds(r.sent_ns())});
     }
+    const double when_s = NanosToSeconds(r.sent() ? r.sent_ns() : r.released_ns());
+    if (r.status() == surge::v1::SKIPPED) {
+      late_marks_.push_back({r.index(), LateMark::Kind::kSkipped, NanosToSeconds(r.planned_ns())});
+    }
+    if (r.late()) late_marks_.push_back({r.index(), LateMark::Kind::kLate, when_s});
+    if (r.catch_up_delay_ns() > 0) {
+      late_marks_.push_back({r.index(), LateMark::Kind::kDelayed, when_s});
+    }
   }
   const std::vector<ActualSend>& sends() const { return sends_; }
+  const std::vector<LateMark>& late_marks() const { return late_marks_; }
 
  private:
   uint64_t plan_size_;
   std::vector<ActualSend> sends_;
+  std::vector<LateMark> late_marks_;
 };
 
 // The summary JSON, the printed table and the actual page: the end of
@@ -387,8 +436,9 @@ class SendsCollector : public RecordSink {
 // actual page's time axes).
 void WriteRunResults(const fs::path& folder, const std::string& dataset,
                      const ArrivalSchedule& plan, const RunSummary& summary,
-                     const std::vector<ActualSend>& sends, const nlohmann::json& context,
+                     const ActualPageInputs& page, const nlohmann::json& context,
                      const PageContext& page_context) {
+  const std::vector<ActualSend>& sends = page.sends();
   const std::string stop_reason = context.value("stop_reason", std::string());
   const std::string note =
       stop_reason.empty() || stop_reason == "completed"
@@ -424,9 +474,9 @@ void WriteRunResults(const fs::path& folder, const std::string& dataset,
   const nlohmann::json& losses =
       context.contains("worker_losses") ? context["worker_losses"] : no_losses;
   const std::vector<RunEvent> loss_events = WorkerLossEvents(losses);
-  if (absl::Status s = WriteActualPlotPage(plan, sends, folder / ActualPlotFileName(dataset),
-                                           actual_context, note, loss_events,
-                                           LatencyViews(summary));
+  if (absl::Status s =
+          WriteActualPlotPage(plan, sends, folder / ActualPlotFileName(dataset), actual_context,
+                              note, loss_events, LatencyViews(summary), page.late_marks());
       !s.ok()) {
     LogError(s.ToString());
   }
@@ -525,9 +575,61 @@ absl::StatusOr<ZmqRouterOptions> CoordinatorTransportOptions(const CoordinatorRo
   return options;
 }
 
+std::string PlanConfigPath(const std::string& plan_file) {
+  return (fs::path(plan_file).parent_path() / "run_config.json").string();
+}
+
+namespace {
+
+// Exact replay: the configuration must make the same plan and payloads as
+// the one the plan file was made with (its run_config.json). Errors:
+// INVALID_ARGUMENT naming the file, or every differing key.
+absl::Status CheckReplayConfig(const RunConfig& config, const fs::path& plan_file) {
+  std::error_code ec;
+  if (!fs::is_regular_file(plan_file, ec)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("plan file ", plan_file.string(), ": ",
+                     fs::exists(plan_file, ec) ? "is not a regular file" : "no such file",
+                     " (flag --plan-file)"));
+  }
+  const fs::path saved_path = PlanConfigPath(plan_file.string());
+  if (!fs::is_regular_file(saved_path, ec)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "plan file ", plan_file.string(), ": no run_config.json beside it (", saved_path.string(),
+        "): exact replay rebuilds each request's prompt from the configuration the plan was "
+        "made with (seed, dataset), so the plan must stay in its run folder (flag --plan-file)"));
+  }
+  RunConfig made_with = DefaultRunConfig();
+  if (absl::Status s = LoadYamlConfig(saved_path.string(), &made_with); !s.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("plan file's configuration ", saved_path.string(), ": ", s.message()));
+  }
+  RunConfig given = config;
+  if (!given.dataset().dataset_path().empty()) {
+    const fs::path full = fs::absolute(given.dataset().dataset_path(), ec);
+    if (!ec) given.mutable_dataset()->set_dataset_path(full.lexically_normal().string());
+  }
+  const std::vector<std::string> differences = PlanDefiningDifferences(made_with, given);
+  if (differences.empty()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "invalid configuration for --plan-file ", plan_file.string(),
+      ": it would not send the same requests as the plan was made with (", saved_path.string(),
+      "):\n  ", absl::StrJoin(differences, "\n  "),
+      "\n  (leave these keys as saved; the target, workers, concurrency cap and late policy "
+      "may differ)"));
+}
+
+}  // namespace
+
 int RunCommand(const RunConfig& input_config, const std::string& self_exe,
-               const RunTestOptions& test, const CoordinatorRole* role) {
+               const RunTestOptions& test, const CoordinatorRole* role,
+               const std::string& plan_file) {
   RunConfig config = input_config;
+  if (!plan_file.empty()) {
+    if (absl::Status s = CheckReplayConfig(config, plan_file); !s.ok()) {
+      return Fail(s, kExitConfigError);
+    }
+  }
   ZmqRouterOptions transport_options;
   if (role != nullptr) {
     auto checked = CoordinatorTransportOptions(*role, config);
@@ -610,7 +712,7 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe,
   // built-in server's port of this run (a replay starts its own).
   RunConfig saved = config;
   if (sim) saved.mutable_target()->clear_base_url();
-  auto prepared = Prepare(config, config.target().model(), saved, &code);
+  auto prepared = Prepare(config, config.target().model(), saved, &code, plan_file);
   if (!prepared.ok()) return Fail(prepared.status(), code);
   Prepared& p = *prepared;
   std::cout << "seed: " << config.seed() << "\nresults: " << p.folder.string() << std::endl;
@@ -629,6 +731,12 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe,
   options.abort_after_connect_failures = config.abort_after_connect_failures();
   options.target = config.target();
   options.seed = config.seed();
+  // Late-send policy (validated: "send", "skip" or "cap").
+  options.late_policy = config.late_policy() == "skip"  ? surge::v1::LATE_POLICY_SKIP
+                        : config.late_policy() == "cap" ? surge::v1::LATE_POLICY_CAP
+                                                        : surge::v1::LATE_POLICY_SEND;
+  options.late_threshold_ns = static_cast<int64_t>(std::llround(config.late_threshold_ms() * 1e6));
+  options.catch_up_rps = config.catch_up_rps();
   std::mt19937_64 id_source(std::random_device{}());
   options.run_id = absl::StrFormat("%016x", id_source());
 
@@ -674,8 +782,8 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe,
   // readable, R-OUT-1), the summary and the actual page's send list; none
   // keeps the records themselves.
   SummaryAccumulator summary(&config.goodput());
-  SendsCollector sends(p.plan.size());
-  RecordFanOut sinks({details->get(), &summary, &sends});
+  ActualPageInputs page(p.plan.size());
+  RecordFanOut sinks({details->get(), &summary, &page});
   Dispatcher dispatcher(
       clock, **transport, p.plan, *p.payloads, options,
       [&sinks](const surge::v1::RequestRecord& r) { sinks.Add(r); }, pool.get());
@@ -740,14 +848,19 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe,
       {"started_at", p.started_at},
       {"surge_version", kSurgeVersion},
       {"max_concurrency", config.max_concurrency()},
+      {"plan_file",
+       plan_file.empty() ? nlohmann::json() : nlohmann::json(fs::absolute(plan_file).string())},
+      {"late_policy", config.late_policy().empty() ? std::string("send") : config.late_policy()},
+      {"late_threshold_ms", config.late_threshold_ms()},
+      {"catch_up_rps",
+       config.has_catch_up_rps() ? nlohmann::json(config.catch_up_rps()) : nlohmann::json()},
   };
   if (outcome.ok() && outcome->undecodable_frames > 0) {
     LogWarning(absl::StrCat(
         outcome->undecodable_frames, " undecodable messages from workers were skipped (",
         outcome->records_lost_in_transit, " requests recorded as record_lost)"));
   }
-  WriteRunResults(p.folder, p.dataset, p.plan, summary.Finish(), sends.sends(), context,
-                  p.context);
+  WriteRunResults(p.folder, p.dataset, p.plan, summary.Finish(), page, context, p.context);
   std::cout << "results: " << p.folder.string() << std::endl;
   if (!outcome.ok()) return Fail(outcome.status(), kExitFailure);
   if (outcome->interrupted) return InterruptedExitCode();
@@ -820,8 +933,8 @@ int ReportCommand(const std::string& folder_arg) {
   // into the summary (every percentile exact: the details file holds every
   // value) and the send list; the records are not kept.
   SummaryAccumulator summary(&config.goodput(), StreamingStats::kUnlimited);
-  SendsCollector sends(plan->size());
-  RecordFanOut sinks({&summary, &sends});
+  ActualPageInputs page(plan->size());
+  RecordFanOut sinks({&summary, &page});
   std::vector<bool> seen(plan->size(), false);
   uint64_t skipped = 0;
   {
@@ -880,7 +993,7 @@ int ReportCommand(const std::string& folder_arg) {
   context["report_surge_version"] = kSurgeVersion;
   const PageContext page_context = RunContextItems(config, *plan, dataset, started_at, version);
   // WriteRunResults rewrites the expected page too (rebuilt_by_report).
-  WriteRunResults(folder, dataset, *plan, summary.Finish(), sends.sends(), context, page_context);
+  WriteRunResults(folder, dataset, *plan, summary.Finish(), page, context, page_context);
   std::cout << "results: " << folder.string() << std::endl;
   return kExitOk;
 }

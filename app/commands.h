@@ -67,8 +67,21 @@ struct CoordinatorRole {
 // local workers run. With `role`, the same job as a coordinator whose
 // workers join from elsewhere: no local workers, no cap by this machine's
 // cores; errors in the role's flags exit 2, a join timeout exits 1.
+//
+// Exact replay (docs/REPLAY.md): with a non-empty `plan_file` (a
+// {dataset}_plan.csv written by surge), the run sends that plan as written —
+// its offsets to the nanosecond, its order — with the payloads (sizes,
+// prompts) rebuilt from the configuration, which must agree with the
+// run_config.json beside the file in every key that makes the plan or the
+// payloads (PlanDefiningDifferences). Errors (exit 2, nothing sent): the
+// file missing or malformed (line and column named), no run_config.json
+// beside it, a differing key, or a row count other than num_prompts.
 int RunCommand(const surge::v1::RunConfig& config, const std::string& self_exe,
-               const RunTestOptions& test = {}, const CoordinatorRole* role = nullptr);
+               const RunTestOptions& test = {}, const CoordinatorRole* role = nullptr,
+               const std::string& plan_file = "");
+
+// The run_config.json beside a plan file (same folder).
+std::string PlanConfigPath(const std::string& plan_file);
 
 // `surge report <run folder>`: rebuilds the summary and both pages from the
 // run's files (plan CSV, details JSONL, run_config.json), also after a crash;

@@ -76,6 +76,12 @@ int Main(int argc, char** argv) {
       ->group("");
   run->add_option("--simulate-clock-drift-ppm", run_test_options.worker0_clock_drift_ppm)
       ->group("");
+  // Exact replay (docs/REPLAY.md): send a saved plan as it is.
+  std::string plan_file;
+  constexpr const char* kPlanFileHelp =
+      "Exact replay: send this {dataset}_plan.csv as written (same offsets, order, sizes and "
+      "prompts); without --config the run_config.json beside it is the configuration.";
+  run->add_option("--plan-file", plan_file, kPlanFileHelp);
 
   // The coordinator role (issue 7, docs/DISTRIBUTED.md): the job options of
   // `surge run`, workers that join from elsewhere.
@@ -103,6 +109,7 @@ int Main(int argc, char** argv) {
                           "Directory of the workers' public keys (*.pub) allowed in");
   // Not --insecure: among the job options that already means "skip the
   // target's TLS certificate check" (as in surge run).
+  coordinator->add_option("--plan-file", plan_file, kPlanFileHelp);
   coordinator->add_flag("--insecure-transport", role.insecure,
                         "Listen on a non-loopback address without CurveZMQ (no authentication, "
                         "no encryption)");
@@ -206,7 +213,13 @@ int Main(int argc, char** argv) {
   }
 
   if (*run || *plan || *coordinator) {
-    const auto& options = *run ? run_options : *plan ? plan_options : coordinator_options;
+    auto& options = *run ? run_options : *plan ? plan_options : coordinator_options;
+    // Exact replay: the plan's own run_config.json unless --config is given.
+    // (When there is none, RunCommand says so.)
+    if (!plan_file.empty()) {
+      const std::string saved = surge::app::PlanConfigPath(plan_file);
+      if (access(saved.c_str(), R_OK) == 0) options.UseConfigFileIfNone(saved);
+    }
     auto config = options.Resolve();
     if (!config.ok()) {
       std::cerr << "surge: " << config.status().message() << "\n";
@@ -215,9 +228,9 @@ int Main(int argc, char** argv) {
     for (const std::string& note : options.notes()) surge::LogInfo(note);
     if (*plan) return surge::app::PlanCommand(*config);
     if (*coordinator) {
-      return surge::app::RunCommand(*config, SelfExe(argv[0]), {}, &role);
+      return surge::app::RunCommand(*config, SelfExe(argv[0]), {}, &role, plan_file);
     }
-    return surge::app::RunCommand(*config, SelfExe(argv[0]), run_test_options);
+    return surge::app::RunCommand(*config, SelfExe(argv[0]), run_test_options, nullptr, plan_file);
   }
   if (*report) return surge::app::ReportCommand(report_folder);
   if (*keygen) return surge::app::KeygenCommand(keygen_out, keygen_name);

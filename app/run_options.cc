@@ -94,6 +94,18 @@ const std::vector<Flag>& Flags() {
        "Which worker takes each request: round-robin (default; request i to worker i mod W) "
        "or least-loaded (fewest outstanding requests, ties rotated).",
        [](RunConfig* c, const std::string& v) { c->set_assign(v); }},
+      {"late-policy", "late_policy", Kind::kText,
+       "What the pacer does with a request it reaches more than --late-threshold-ms after "
+       "its planned send: send (default: at once), skip (not sent; status skipped) or cap "
+       "(late ones no faster than --catch-up-rps).",
+       [](RunConfig* c, const std::string& v) { c->set_late_policy(v); }},
+      {"late-threshold-ms", "late_threshold_ms", Kind::kNumber,
+       "Release time - planned time above which a request is late, ms, > 0 (default 10).",
+       [](RunConfig* c, const std::string& v) { c->set_late_threshold_ms(D(v)); }},
+      {"catch-up-rps", "catch_up_rps", Kind::kNumber,
+       "--late-policy cap (required with it): late requests are released no faster than this, "
+       "requests/s over all workers, > 0.",
+       [](RunConfig* c, const std::string& v) { c->set_catch_up_rps(D(v)); }},
       {"abort-after-connect-failures", "abort_after_connect_failures", Kind::kCount,
        "Stop (exit 1) when the first K requests all fail to connect; 0 = never (default 10).",
        [](RunConfig* c, const std::string& v) { c->set_abort_after_connect_failures(U32(v)); }},

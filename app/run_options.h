@@ -28,6 +28,11 @@ class RunOptions {
   // a distribution means uniform) are applied before validation; each
   // such change is one line in notes().
   absl::StatusOr<surge::v1::RunConfig> Resolve() const;
+  // Exact replay: reads `path` as if given with --config, unless --config
+  // was given (then that file is read and checked against the plan's).
+  void UseConfigFileIfNone(const std::string& path) {
+    if (config_path_.empty()) config_path_ = path;
+  }
   // What the last Resolve() changed by implication, one sentence each.
   const std::vector<std::string>& notes() const { return notes_; }
 

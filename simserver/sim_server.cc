@@ -28,6 +28,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -492,6 +493,17 @@ class SimServer::Impl {
     socket.close(ec);
   }
 
+  // FNV-1a 64 of the request body, 16 hex digits: equal bodies, equal
+  // fingerprints (exact-replay tests compare two runs' traffic with it).
+  static std::string BodyFingerprint(std::string_view body) {
+    uint64_t h = 14695981039346656037ull;
+    for (unsigned char c : body) {
+      h ^= c;
+      h *= 1099511628211ull;
+    }
+    return absl::StrFormat("%016x", h);
+  }
+
   // One line of the request log (see SimServerOptions::request_log_file).
   void LogRequest(const http::request<http::string_body>& request, tcp::socket& socket) {
     error_code ec;
@@ -504,7 +516,9 @@ class SimServer::Impl {
         {"peer", ec ? std::string() : peer.address().to_string()},
         {"method", std::string(request.method_string())},
         {"path", std::string(request.target())},
-        {"surge_request", tag == request.end() ? Json(nullptr) : Json(std::string(tag->value()))}};
+        {"surge_request", tag == request.end() ? Json(nullptr) : Json(std::string(tag->value()))},
+        {"body_bytes", request.body().size()},
+        {"body_fnv1a64", BodyFingerprint(request.body())}};
     std::lock_guard<std::mutex> lock(request_log_mu_);
     request_log_ << line.dump() << "\n";
     request_log_.flush();

@@ -45,8 +45,11 @@ struct SimServerOptions {
   // line per request read, written as it is read (flushed each line):
   // {"t_ns": wall-clock ns since the epoch, "peer": client IP address,
   //  "method": "POST", "path": "/v1/...", "surge_request": "INDEX/ATTEMPT"
-  //  from the request's X-Surge-Request header, or null without one}.
-  // Tests read it to prove no request reached the server twice (issue 7).
+  //  from the request's X-Surge-Request header, or null without one,
+  //  "body_bytes": the body's length, "body_fnv1a64": FNV-1a 64 of the body,
+  //  16 hex digits}.
+  // Tests read it to prove no request reached the server twice (issue 7)
+  // and that an exact replay sent the very same bodies (docs/REPLAY.md).
   // Default empty = no log.
   std::string request_log_file;
 };

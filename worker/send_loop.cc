@@ -1,8 +1,19 @@
 #include "worker/send_loop.h"
 
 #include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_format.h"
 
 namespace surge::worker {
+
+void ApplyLatePolicy(const surge::v1::Welcome& welcome, SendLoopOptions* options) {
+  options->late_policy = welcome.late_policy();
+  if (welcome.late_threshold_ns() > 0) options->late_threshold_ns = welcome.late_threshold_ns();
+  if (welcome.late_policy() == surge::v1::LATE_POLICY_CAP && welcome.catch_up_rps() > 0) {
+    options->catch_up_spacing_ns = static_cast<int64_t>(std::llround(1e9 / welcome.catch_up_rps()));
+  }
+}
 
 SendLoop::SendLoop(Clock& clock, RequestSender& sender, SendLoopOptions options,
                    RecordCallback on_record)
@@ -115,7 +126,7 @@ void SendLoop::Run() {
       continue;
     }
     clock_.SleepUntil(FromNanos(release_due));
-    const int64_t released_ns = ToNanos(clock_.Now());
+    int64_t released_ns = ToNanos(clock_.Now());
     // The lease check sits here, at the release itself, not in a watchdog: a
     // pacer that wakes after a long stall must not send what the coordinator
     // may already have given to another worker (DISTRIBUTED.md §7).
@@ -124,11 +135,42 @@ void SendLoop::Run() {
       continue;
     }
     surge::v1::Assignment next;
+    int64_t deadline_local_ns;
     {
       std::lock_guard<std::mutex> lock(mu_);
       next = PopHeap(ready_);
+      // The front may have changed since release_due (an earlier arrival).
+      deadline_local_ns = mapping_.ToWorker(t0_coord_ns_ + next.offset_ns());
     }
-    Release(std::move(next), released_ns);
+    // Late-send policy, decided here at the release (docs/DESIGN.md
+    // "Late-send policy"): late = reached more than the threshold after the
+    // deadline. SEND leaves everything as it was.
+    const bool late = released_ns - deadline_local_ns > options_.late_threshold_ns;
+    int64_t catch_up_delay_ns = 0;
+    if (late && options_.late_policy == surge::v1::LATE_POLICY_SKIP) {
+      if (lead > 0) sender_.CancelPrepared(next);
+      Skip(next, released_ns - deadline_local_ns);
+      continue;
+    }
+    if (late && options_.late_policy == surge::v1::LATE_POLICY_CAP &&
+        last_release_local_ns_ != INT64_MIN &&
+        last_release_local_ns_ + options_.catch_up_spacing_ns > released_ns) {
+      const int64_t reached_ns = released_ns;
+      if (!WaitForCatchUpGate(last_release_local_ns_ + options_.catch_up_spacing_ns)) {
+        std::lock_guard<std::mutex> lock(mu_);
+        PushHeap(ready_, std::move(next));  // stopped: never released
+        continue;
+      }
+      released_ns = ToNanos(clock_.Now());
+      if (released_ns > lease_expiry_ns_.load()) {
+        std::lock_guard<std::mutex> lock(mu_);
+        PushHeap(ready_, std::move(next));  // the lease ran out while it waited
+        continue;
+      }
+      catch_up_delay_ns = released_ns - reached_ns;
+    }
+    last_release_local_ns_ = released_ns;
+    Release(std::move(next), released_ns, late, catch_up_delay_ns);
   }
   // What was prepared but will not be sent gives back its reservation.
   if (lead > 0) {
@@ -137,7 +179,40 @@ void SendLoop::Run() {
   }
 }
 
-void SendLoop::Release(surge::v1::Assignment assignment, int64_t released_local_ns) {
+bool SendLoop::WaitForCatchUpGate(int64_t gate) {
+  const int64_t slice =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(options_.slice).count();
+  while (!stop_.load()) {
+    const int64_t now = ToNanos(clock_.Now());
+    if (now >= gate) return true;
+    if (gate - now > slice) {
+      clock_.SleepUntilCoarse(FromNanos(std::min(gate - slice / 2, now + slice)));
+    } else {
+      clock_.SleepUntil(FromNanos(gate));
+    }
+  }
+  return false;
+}
+
+void SendLoop::Skip(const surge::v1::Assignment& assignment, int64_t lateness_ns) {
+  skipped_.fetch_add(1);
+  surge::v1::RequestRecord record;
+  record.set_index(assignment.index());
+  record.set_attempt(assignment.attempt());
+  record.set_worker(options_.worker_index);
+  record.set_planned_ns(assignment.offset_ns());
+  record.set_max_tokens(assignment.max_tokens());
+  record.set_status(surge::v1::SKIPPED);
+  record.set_error(absl::StrFormat(
+      "skipped_late: reached %.3f ms after its planned send, more than late_threshold_ms %g "
+      "(late_policy skip)",
+      static_cast<double>(lateness_ns) / 1e6,
+      static_cast<double>(options_.late_threshold_ns) / 1e6));
+  on_record_(std::move(record));
+}
+
+void SendLoop::Release(surge::v1::Assignment assignment, int64_t released_local_ns, bool late,
+                       int64_t catch_up_delay_ns) {
   int64_t t0;
   ClockMapping mapping;
   {
@@ -168,14 +243,18 @@ void SendLoop::Release(surge::v1::Assignment assignment, int64_t released_local_
   const int64_t blocked_ns =
       held_back ? std::max<int64_t>(0, ToNanos(clock_.Now()) - deadline_ns) : 0;
   released_.fetch_add(1);
+  late_.fetch_add(late ? 1 : 0);
+  delayed_.fetch_add(catch_up_delay_ns > 0 ? 1 : 0);
   const int32_t worker = options_.worker_index;
   const int64_t planned_ns = assignment.offset_ns();
   // Local instants → ns after t0 on the coordinator's clock, through the
   // mapping the release used (durations stay local: a drift of 200 ppm
   // changes a 1 s duration by 0.2 ms).
-  sender_.Send(assignment, [this, t0, mapping, worker, planned_ns, released_local_ns,
-                            blocked_ns](surge::v1::RequestRecord record) {
+  sender_.Send(assignment, [this, t0, mapping, worker, planned_ns, released_local_ns, blocked_ns,
+                            late, catch_up_delay_ns](surge::v1::RequestRecord record) {
     record.set_worker(worker);
+    record.set_late(late);
+    record.set_catch_up_delay_ns(catch_up_delay_ns);
     record.set_planned_ns(planned_ns);
     record.set_released(true);
     record.set_released_ns(mapping.ToCoord(released_local_ns) - t0);

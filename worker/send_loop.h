@@ -41,7 +41,26 @@ struct SendLoopOptions {
   // within `prepare_guard`, unless its own deadline comes first.
   std::chrono::microseconds prepare_lead{50000};
   std::chrono::microseconds prepare_guard{1000};
+  // Late-send policy (docs/DESIGN.md "Late-send policy"), decided at each
+  // release: a request is late when the pacer reaches it more than
+  // `late_threshold_ns` after its deadline (local clock). SEND sends it at
+  // once (the default: the pacer as it always was); SKIP does not send it
+  // (record status SKIPPED, error "skipped_late: ..."); CAP releases it no
+  // sooner than `catch_up_spacing_ns` after the previous release (records
+  // it as catch_up_delay_ns when that held it back). Every released late
+  // request has record.late set.
+  surge::v1::LatePolicy late_policy = surge::v1::LATE_POLICY_SEND;
+  int64_t late_threshold_ns = 10000000;
+  // CAP only: the least time between a late release and the release before
+  // it, ns (1e9 / the worker's catch-up rate); > 0 with CAP.
+  int64_t catch_up_spacing_ns = 0;
 };
+
+// Sets `options`' late-send policy from the coordinator's Welcome
+// (late_policy; late_threshold_ns, 0 = keep the default 10 ms; for CAP,
+// catch_up_spacing_ns = round(1e9 / catch_up_rps), the worker's share).
+// Leaves the other fields alone.
+void ApplyLatePolicy(const surge::v1::Welcome& welcome, SendLoopOptions* options);
 
 // Receives each finished request's record, times relative to t0 on the
 // coordinator's clock (ns); called on the sender's I/O thread.
@@ -78,6 +97,11 @@ class SendLoop {
   int64_t horizon_ns() const { return horizon_ns_.load(); }
   // Requests released so far.
   uint64_t released() const { return released_.load(); }
+  // Of the releases, those that were late (record.late); requests skipped
+  // (SKIP) and releases the catch-up spacing held back (CAP), so far.
+  uint64_t late() const { return late_.load(); }
+  uint64_t skipped() const { return skipped_.load(); }
+  uint64_t delayed() const { return delayed_.load(); }
 
  private:
   struct Later {
@@ -91,7 +115,15 @@ class SendLoop {
   static void PushHeap(Heap& heap, surge::v1::Assignment a);
   static surge::v1::Assignment PopHeap(Heap& heap);
 
-  void Release(surge::v1::Assignment assignment, int64_t released_local_ns);
+  // `late` and `catch_up_delay_ns` go into the record as they are.
+  void Release(surge::v1::Assignment assignment, int64_t released_local_ns, bool late,
+               int64_t catch_up_delay_ns);
+  // SKIP: reports `assignment` (reached `lateness_ns` after its deadline) as
+  // a SKIPPED record, on the pacer thread.
+  void Skip(const surge::v1::Assignment& assignment, int64_t lateness_ns);
+  // CAP: sleeps until local ns `gate` (sliced, so a stop is seen); false
+  // when stopped first.
+  bool WaitForCatchUpGate(int64_t gate);
 
   Clock& clock_;
   RequestSender& sender_;
@@ -111,6 +143,11 @@ class SendLoop {
   std::atomic<int64_t> lease_expiry_ns_{INT64_MAX};
   std::atomic<int64_t> horizon_ns_{0};
   std::atomic<uint64_t> released_{0};
+  std::atomic<uint64_t> late_{0};
+  std::atomic<uint64_t> skipped_{0};
+  std::atomic<uint64_t> delayed_{0};
+  // Local steady ns of the last release (CAP spacing). Pacer thread only.
+  int64_t last_release_local_ns_ = INT64_MIN;
   // Local steady ns at which the pacer last got a slot after waiting at the
   // concurrency gate; a request due before then was held back. Pacer thread
   // only.

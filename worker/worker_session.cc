@@ -264,6 +264,8 @@ int WorkerSession::Run() {
   SendLoopOptions loop_options;
   loop_options.worker_index = welcome.worker_index();
   loop_options.max_inflight = welcome.max_inflight();
+  // Late-send policy (RunConfig.late_policy; the coordinator validated it).
+  ApplyLatePolicy(welcome, &loop_options);
   SendLoop loop(clock_, *sender, loop_options,
                 [this](surge::v1::RequestRecord record) { AddToOutbox(std::move(record)); });
   loop.SetClockMapping(clock_sync_.mapping());

@@ -253,6 +253,11 @@ const std::map<std::string, Setter>& TopKeys() {
                      static_cast<uint32_t>(std::min<uint64_t>(v, 1u << 30)));
                })},
               {"assign", String([](RunConfig* c, const std::string& v) { c->set_assign(v); })},
+              {"late_policy",
+               String([](RunConfig* c, const std::string& v) { c->set_late_policy(v); })},
+              {"late_threshold_ms",
+               Double([](RunConfig* c, double v) { c->set_late_threshold_ms(v); })},
+              {"catch_up_rps", Double([](RunConfig* c, double v) { c->set_catch_up_rps(v); })},
               {"workers_force",
                [](const YAML::Node& n, const std::string& f, Errors& e, RunConfig* c) {
                  bool v;
@@ -538,6 +543,8 @@ RunConfig DefaultRunConfig() {
   c.set_output_dir("outputs/default");
   c.set_abort_after_connect_failures(10);
   c.set_assign("round-robin");
+  c.set_late_policy("send");
+  c.set_late_threshold_ms(10);
   c.mutable_target()->set_endpoint("/v1/chat/completions");
   c.mutable_target()->set_stream(true);
   c.mutable_target()->set_request_timeout_s(600);
@@ -693,6 +700,32 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
   if (!(c.assign().empty() || c.assign() == "round-robin" || c.assign() == "least-loaded")) {
     errors.Add("assign", absl::StrCat("\"", ToValidUtf8(c.assign()), "\""),
                "must be \"round-robin\" (default) or \"least-loaded\" (flag --assign)");
+  }
+  // Late-send policy (docs/DESIGN.md "Late-send policy").
+  const std::string& late = c.late_policy();
+  if (!(late.empty() || late == "send" || late == "skip" || late == "cap")) {
+    errors.Add("late_policy", absl::StrCat("\"", ToValidUtf8(late), "\""),
+               "must be \"send\" (default), \"skip\" or \"cap\" (flag --late-policy)");
+  }
+  if (c.has_late_threshold_ms() &&
+      !(std::isfinite(c.late_threshold_ms()) && c.late_threshold_ms() > 0)) {
+    errors.Add("late_threshold_ms", Num(c.late_threshold_ms()),
+               "must be a number of milliseconds > 0 (default 10) (flag --late-threshold-ms)");
+  }
+  if (c.has_catch_up_rps()) {
+    if (late != "cap") {
+      errors.Add("catch_up_rps", Num(c.catch_up_rps()),
+                 absl::StrCat("is used only with late_policy \"cap\", not \"",
+                              late.empty() ? "send" : ToValidUtf8(late),
+                              "\" (flags --catch-up-rps, --late-policy cap)"));
+    } else if (!(std::isfinite(c.catch_up_rps()) && c.catch_up_rps() > 0)) {
+      errors.Add("catch_up_rps", Num(c.catch_up_rps()),
+                 "must be a finite rate > 0, requests/s (flag --catch-up-rps)");
+    }
+  } else if (late == "cap") {
+    errors.Add("catch_up_rps", "(not set)",
+               "is required with late_policy \"cap\": the fastest rate, requests/s, at which "
+               "late requests are released (flag --catch-up-rps)");
   }
   if (c.output_dir().empty()) {
     errors.Add("output_dir", "\"\"", "must be a folder path (flag --output-dir)");
@@ -960,6 +993,17 @@ std::vector<std::string> ConfigWarnings(const RunConfig& c) {
                                       "(flags --burstiness, --request-rate)"));
     }
   }
+  // Late-send policy in instant mode: every request is planned at 0, so all
+  // but the first few are late; allowed (the user may mean it), said aloud.
+  if (!replay && (c.late_policy() == "skip" || c.late_policy() == "cap") &&
+      ResolveTraffic(c).instant) {
+    warnings.push_back(absl::StrCat(
+        "late_policy ", c.late_policy(),
+        " in instant mode: every request is planned at 0, so every one released more than "
+        "late_threshold_ms after the start is late and ",
+        c.late_policy() == "skip" ? "skipped" : "spaced at catch_up_rps",
+        " (flags --late-policy, --request-rate)"));
+  }
   if (!replay && d.has_trace_time_scale()) {
     warnings.push_back(absl::StrCat("trace_time_scale ", d.trace_time_scale(),
                                     " ignored: it scales a trace replay only (flags "
@@ -1058,6 +1102,12 @@ std::string SavedConfigJson(const RunConfig& c, std::vector<std::string>* left_o
   if (c.workers_force()) j["workers_force"] = true;
   // Only when not the default, so older run_config.json files read the same.
   if (!c.assign().empty() && c.assign() != "round-robin") j["assign"] = c.assign();
+  // The late-send policy likewise only when not the default.
+  if (!c.late_policy().empty() && c.late_policy() != "send") j["late_policy"] = c.late_policy();
+  if (c.has_late_threshold_ms() && c.late_threshold_ms() != 10) {
+    j["late_threshold_ms"] = c.late_threshold_ms();
+  }
+  if (c.has_catch_up_rps()) j["catch_up_rps"] = c.catch_up_rps();
   j["abort_after_connect_failures"] = c.abort_after_connect_failures();
   j["output_dir"] = c.output_dir();
   const auto& target = c.target();
@@ -1125,6 +1175,38 @@ std::string SavedConfigJson(const RunConfig& c, std::vector<std::string>* left_o
     j["goodput"] = goodput;
   }
   return j.dump(2) + "\n";
+}
+
+std::vector<std::string> PlanDefiningDifferences(const RunConfig& made_with,
+                                                 const RunConfig& given) {
+  const nlohmann::json a = nlohmann::json::parse(SavedConfigJson(made_with, nullptr));
+  const nlohmann::json b = nlohmann::json::parse(SavedConfigJson(given, nullptr));
+  static const std::pair<const char*, const char*> kKeys[] = {
+      {"request_rate", "--request-rate"},
+      {"traffic_cfg", "--burstiness, --ramp-up-*"},
+      {"num_prompts", "--num-prompts"},
+      {"seed", "--seed"},
+      {"dataset_name", "--dataset-name"},
+      {"dataset_path", "--dataset-path"},
+      {"random_input_len", "--random-input-len"},
+      {"random_output_len", "--random-output-len"},
+      {"random_len_dist", "--random-len-dist"},
+      {"random_range_ratio", "--random-range-ratio"},
+      {"random_len_stddev", "--random-len-stddev"},
+      {"random_zipf_s", "--random-zipf-s"},
+      {"trace_replay", "--trace-replay"},
+      {"trace_time_scale", "--trace-time-scale"},
+  };
+  std::vector<std::string> out;
+  for (const auto& [key, flag] : kKeys) {
+    const nlohmann::json none = "(not set)";
+    const nlohmann::json& va = a.contains(key) ? a[key] : none;
+    const nlohmann::json& vb = b.contains(key) ? b[key] : none;
+    if (va == vb) continue;
+    out.push_back(absl::StrCat(key, " = ", vb.dump(), " (flag ", flag,
+                               "), but the plan was made with ", va.dump()));
+  }
+  return out;
 }
 
 }  // namespace surge::coordinator

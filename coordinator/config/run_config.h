@@ -55,6 +55,19 @@ std::string DidYouMean(std::string_view word, const std::vector<std::string>& ca
 // unknown flags alike.
 std::string ForeignNameHint(std::string_view name);
 
+// Exact replay (docs/REPLAY.md): the keys that make the plan or the
+// payloads — request_rate, traffic_cfg, num_prompts, seed and the dataset
+// keys (dataset_name, dataset_path, random_input_len, random_output_len,
+// random_len_dist and its parameter, trace_replay, trace_time_scale) — on
+// which `given` differs from `made_with` (the plan's run_config.json), as
+// SavedConfigJson writes them (keys without effect left out, so e.g. a
+// burstiness in instant mode is no difference). One line per key:
+// "<key> = <given> (flag --<flag>), but the plan was made with <saved>".
+// Empty = the same plan and payloads. Paths are compared as given (make
+// them absolute first). Pure.
+std::vector<std::string> PlanDefiningDifferences(const surge::v1::RunConfig& made_with,
+                                                 const surge::v1::RunConfig& given);
+
 // Things that are allowed but probably not meant, one sentence each (the CLI
 // prints them as WARNING lines): a base_url path ending in the segment the
 // endpoint starts with ("/v1" + "/v1/chat/completions" requests

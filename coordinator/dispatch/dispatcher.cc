@@ -152,6 +152,11 @@ void Dispatcher::Handle(const std::string& peer, Envelope& e) {
       m->set_max_inflight(options_.max_inflight[w->index]);
     }
     m->set_seed(options_.seed);
+    m->set_late_policy(options_.late_policy);
+    m->set_late_threshold_ns(options_.late_threshold_ns);
+    if (options_.late_policy == surge::v1::LATE_POLICY_CAP && options_.num_workers > 0) {
+      m->set_catch_up_rps(options_.catch_up_rps / options_.num_workers);
+    }
     Send(*w, std::move(welcome));
     return;
   }

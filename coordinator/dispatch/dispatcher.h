@@ -60,6 +60,13 @@ struct DispatcherOptions {
   surge::v1::TargetConfig target;
   uint64_t seed = 0;
   std::string run_id;
+  // Late-send policy sent in Welcome (RunConfig.late_policy; every worker
+  // gets the same): policy, threshold (ns, 0 = the worker's default 10 ms)
+  // and, for CAP, the run's catch-up rate (requests/s), of which each of the
+  // num_workers workers gets an equal share.
+  surge::v1::LatePolicy late_policy = surge::v1::LATE_POLICY_SEND;
+  int64_t late_threshold_ns = 0;
+  double catch_up_rps = 0;
   // Streaming window (DISTRIBUTED.md §4): assign requests planned up to this
   // far ahead of now, in batches of at most max_batch, with at most
   // max_outstanding_per_worker assigned-but-unfinished per worker.

@@ -568,9 +568,11 @@ absl::Status WriteExpectedPlotPage(const ArrivalSchedule& plan,
 absl::Status WriteActualPlotPage(const ArrivalSchedule& plan, std::span<const ActualSend> sends,
                                  const std::filesystem::path& html_path, const PageContext& context,
                                  std::string_view note, std::span<const RunEvent> events,
-                                 std::span<const LatencyView> latency) {
+                                 std::span<const LatencyView> latency,
+                                 std::span<const LateMark> late_marks) {
   absl::StatusOr<RpsFigure> fig = BuildActualRpsFigure(plan, sends);
   if (!fig.ok()) return fig.status();
+  AddLateMarks(plan, late_marks, *fig);
   fig->context = context;
   fig->note = std::string(note);
   fig->latency.assign(latency.begin(), latency.end());

@@ -55,12 +55,15 @@ absl::Status WriteExpectedPlotPage(const ArrivalSchedule& plan,
 // are drawn as red vertical lines on the time axes and listed above the
 // context (AddRunEvents). `latency` (TTFT and E2EL from actual vs from
 // planned send, RpsFigure::latency) is shown as a small table below the
-// context; empty = no table.
+// context; empty = no table. `late_marks` (late, skipped and delayed
+// requests of the late-send policy) become marker traces on the Time vs RPS
+// chart (AddLateMarks); empty = none.
 absl::Status WriteActualPlotPage(const ArrivalSchedule& plan, std::span<const ActualSend> sends,
                                  const std::filesystem::path& html_path,
                                  const PageContext& context = {}, std::string_view note = {},
                                  std::span<const RunEvent> events = {},
-                                 std::span<const LatencyView> latency = {});
+                                 std::span<const LatencyView> latency = {},
+                                 std::span<const LateMark> late_marks = {});
 
 // Lower level, for `surge report` and tests: the figure as JSON text
 // ({"data", "layout", "legend_table", "context", "stats"}), deterministic.

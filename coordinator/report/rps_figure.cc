@@ -894,6 +894,66 @@ absl::StatusOr<RpsFigure> BuildActualRpsFigure(const ArrivalSchedule& plan,
   return fig;
 }
 
+void AddLateMarks(const ArrivalSchedule& plan, std::span<const LateMark> marks, RpsFigure& fig) {
+  struct Style {
+    LateMark::Kind kind;
+    const char* name;
+    const char* color;
+    const char* symbol;
+    const char* meaning;
+    const char* computation;
+    const char* appearance;
+  };
+  static const Style kStyles[] = {
+      {LateMark::Kind::kLate, kLateSendName, kBrown, "cross",
+       "Released more than late_threshold_ms after its planned send (any late policy).",
+       "x = actual send time (s after t0), y = the plan's intended rate λ_i of the request.",
+       "Brown crosses"},
+      {LateMark::Kind::kSkipped, kSkippedLateName, "#000000", "x",
+       "Not sent: the pacer reached it more than late_threshold_ms after its planned send "
+       "(late_policy skip); its record has status skipped.",
+       "x = planned offset t_i (it has no send), y = the plan's intended rate λ_i.", "Black x's"},
+      {LateMark::Kind::kDelayed, kDelayedCatchUpName, kPurple, "diamond",
+       "Late, and held back by the catch-up spacing (late_policy cap): released at least "
+       "1/catch_up_rps after the release before it.",
+       "x = actual send time (s after t0), y = the plan's intended rate λ_i.", "Purple diamonds"},
+  };
+  const size_t n = plan.offset_s.size();
+  for (const Style& style : kStyles) {
+    std::vector<std::pair<double, double>> points;  // (x, y), drawable ones
+    uint64_t full = 0;
+    for (const LateMark& m : marks) {
+      if (m.kind != style.kind || m.index >= n || m.index >= plan.rate_rps.size()) continue;
+      ++full;
+      const double y = plan.rate_rps[m.index];
+      if (std::isfinite(m.at_s) && std::isfinite(y) && y > 0) points.emplace_back(m.at_s, y);
+    }
+    if (full == 0) continue;
+    std::sort(points.begin(), points.end());
+    const std::vector<uint64_t> ranks = StratifiedSampleRanks(points.size(), kMaxAnomalyPoints);
+    FigureTrace tr;
+    tr.name = style.name;
+    tr.chart = 0;
+    tr.kind = TraceKind::kMarkers;
+    tr.color = style.color;
+    tr.symbol = style.symbol;
+    tr.hover = "t = %{x:.4f} s<br>intended RPS = %{y:.4g}";
+    for (uint64_t r : ranks) tr.points.Add(points[r].first, points[r].second);
+    tr.full_count = full;
+    tr.row = {
+        kGroupTime,
+        tr.name,
+        style.meaning,
+        style.computation,
+        CountOf(full, n),
+        absl::StrCat(style.appearance, "; ", DrawnNote(tr.points.size(), full, kStratifiedRule))};
+    // After the other traces of chart 0 (grouped by chart, in legend order).
+    auto at = std::find_if(fig.traces.begin(), fig.traces.end(),
+                           [](const FigureTrace& t) { return t.chart > 0; });
+    fig.traces.insert(at, std::move(tr));
+  }
+}
+
 void AddRunEvents(std::vector<RunEvent> events, RpsFigure& fig) {
   std::erase_if(events, [](const RunEvent& e) { return !std::isfinite(e.at_s); });
   for (FigureChart& c : fig.charts) {

@@ -252,6 +252,37 @@ absl::StatusOr<RpsFigure> BuildExpectedRpsFigure(const ArrivalSchedule& plan);
 absl::StatusOr<RpsFigure> BuildActualRpsFigure(const ArrivalSchedule& plan,
                                                std::span<const ActualSend> sends);
 
+// A request the late-send policy acted on (docs/DESIGN.md "Late-send
+// policy"), for the actual page's Time vs RPS chart.
+struct LateMark {
+  enum class Kind {
+    kLate,     // released more than late_threshold_ms after its planned send
+    kSkipped,  // not sent for it (late_policy skip)
+    kDelayed,  // held back by the catch-up spacing (late_policy cap)
+  };
+  uint64_t index = 0;  // plan request index
+  Kind kind = Kind::kLate;
+  // Seconds after t0: the planned offset for kSkipped (it has no send), the
+  // actual send (else the release) for kLate and kDelayed.
+  double at_s = 0;
+};
+
+// Trace names of the late marks (surge's names).
+inline constexpr char kLateSendName[] = "Late Send";
+inline constexpr char kSkippedLateName[] = "Skipped (late)";
+inline constexpr char kDelayedCatchUpName[] = "Delayed (catch-up)";
+
+// Adds one marker trace per kind present in `marks` to the Time vs RPS chart
+// (chart 0), after the traces already there: x = at_s, y = the plan's
+// intended rate λ_i of the request (so each mark sits on the planned rate
+// curve where it happened); "Late Send" brown crosses, "Skipped (late)"
+// black x's, "Delayed (catch-up)" purple diamonds, each with a legend row
+// giving its full count. At most kMaxAnomalyPoints drawn per kind
+// (stratified over time); a mark whose λ_i is not a finite rate > 0
+// (instant mode) is counted, not drawn; one outside the plan is ignored.
+// No marks, no traces: the page is as before.
+void AddLateMarks(const ArrivalSchedule& plan, std::span<const LateMark> marks, RpsFigure& fig);
+
 // Adds `events` to `fig`: sorted by time into fig.events, and one marker
 // per event (x = at_s, the event's label, kRunEventColor, its text on hover)
 // on every chart with time_axis. Events with a non-finite time are dropped.

@@ -2,10 +2,13 @@
 
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstring>
 #include <ctime>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
@@ -150,37 +153,103 @@ absl::Status WritePlanCsv(const ArrivalSchedule& plan, const fs::path& path,
 
 absl::StatusOr<ArrivalSchedule> ReadPlanCsv(const fs::path& path, const ResolvedTraffic& traffic,
                                             uint64_t seed) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return absl::NotFoundError(absl::StrCat("cannot read ", path.string()));
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) {
+    return absl::NotFoundError(
+        absl::StrCat("plan file ", path.string(), ": ",
+                     fs::exists(path, ec) ? "is not a regular file" : "no such file"));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("plan file ", path.string(), ": cannot read"));
   ArrivalSchedule plan;
   plan.traffic = traffic;
   plan.seed = seed;
-  char line[512];
+  static constexpr std::array<const char*, 5> kColumns = {"index", "rate_rps", "interval_s",
+                                                          "offset_s", "anomaly"};
+  static const std::string kHeader = "index,rate_rps,interval_s,offset_s,anomaly";
+  std::string line;
   uint64_t line_no = 0;
-  absl::Status status;
-  while (std::fgets(line, sizeof(line), f) != nullptr) {
+  auto bad = [&](size_t column, const std::string& why) {
+    return absl::DataLossError(absl::StrCat(
+        "plan file ", path.string(), " line ", line_no,
+        column == 0 ? std::string()
+                    : absl::StrCat(", column ", column, " (", kColumns[column - 1], ")"),
+        ": ", why));
+  };
+  while (std::getline(in, line)) {
     ++line_no;
-    if (line_no == 1) continue;  // header
-    char name[32] = {0};
-    unsigned long long index = 0;
-    double rate = 0, interval = 0, offset = 0;
-    if (std::sscanf(line, "%llu,%lf,%lf,%lf,%31s", &index, &rate, &interval, &offset, name) != 5 ||
-        index != plan.size()) {
-      status = absl::DataLossError(absl::StrCat(path.string(), " line ", line_no, " is malformed"));
-      break;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line_no == 1) {
+      if (line != kHeader) {
+        return bad(0, absl::StrCat("the header must be \"", kHeader, "\" (R-OUT-2), not \"",
+                                   line.substr(0, 80), "\""));
+      }
+      continue;
     }
-    const std::string_view n(name);
-    plan.rate_rps.push_back(rate);
-    plan.interval_s.push_back(interval);
+    if (line.empty() && in.peek() == std::char_traits<char>::eof()) break;  // final newline
+    std::array<std::string, 5> fields;
+    size_t count = 0;
+    for (size_t from = 0;;) {
+      const size_t comma = line.find(',', from);
+      if (count < fields.size()) fields[count] = line.substr(from, comma - from);
+      ++count;
+      if (comma == std::string::npos) break;
+      from = comma + 1;
+    }
+    if (count != fields.size()) {
+      return bad(0, absl::StrCat("has ", count, " fields; a row is ", kHeader));
+    }
+    // Numbers exactly as written: std::from_chars rounds correctly, so the
+    // 17 significant digits of WritePlanCsv give back the very same double.
+    uint64_t index = 0;
+    {
+      const std::string& f = fields[0];
+      const auto r = std::from_chars(f.data(), f.data() + f.size(), index);
+      if (r.ec != std::errc() || r.ptr != f.data() + f.size()) {
+        return bad(1, absl::StrCat("\"", f, "\" is not a request index"));
+      }
+      if (index != plan.size()) {
+        return bad(1, absl::StrCat("index ", index, " out of order: expected ", plan.size(),
+                                   " (one row per request, in index order)"));
+      }
+    }
+    double numbers[3] = {0, 0, 0};
+    for (size_t k = 0; k < 3; ++k) {
+      const std::string& f = fields[k + 1];
+      const auto r = std::from_chars(f.data(), f.data() + f.size(), numbers[k]);
+      if (r.ec != std::errc() || r.ptr != f.data() + f.size() || !std::isfinite(numbers[k])) {
+        return bad(k + 2, absl::StrCat("\"", f, "\" is not a finite number"));
+      }
+    }
+    const double offset = numbers[2];
+    if (offset < 0) return bad(4, absl::StrCat("offset ", fields[3], " is negative"));
+    if (!plan.offset_s.empty() && offset < plan.offset_s.back()) {
+      return bad(4, absl::StrCat("offset ", fields[3], " is before the previous row's (",
+                                 plan.offset_s.back(), "): offsets never decrease"));
+    }
+    const std::string& n = fields[4];
+    Anomaly anomaly;
+    if (n == "normal") {
+      anomaly = Anomaly::kNormal;
+    } else if (n == "timing") {
+      anomaly = Anomaly::kTiming;
+    } else if (n == "burstiness") {
+      anomaly = Anomaly::kBurstiness;
+    } else if (n == "instant") {
+      anomaly = Anomaly::kInstant;
+    } else {
+      return bad(5, absl::StrCat("\"", n, "\" is not normal, timing, burstiness or instant"));
+    }
+    plan.rate_rps.push_back(numbers[0]);
+    plan.interval_s.push_back(numbers[1]);
     plan.offset_s.push_back(offset);
-    plan.anomaly.push_back(n == "timing"       ? Anomaly::kTiming
-                           : n == "burstiness" ? Anomaly::kBurstiness
-                           : n == "instant"    ? Anomaly::kInstant
-                                               : Anomaly::kNormal);
+    plan.anomaly.push_back(anomaly);
   }
-  std::fclose(f);
-  if (!status.ok()) return status;
-  if (plan.size() == 0) return absl::DataLossError(absl::StrCat(path.string(), " has no rows"));
+  if (line_no == 0)
+    return absl::DataLossError(absl::StrCat("plan file ", path.string(), " is empty"));
+  if (plan.size() == 0) {
+    return absl::DataLossError(absl::StrCat("plan file ", path.string(), " has no rows"));
+  }
   return plan;
 }
 
@@ -196,6 +265,8 @@ std::string StatusName(RequestStatus status) {
       return "not_sent";
     case surge::v1::INTERRUPTED:
       return "interrupted";
+    case surge::v1::SKIPPED:
+      return "skipped";
     default:
       return "unknown";
   }
@@ -223,6 +294,10 @@ void DetailsWriter::Append(const RequestRecord& r) {
   j["actual_offset_s"] = SecondsOrNull(sent, r.sent_ns());
   j["lateness_s"] = SecondsOrNull(sent, r.sent_ns() - r.planned_ns());
   j["blocked_s"] = NanosToSeconds(r.blocked_ns());
+  // Late-send policy: released more than late_threshold_ms after its planned
+  // send, and (cap) how long the catch-up spacing held it back.
+  j["late"] = r.late();
+  j["catch_up_delay_s"] = NanosToSeconds(r.catch_up_delay_ns());
   j["http_status"] = r.http_status();
   j["ttft_s"] = SecondsOrNull(r.ttft_ns() != 0, r.ttft_ns());
   j["ttfc_s"] = SecondsOrNull(r.ttfc_ns() != 0, r.ttfc_ns());
@@ -290,6 +365,7 @@ absl::StatusOr<RequestRecord> ParseDetailsLine(const std::string& line) {
                : status == "lost"        ? surge::v1::LOST
                : status == "not_sent"    ? surge::v1::NOT_SENT
                : status == "interrupted" ? surge::v1::INTERRUPTED
+               : status == "skipped"     ? surge::v1::SKIPPED
                                          : surge::v1::REQUEST_STATUS_UNSPECIFIED);
   r.set_planned_ns(ns("planned_offset_s"));
   r.set_released_ns(ns("released_offset_s"));
@@ -297,6 +373,8 @@ absl::StatusOr<RequestRecord> ParseDetailsLine(const std::string& line) {
   r.set_sent(present("actual_offset_s"));
   r.set_released(present("released_offset_s"));
   r.set_blocked_ns(ns("blocked_s"));
+  r.set_late(j.value("late", false));
+  r.set_catch_up_delay_ns(ns("catch_up_delay_s"));
   r.set_http_status(j.value("http_status", 0u));
   r.set_ttft_ns(ns("ttft_s"));
   r.set_ttfc_ns(ns("ttfc_s"));

@@ -91,9 +91,17 @@ class DetailsWriter : public RecordSink {
   bool write_failed_ = false;
 };
 
-// Reads a plan written by WritePlanCsv; `traffic` and `seed` describe how it
-// was made (they are not in the CSV). Errors: NOT_FOUND when missing,
-// DATA_LOSS naming the line for a malformed row.
+// Reads a plan written by WritePlanCsv (R-OUT-2); `traffic` and `seed`
+// describe how it was made (they are not in the CSV). Every number is read
+// exactly (std::from_chars, correctly rounded), so the 17 significant digits
+// give back the very doubles that were written and SecondsToNanos(offset_s)
+// the same ns (exact replay, docs/REPLAY.md). Strict: the header must be
+// R-OUT-2's, each row 5 fields, indexes 0, 1, ... in order, numbers finite,
+// offsets >= 0 and non-decreasing, anomaly a known class; a CRLF line end
+// and a missing final newline are accepted.
+// Errors: NOT_FOUND when missing or not a file; DATA_LOSS naming the file,
+// the line and (for a bad field) the column number and name, and what is
+// wrong; DATA_LOSS for a file with no rows.
 absl::StatusOr<ArrivalSchedule> ReadPlanCsv(const std::filesystem::path& path,
                                             const ResolvedTraffic& traffic, uint64_t seed);
 

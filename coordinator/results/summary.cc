@@ -64,6 +64,9 @@ std::vector<std::pair<std::string, nlohmann::json>> CommonRows(const RunSummary&
       {"Total Requests", s.total},
       {"Failed Requests", s.failed + s.lost + s.not_sent + s.interrupted},
       {"Interrupted Requests", s.interrupted},
+      {"Late Requests", s.late},
+      {"Skipped Requests (late)", s.skipped},
+      {"Delayed Requests (catch-up)", s.delayed},
       {"Success Requests", s.succeeded},
       {"Concurrency", Number(s.mean_concurrency)},
       {"Max Concurrency", s.max_concurrency},
@@ -154,10 +157,15 @@ void SummaryAccumulator::Add(const surge::v1::RequestRecord& r) {
     case surge::v1::INTERRUPTED:
       ++s.interrupted;
       break;
+    case surge::v1::SKIPPED:
+      ++s.skipped;
+      break;
     default:
       ++s.not_sent;
       break;
   }
+  s.late += r.late();
+  s.delayed += r.catch_up_delay_ns() > 0;
   if (r.http_retries() > 0) {
     ++s.retried_requests;
     const std::string& why = r.retry_reason();
@@ -274,7 +282,14 @@ nlohmann::json SummaryToJson(const RunSummary& s, const nlohmann::json& context)
   j["run"] = context;
   j["requests"] = {{"total", s.total}, {"succeeded", s.succeeded}, {"failed", s.failed},
                    {"lost", s.lost},   {"not_sent", s.not_sent},   {"interrupted", s.interrupted},
-                   {"sent", s.sent}};
+                   {"sent", s.sent},   {"skipped", s.skipped}};
+  j["late_sends"] = {{"late", s.late},
+                     {"skipped", s.skipped},
+                     {"delayed", s.delayed},
+                     {"rule",
+                      "late = released more than late_threshold_ms after the planned send; "
+                      "skipped = not sent for it (late_policy skip); delayed = held back by "
+                      "the catch-up spacing (late_policy cap)"}};
   j["duration_s"] = Number(s.duration_s);
   j["request_throughput_rps"] = Number(s.request_throughput_rps);
   j["achieved_rate_rps"] = Number(s.achieved_rate_rps);
@@ -377,7 +392,10 @@ std::string FormatSummaryTable(const RunSummary& s) {
   row("  succeeded / failed", absl::StrCat(s.succeeded, " / ", s.failed));
   row("  lost / not sent", absl::StrCat(s.lost, " / ", s.not_sent));
   if (s.interrupted > 0) row("  interrupted", absl::StrCat(s.interrupted));
+  if (s.skipped > 0) row("  skipped (late)", absl::StrCat(s.skipped));
   row("  sent (first byte out)", absl::StrCat(s.sent));
+  // The late-send policy's counts (docs/DESIGN.md "Late-send policy").
+  row("Late / skipped / delayed", absl::StrCat(s.late, " / ", s.skipped, " / ", s.delayed));
   row("Benchmark duration (s)", Fixed(s.duration_s));
   row("Intended rate, plan (RPS)", Fixed(s.intended_rate_rps));
   row("Achieved rate, sent (RPS)", Fixed(s.achieved_rate_rps));

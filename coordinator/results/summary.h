@@ -45,8 +45,14 @@ MetricStats StatsOf(StreamingStats& values);
 int64_t FromPlannedNs(const surge::v1::RequestRecord& record, int64_t metric_ns);
 
 struct RunSummary {
-  // Records by final state; total = all five.
+  // Records by final state; total = all six.
   uint64_t total = 0, succeeded = 0, failed = 0, lost = 0, not_sent = 0, interrupted = 0;
+  // Late-send policy (docs/DESIGN.md "Late-send policy"): SKIPPED records
+  // (late_policy skip; not in `failed` nor in "Failed Requests"), released
+  // requests marked late (record.late: released more than late_threshold_ms
+  // after the planned send, any policy) and, of those, the ones the
+  // catch-up spacing held back (record.catch_up_delay_ns > 0, policy cap).
+  uint64_t skipped = 0, late = 0, delayed = 0;
   // Requests whose first byte was sent (OK, FAILED, INTERRUPTED, some LOST).
   // Achieved rate, lateness, duration and concurrency cover all of them.
   uint64_t sent = 0;

@@ -354,5 +354,81 @@ TEST(ConfigWarningsTest, ExtraBodyCannotAskForSeveralChoices) {
   EXPECT_TRUE(ValidateRunConfig(c).ok());
 }
 
+// Issue 10 item 4: the late-send policy's keys: read from YAML, validated
+// with the field and what is allowed, saved only when not the default.
+TEST(LatePolicyConfigTest, ParsesValidatesAndSavesOnlyNonDefaults) {
+  surge::v1::RunConfig c = DefaultRunConfig();
+  EXPECT_EQ(c.late_policy(), "send");
+  EXPECT_EQ(c.late_threshold_ms(), 10);
+  EXPECT_FALSE(c.has_catch_up_rps());
+  EXPECT_TRUE(ValidateRunConfig(c).ok());
+  const std::string defaults = SavedConfigJson(c, nullptr);
+  EXPECT_THAT(defaults, Not(HasSubstr("late")));
+  EXPECT_THAT(defaults, Not(HasSubstr("catch_up")));
+
+  ASSERT_TRUE(LoadText("late_policy: cap\nlate_threshold_ms: 25\ncatch_up_rps: 400\n", &c).ok());
+  EXPECT_EQ(c.late_policy(), "cap");
+  EXPECT_EQ(c.late_threshold_ms(), 25);
+  EXPECT_EQ(c.catch_up_rps(), 400);
+  EXPECT_TRUE(ValidateRunConfig(c).ok());
+  const std::string json = SavedConfigJson(c, nullptr);
+  EXPECT_THAT(json, HasSubstr("\"late_policy\": \"cap\""));
+  EXPECT_THAT(json, HasSubstr("\"late_threshold_ms\": 25.0"));
+  EXPECT_THAT(json, HasSubstr("\"catch_up_rps\": 400.0"));
+  surge::v1::RunConfig back = DefaultRunConfig();
+  ASSERT_TRUE(LoadText(json, &back).ok());
+  EXPECT_EQ(back.late_policy(), "cap");
+  EXPECT_EQ(back.late_threshold_ms(), 25);
+  EXPECT_EQ(back.catch_up_rps(), 400);
+
+  auto message = [](const surge::v1::RunConfig& config) {
+    const absl::Status s = ValidateRunConfig(config);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+    return std::string(s.message());
+  };
+  surge::v1::RunConfig bad = DefaultRunConfig();
+  bad.set_late_policy("drop");
+  EXPECT_THAT(message(bad), HasSubstr("  late_policy = \"drop\": must be \"send\" (default), "
+                                      "\"skip\" or \"cap\" (flag --late-policy)"));
+  bad = DefaultRunConfig();
+  bad.set_late_threshold_ms(0);
+  EXPECT_THAT(message(bad), HasSubstr("  late_threshold_ms = 0: must be a number of milliseconds "
+                                      "> 0 (default 10) (flag --late-threshold-ms)"));
+  bad.set_late_threshold_ms(-5);
+  EXPECT_THAT(message(bad), HasSubstr("  late_threshold_ms = -5: must be"));
+  bad = DefaultRunConfig();
+  bad.set_late_policy("cap");
+  EXPECT_THAT(message(bad), HasSubstr("  catch_up_rps = (not set): is required with late_policy "
+                                      "\"cap\""));
+  bad.set_catch_up_rps(0);
+  EXPECT_THAT(message(bad), HasSubstr("  catch_up_rps = 0: must be a finite rate > 0, "
+                                      "requests/s (flag --catch-up-rps)"));
+  bad.set_catch_up_rps(std::numeric_limits<double>::infinity());
+  EXPECT_THAT(message(bad), HasSubstr("  catch_up_rps = inf: must be a finite rate > 0"));
+  bad = DefaultRunConfig();
+  bad.set_late_policy("skip");
+  bad.set_catch_up_rps(100);
+  EXPECT_THAT(message(bad), HasSubstr("  catch_up_rps = 100: is used only with late_policy "
+                                      "\"cap\", not \"skip\" (flags --catch-up-rps, "
+                                      "--late-policy cap)"));
+  bad.clear_late_policy();
+  EXPECT_THAT(message(bad), HasSubstr("not \"send\""));
+  // skip with its threshold: fine.
+  surge::v1::RunConfig skip = DefaultRunConfig();
+  skip.set_late_policy("skip");
+  skip.set_late_threshold_ms(0.5);
+  skip.set_request_rate(20);
+  EXPECT_TRUE(ValidateRunConfig(skip).ok());
+  EXPECT_TRUE(ConfigWarnings(skip).empty());
+  // In instant mode (rate 0: every request planned at 0) it is warned.
+  skip.set_request_rate(0);
+  const std::vector<std::string> w = ConfigWarnings(skip);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0],
+            "late_policy skip in instant mode: every request is planned at 0, so every one "
+            "released more than late_threshold_ms after the start is late and skipped (flags "
+            "--late-policy, --request-rate)");
+}
+
 }  // namespace
 }  // namespace surge::coordinator

@@ -712,5 +712,49 @@ TEST(DispatcherTest, TheMessageTakenWhenATurnEndsIsHandled) {
   EXPECT_EQ(outcome->workers_lost, 0u);
 }
 
+// Issue 10 item 4: the late-send policy reaches every worker in Welcome,
+// the catch-up rate split equally (as --max-concurrency is): 300 RPS over
+// two workers is 150 each; the threshold in ns.
+TEST(DispatcherTest, WelcomeCarriesTheLatePolicyWithEachWorkersShare) {
+  const ArrivalSchedule plan = ConstantPlan(1000, 20);
+  FixedPayloads payloads;
+  InMemoryRouter router;
+  DispatcherOptions options = TestOptions(2);
+  options.late_policy = surge::v1::LATE_POLICY_CAP;
+  options.late_threshold_ns = 25000000;
+  options.catch_up_rps = 300;
+  Dispatcher dispatcher(RealClock(), router, plan, payloads, options,
+                        [](const surge::v1::RequestRecord&) {});
+  surge::v1::Welcome seen[2];
+  std::unique_ptr<surge::Transport> transports[2];
+  std::thread threads[2];
+  for (int k = 0; k < 2; ++k) {
+    transports[k] = router.Connect(k == 0 ? "a" : "b");
+    threads[k] = std::thread([&, k] {
+      surge::worker::WorkerSessionOptions session_options;
+      session_options.requested_index = k;
+      surge::worker::WorkerSession session(
+          RealClock(), *transports[k],
+          [&seen, k](const surge::v1::Welcome& welcome)
+              -> absl::StatusOr<std::unique_ptr<surge::worker::RequestSender>> {
+            seen[k] = welcome;
+            return std::unique_ptr<surge::worker::RequestSender>(
+                std::make_unique<FakeRequestSender>(RealClock()));
+          },
+          session_options);
+      (void)session.Run();
+    });
+  }
+  auto outcome = dispatcher.Run();
+  for (auto& t : threads) t.join();
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_EQ(outcome->records, 20u);
+  for (int k = 0; k < 2; ++k) {
+    EXPECT_EQ(seen[k].late_policy(), surge::v1::LATE_POLICY_CAP) << k;
+    EXPECT_EQ(seen[k].late_threshold_ns(), 25000000) << k;
+    EXPECT_EQ(seen[k].catch_up_rps(), 150) << k;
+  }
+}
+
 }  // namespace
 }  // namespace surge::coordinator

@@ -630,5 +630,60 @@ TEST(ActualFigureTest, BadSendsAreRefused) {
   EXPECT_EQ(BuildActualRpsFigure(plan, nan).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// Issue 10 item 4: the late-send policy's requests are marked on the
+// actual page's Time vs RPS chart: one marker trace per kind present, after
+// the chart's other traces, at (planned offset for skipped, send time
+// otherwise; the request's intended rate λ_i), with full counts.
+TEST(ActualFigureTest, LateSkippedAndDelayedRequestsAreMarkedOnTheTimeChart) {
+  absl::StatusOr<ArrivalSchedule> built =
+      BuildArrivalSchedule(ConstantTraffic(20, 0), 40, /*seed=*/0);
+  ASSERT_TRUE(built.ok()) << built.status();
+  const ArrivalSchedule& plan = *built;
+  std::vector<ActualSend> sends;
+  for (uint64_t i = 0; i < plan.size(); ++i) {
+    if (i != 12) sends.push_back({i, plan.offset_s[i] + (i >= 10 && i < 15 ? 0.03 : 0.0)});
+  }
+  absl::StatusOr<RpsFigure> fig = BuildActualRpsFigure(plan, sends);
+  ASSERT_TRUE(fig.ok()) << fig.status();
+  const std::vector<std::string> before = NamesOn(*fig, 0);
+  const size_t traces_before = fig->traces.size();
+  AddLateMarks(plan, {}, *fig);  // nothing to mark: nothing added
+  EXPECT_EQ(fig->traces.size(), traces_before);
+
+  const std::vector<LateMark> marks = {
+      {12, LateMark::Kind::kSkipped, plan.offset_s[12]},
+      {10, LateMark::Kind::kLate, plan.offset_s[10] + 0.03},
+      {11, LateMark::Kind::kLate, plan.offset_s[11] + 0.03},
+      {13, LateMark::Kind::kLate, plan.offset_s[13] + 0.03},
+      {13, LateMark::Kind::kDelayed, plan.offset_s[13] + 0.03},
+      {99, LateMark::Kind::kLate, 1.0},  // outside the plan: ignored
+  };
+  AddLateMarks(plan, marks, *fig);
+  std::vector<std::string> expected = before;
+  expected.insert(expected.end(), {"Late Send", "Skipped (late)", "Delayed (catch-up)"});
+  EXPECT_EQ(NamesOn(*fig, 0), expected);
+  // Chart 0's traces stay together, before the other charts'.
+  for (size_t k = 1; k < fig->traces.size(); ++k) {
+    EXPECT_LE(fig->traces[k - 1].chart, fig->traces[k].chart) << k;
+  }
+  const FigureTrace* late = fig->Find(0, kLateSendName);
+  ASSERT_NE(late, nullptr);
+  EXPECT_EQ(late->kind, TraceKind::kMarkers);
+  EXPECT_EQ(late->full_count, 3u);
+  ASSERT_EQ(late->points.size(), 3u);
+  EXPECT_EQ(late->points.x[0], plan.offset_s[10] + 0.03);
+  EXPECT_EQ(late->points.y[0], 20);  // λ_10 = 20 RPS
+  EXPECT_EQ(late->row.criterion, "3 requests (7.5% of 40)");
+  const FigureTrace* skipped = fig->Find(0, kSkippedLateName);
+  ASSERT_NE(skipped, nullptr);
+  ASSERT_EQ(skipped->points.size(), 1u);
+  EXPECT_EQ(skipped->points.x[0], plan.offset_s[12]);
+  EXPECT_THAT(skipped->row.meaning, HasSubstr("status skipped"));
+  const FigureTrace* delayed = fig->Find(0, kDelayedCatchUpName);
+  ASSERT_NE(delayed, nullptr);
+  EXPECT_EQ(delayed->full_count, 1u);
+  EXPECT_EQ(delayed->points.x[0], plan.offset_s[13] + 0.03);
+}
+
 }  // namespace
 }  // namespace surge::coordinator

@@ -895,5 +895,81 @@ TEST(SummaryTest, CountsShortOutputsFinishReasonsTtfcAndRetries) {
   EXPECT_THAT(SummaryToCsv(p), HasSubstr("\nRetried Requests,0\n"));
 }
 
+// Issue 10 item 4: the late-send policy's counts. Skipped records are their
+// own status (not failed, not in "Failed Requests", not sent); late and
+// delayed come from the records' flags; all three in the JSON, the CSV and
+// the console; the details line carries late, catch_up_delay_s and status
+// "skipped" and reads back.
+TEST(SummaryTest, CountsLateSkippedAndDelayedRequests) {
+  std::vector<surge::v1::RequestRecord> records = {
+      OkRecord(0, 0.0, 0.1, 0.2, 2), OkRecord(1, 0.1, 0.1, 0.2, 2), OkRecord(2, 0.2, 0.1, 0.2, 2),
+      OkRecord(3, 0.3, 0.1, 0.2, 2)};
+  records[1].set_late(true);
+  records[2].set_late(true);
+  records[2].set_catch_up_delay_ns(5000000);
+  surge::v1::RequestRecord skipped;
+  skipped.set_index(4);
+  skipped.set_planned_ns(400000000);
+  skipped.set_status(surge::v1::SKIPPED);
+  skipped.set_error(
+      "skipped_late: reached 45.000 ms after its planned send, more than late_threshold_ms 20 "
+      "(late_policy skip)");
+  records.push_back(skipped);
+  const RunSummary s = Summarize(records);
+  EXPECT_EQ(s.total, 5u);
+  EXPECT_EQ(s.succeeded, 4u);
+  EXPECT_EQ(s.skipped, 1u);
+  EXPECT_EQ(s.not_sent, 0u);
+  EXPECT_EQ(s.failed, 0u);
+  EXPECT_EQ(s.sent, 4u);
+  EXPECT_EQ(s.late, 2u);
+  EXPECT_EQ(s.delayed, 1u);
+  EXPECT_EQ(s.reasons.at("skipped_late"), 1u);
+  const nlohmann::json j = SummaryToJson(s, nlohmann::json::object());
+  EXPECT_EQ(j["requests"]["skipped"], 1);
+  EXPECT_EQ(j["late_sends"]["late"], 2);
+  EXPECT_EQ(j["late_sends"]["skipped"], 1);
+  EXPECT_EQ(j["late_sends"]["delayed"], 1);
+  EXPECT_EQ(j["common"]["Failed Requests"], 0);
+  EXPECT_EQ(j["common"]["Skipped Requests (late)"], 1);
+  const std::string csv = SummaryToCsv(s);
+  EXPECT_THAT(csv, HasSubstr("\nLate Requests,2\n"));
+  EXPECT_THAT(csv, HasSubstr("\nSkipped Requests (late),1\n"));
+  EXPECT_THAT(csv, HasSubstr("\nDelayed Requests (catch-up),1\n"));
+  const std::string table = FormatSummaryTable(s);
+  EXPECT_THAT(table, HasSubstr("    skipped (late)                     1\n"));
+  EXPECT_THAT(table, HasSubstr("  Late / skipped / delayed             2 / 1 / 1\n"));
+
+  const fs::path path = FreshDir("details_late") / "d.jsonl";
+  {
+    auto w = DetailsWriter::Create(path);
+    ASSERT_TRUE(w.ok());
+    (*w)->Append(records[2]);
+    (*w)->Append(skipped);
+    ASSERT_TRUE((*w)->Flush().ok());
+  }
+  std::ifstream in(path);
+  std::string line, line2;
+  std::getline(in, line);
+  std::getline(in, line2);
+  const nlohmann::json d = nlohmann::json::parse(line);
+  EXPECT_EQ(d["late"], true);
+  EXPECT_EQ(d["catch_up_delay_s"].get<double>(), 0.005);
+  const nlohmann::json d2 = nlohmann::json::parse(line2);
+  EXPECT_EQ(d2["status"], "skipped");
+  EXPECT_EQ(d2["late"], false);
+  EXPECT_TRUE(d2["actual_offset_s"].is_null());
+  EXPECT_TRUE(d2["released_offset_s"].is_null());
+  auto back = ParseDetailsLine(line);
+  ASSERT_TRUE(back.ok());
+  EXPECT_TRUE(back->late());
+  EXPECT_EQ(back->catch_up_delay_ns(), 5000000);
+  auto back2 = ParseDetailsLine(line2);
+  ASSERT_TRUE(back2.ok());
+  EXPECT_EQ(back2->status(), surge::v1::SKIPPED);
+  EXPECT_EQ(back2->error(), skipped.error());
+  EXPECT_EQ(StatusName(surge::v1::SKIPPED), "skipped");
+}
+
 }  // namespace
 }  // namespace surge::coordinator
