@@ -20,6 +20,7 @@
 #include "surge/v1/record.pb.h"
 #include "surge/v1/wire.pb.h"
 #include "worker/request_sender.h"
+#include "worker/send_health.h"
 
 namespace surge::worker {
 
@@ -41,6 +42,10 @@ struct SendLoopOptions {
   // within `prepare_guard`, unless its own deadline comes first.
   std::chrono::microseconds prepare_lead{50000};
   std::chrono::microseconds prepare_guard{1000};
+  // Told of every hand-off to the sender (its lateness: hand-off − deadline,
+  // local ns) and every wait for an in-flight slot (issue 9 item 1). May be
+  // null; must outlive Run().
+  SendHealth* health = nullptr;
 };
 
 // Receives each finished request's record, times relative to t0 on the
@@ -78,6 +83,9 @@ class SendLoop {
   int64_t horizon_ns() const { return horizon_ns_.load(); }
   // Requests released so far.
   uint64_t released() const { return released_.load(); }
+  // How long the earliest queued request is past its deadline at local
+  // `now_ns`, ns; 0 when none is due (or before the start).
+  int64_t OverdueNs(int64_t now_ns) const;
 
  private:
   struct Later {
