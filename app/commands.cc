@@ -431,15 +431,17 @@ void WriteRunResults(const fs::path& folder, const std::string& dataset,
   const nlohmann::json no_losses = nlohmann::json::array();
   const nlohmann::json& losses =
       context.contains("worker_losses") ? context["worker_losses"] : no_losses;
-  std::vector<RunEvent> loss_events = WorkerLossEvents(losses);
-  // The moment the generator fell behind: a red line like a lost worker's.
+  const std::vector<RunEvent> loss_events = WorkerLossEvents(losses);
+  // The moment the generator fell behind: a red line like a lost worker's
+  // (its sentence is printed once, as the "schedule:" line).
+  std::vector<RunEvent> page_events = loss_events;
   if (context.contains("schedule")) {
-    for (RunEvent& e : ScheduleEvents(context["schedule"])) loss_events.push_back(std::move(e));
-    std::stable_sort(loss_events.begin(), loss_events.end(),
+    for (RunEvent& e : ScheduleEvents(context["schedule"])) page_events.push_back(std::move(e));
+    std::stable_sort(page_events.begin(), page_events.end(),
                      [](const RunEvent& a, const RunEvent& b) { return a.at_s < b.at_s; });
   }
   if (absl::Status s = WriteActualPlotPage(plan, sends, folder / ActualPlotFileName(dataset),
-                                           actual_context, note, loss_events,
+                                           actual_context, note, page_events,
                                            LatencyViews(summary));
       !s.ok()) {
     LogError(s.ToString());

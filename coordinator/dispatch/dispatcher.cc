@@ -209,7 +209,7 @@ void Dispatcher::ObserveLateness(const Worker& w, const surge::v1::Heartbeat& hb
   if (alarm->first && options_.stop_on_alarm && !stopping_ && !outcome_.stopped_on_alarm) {
     outcome_.stopped_on_alarm = true;
     outcome_.stop_message =
-        absl::StrFormat("worker %d fell behind its schedule at t=%.1f s (%s)", alarm->worker,
+        absl::StrFormat("worker %d fell behind its schedule at t=%.2f s (%s)", alarm->worker,
                         NanosToSeconds(alarm->at_ns), alarm->diagnosis.text);
   }
 }
@@ -451,10 +451,12 @@ absl::StatusOr<DispatchOutcome> Dispatcher::Run() {
     if (outcome_.stopped_on_alarm && !stopping_) {
       LogError(absl::StrFormat(
           "stopping the run (--stop-on-alarm): %s; nothing more is sent, the %d requests in "
-          "flight get %.1f s",
+          "flight are cut off after %.1f s and their records awaited up to %.1f s",
           outcome_.stop_message, registry_.inflight(),
-          static_cast<double>(options_.alarm_drain.count()) / 1000));
+          static_cast<double>(options_.alarm_drain.count()) / 1000,
+          static_cast<double>(options_.alarm_record_wait.count()) / 1000));
       BeginStop(now, "lateness_alarm", options_.alarm_drain);
+      stop_deadline_ = now + std::max(options_.alarm_record_wait, options_.alarm_drain);
     }
     if (outcome_.target_unreachable && !stopping_) {
       LogError(absl::StrCat("target unreachable: ", outcome_.stop_message));

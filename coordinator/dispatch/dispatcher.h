@@ -100,10 +100,14 @@ struct DispatcherOptions {
   // alarm_log_interval, with the count of those it stands for.
   LatenessMonitorOptions lateness;
   std::chrono::milliseconds alarm_log_interval{10000};
-  // End the run at the first alarm: stop like Ctrl-C with alarm_drain for
-  // the requests in flight (then cut off), all files written.
+  // End the run at the first alarm: nothing more is sent, the requests in
+  // flight get alarm_drain and are then cut off (INTERRUPTED with what is
+  // known of them), and the coordinator waits up to alarm_record_wait after
+  // the stop for the records; all files are written. A worker that fell
+  // behind is busy: its answers and cut-off records take a while.
   bool stop_on_alarm = false;
-  std::chrono::milliseconds alarm_drain{1000};
+  std::chrono::milliseconds alarm_drain{0};
+  std::chrono::milliseconds alarm_record_wait{2000};
   // Where warning lines go (tests capture them); default: the log.
   RateLimitedLog::Writer log_writer = Log;
   // Called on the dispatcher thread every progress_period while running.

@@ -135,7 +135,7 @@ std::optional<LatenessAlarm> LatenessMonitor::Observe(int32_t worker,
                 "%.1f s)",
                 Ms(r.overdue_ns()), r.sends(), static_cast<double>(r.window_ns()) / 1e9);
   alarm.text = absl::StrFormat(
-      "%sworker %d is behind its schedule at t=%.1f s: %s, over the %g ms alarm threshold; "
+      "%sworker %d is behind its schedule at t=%.2f s: %s, over the %g ms alarm threshold; "
       "likely cause: %s",
       alarm.first ? "lateness alarm: " : "", worker, static_cast<double>(at_ns) / 1e9, what,
       Ms(options_.threshold_ns), alarm.diagnosis.text);

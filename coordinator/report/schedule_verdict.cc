@@ -8,7 +8,9 @@
 namespace surge::coordinator {
 namespace {
 
-double Round(double v, double unit) { return std::round(v / unit) * unit; }
+// Rounded to `per` parts of one (100: 0.01), without the float noise of
+// multiplying by 0.01.
+double Round(double v, double per) { return std::round(v * per) / per; }
 
 // Lateness in ms with enough digits for sub-millisecond values.
 std::string Ms(double ms) {
@@ -25,12 +27,12 @@ nlohmann::json ScheduleJson(const ScheduleFacts& f) {
   const bool fell = f.fell_behind_at_s >= 0;
   return {{"judged", f.judged},
           {"lateness_alarm_ms", f.lateness_alarm_ms},
-          {"fell_behind_at_s", fell ? nlohmann::json(Round(f.fell_behind_at_s, 0.01)) : nullptr},
+          {"fell_behind_at_s", fell ? nlohmann::json(Round(f.fell_behind_at_s, 100)) : nullptr},
           {"worker", fell ? nlohmann::json(f.worker) : nullptr},
-          {"lateness_ms", fell ? nlohmann::json(Round(f.lateness_ms, 0.001)) : nullptr},
+          {"lateness_ms", fell ? nlohmann::json(Round(f.lateness_ms, 1000)) : nullptr},
           {"cause", fell ? nlohmann::json(f.cause) : nullptr},
           {"cause_text", fell ? nlohmann::json(f.cause_text) : nullptr},
-          {"worst_window_p99_ms", Round(f.worst_window_p99_ms, 0.001)},
+          {"worst_window_p99_ms", Round(f.worst_window_p99_ms, 1000)},
           {"alarm_reports", f.alarm_reports},
           {"alarm_lines", f.alarm_lines},
           {"stopped_on_alarm", f.stopped_on_alarm}};
@@ -40,7 +42,7 @@ void FinishScheduleJson(nlohmann::json& s, double run_lateness_p99_s) {
   if (!s.is_object()) return;
   const bool p99_known = std::isfinite(run_lateness_p99_s);
   const double p99_ms = run_lateness_p99_s * 1e3;
-  s["lateness_p99_ms"] = p99_known ? nlohmann::json(Round(p99_ms, 0.0001)) : nullptr;
+  s["lateness_p99_ms"] = p99_known ? nlohmann::json(Round(p99_ms, 10000)) : nullptr;
   const bool judged = s.value("judged", false);
   const double threshold =
       Number(s, "lateness_alarm_ms") ? s["lateness_alarm_ms"].get<double>() : 0;
@@ -72,7 +74,7 @@ std::string ScheduleSentence(const nlohmann::json& s) {
                          ")");
     }
     return absl::StrCat(
-        absl::StrFormat("the generator fell behind from t=%.1f s",
+        absl::StrFormat("the generator fell behind from t=%.2f s",
                         s["fell_behind_at_s"].get<double>()),
         who, kTail,
         s.value("stopped_on_alarm", false) ? "; run stopped there (--stop-on-alarm)" : "");

@@ -51,7 +51,7 @@ nlohmann::json ScheduleJson(const ScheduleFacts& facts);
 void FinishScheduleJson(nlohmann::json& schedule, double run_lateness_p99_s);
 
 // The plain sentence: "send lateness p99 0.04 ms: schedule kept", "the
-// generator fell behind from t=1.2 s (worker 1: CPU saturated (…)): results
+// generator fell behind from t=1.23 s (worker 1: CPU saturated (…)): results
 // describe the generator, not the server", or, when only the run's p99 is
 // over, "send lateness p99 14.2 ms over the run, above the 10 ms alarm
 // threshold: results describe the generator, not the server". With the

@@ -40,7 +40,7 @@ TEST(LatenessMonitorTest, ThresholdIsExclusiveAndOnlyTheFirstAlarmSetsTheVerdict
   EXPECT_EQ(a->worker, 1);
   EXPECT_EQ(a->at_ns, 2 * kS);
   EXPECT_EQ(a->lateness_ns, 10 * kMs + 1);
-  EXPECT_EQ(a->text.rfind("lateness alarm: worker 1 is behind its schedule at t=2.0 s", 0), 0u)
+  EXPECT_EQ(a->text.rfind("lateness alarm: worker 1 is behind its schedule at t=2.00 s", 0), 0u)
       << a->text;
   std::optional<LatenessAlarm> b = m.Observe(0, Report(1000, 5, 40), 3 * kS);
   ASSERT_TRUE(b.has_value());

@@ -58,7 +58,7 @@ TEST(ScheduleVerdictTest, FellBehindNamesTheMomentTheWorkerAndTheCause) {
   EXPECT_EQ(j["alarm_lines"], 2);
   EXPECT_DOUBLE_EQ(j["lateness_p99_ms"].get<double>(), 200);
   EXPECT_EQ(ScheduleSentence(j),
-            "the generator fell behind from t=1.2 s (worker 1: CPU saturated (worker process 1.93 "
+            "the generator fell behind from t=1.23 s (worker 1: CPU saturated (worker process 1.93 "
             "cores, host 100% busy)): results describe the generator, not the server; run stopped "
             "there (--stop-on-alarm)");
   const std::vector<RunEvent> events = ScheduleEvents(j);
