@@ -440,9 +440,9 @@ void WriteRunResults(const fs::path& folder, const std::string& dataset,
     std::stable_sort(page_events.begin(), page_events.end(),
                      [](const RunEvent& a, const RunEvent& b) { return a.at_s < b.at_s; });
   }
-  if (absl::Status s = WriteActualPlotPage(plan, sends, folder / ActualPlotFileName(dataset),
-                                           actual_context, note, page_events,
-                                           LatencyViews(summary));
+  if (absl::Status s =
+          WriteActualPlotPage(plan, sends, folder / ActualPlotFileName(dataset), actual_context,
+                              note, page_events, LatencyViews(summary));
       !s.ok()) {
     LogError(s.ToString());
   }
