@@ -97,6 +97,10 @@ std::string Fixed(double v, int digits = 3) {
 
 }  // namespace
 
+double IntendedRateRps(const std::vector<double>& planned_offsets_s) {
+  return RateOverSpan(planned_offsets_s);
+}
+
 int64_t FromPlannedNs(const surge::v1::RequestRecord& r, int64_t metric_ns) {
   return metric_ns + (r.sent_ns() - r.planned_ns());
 }
