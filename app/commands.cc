@@ -23,6 +23,7 @@
 #include "absl/strings/str_join.h"
 #include "client/model_lister.h"
 #include "common/clock.h"
+#include "common/fd_limit.h"
 #include "common/log.h"
 #include "common/time_units.h"
 #include "common/version.h"
@@ -37,6 +38,7 @@
 #include "coordinator/report/clock_summary.h"
 #include "coordinator/report/plot_pages.h"
 #include "coordinator/report/run_context.h"
+#include "coordinator/report/schedule_verdict.h"
 #include "coordinator/report/worker_losses.h"
 #include "coordinator/results/progress.h"
 #include "coordinator/results/run_files.h"
@@ -67,8 +69,10 @@ using coordinator::DispatcherOptions;
 using coordinator::DispatchOutcome;
 using coordinator::DispatchProgress;
 using coordinator::ExpectedPlotFileName;
+using coordinator::FinishScheduleJson;
 using coordinator::FormatLocalTime;
 using coordinator::FormatSummaryTable;
+using coordinator::IntendedRateRps;
 using coordinator::kInstantModeBelowRps;
 using coordinator::LateMark;
 using coordinator::LoadYamlConfig;
@@ -95,6 +99,10 @@ using coordinator::SavedConfigJson;
 using coordinator::RecordFanOut;
 using coordinator::RecordSink;
 using coordinator::SummaryAccumulator;
+using coordinator::ScheduleEvents;
+using coordinator::ScheduleFacts;
+using coordinator::ScheduleJson;
+using coordinator::ScheduleSentence;
 using coordinator::SummaryToCsv;
 using coordinator::SummaryToJson;
 using coordinator::WorkerLoss;
@@ -435,10 +443,21 @@ class ActualPageInputs : public RecordSink {
 // lost worker ("worker_losses": a line under the table, a red line on the
 // actual page's time axes).
 void WriteRunResults(const fs::path& folder, const std::string& dataset,
-                     const ArrivalSchedule& plan, const RunSummary& summary,
-                     const ActualPageInputs& page, const nlohmann::json& context,
+                     const ArrivalSchedule& plan, RunSummary summary,
+                     const ActualPageInputs& page, const nlohmann::json& context_in,
                      const PageContext& page_context) {
   const std::vector<ActualSend>& sends = page.sends();
+  // The plan's rate, also when the run stopped early or fell behind
+  // (R-MET-2): from the plan itself, not from the records that came back.
+  summary.intended_rate_rps = IntendedRateRps(plan.offset_s);
+  // Issue 9 item 1: whether the schedule was kept, with the run's p99.
+  nlohmann::json context = context_in;
+  if (context.contains("schedule")) {
+    FinishScheduleJson(context["schedule"], summary.lateness_s.p99);
+    context["schedule_kept"] = context["schedule"].value("schedule_kept", true);
+  }
+  const std::string schedule_text =
+      context.contains("schedule") ? ScheduleSentence(context["schedule"]) : std::string();
   const std::string stop_reason = context.value("stop_reason", std::string());
   const std::string note =
       stop_reason.empty() || stop_reason == "completed"
@@ -469,19 +488,29 @@ void WriteRunResults(const fs::path& folder, const std::string& dataset,
   if (!clock_text.empty()) {
     actual_context.push_back({"Clock sync (worker − coordinator)", clock_text});
   }
+  if (!schedule_text.empty()) actual_context.push_back({"Schedule", schedule_text});
   // Lost workers: a red line at each loss on the actual page's time axes.
   const nlohmann::json no_losses = nlohmann::json::array();
   const nlohmann::json& losses =
       context.contains("worker_losses") ? context["worker_losses"] : no_losses;
   const std::vector<RunEvent> loss_events = WorkerLossEvents(losses);
+  // The moment the generator fell behind: a red line like a lost worker's
+  // (its sentence is printed once, as the "schedule:" line).
+  std::vector<RunEvent> page_events = loss_events;
+  if (context.contains("schedule")) {
+    for (RunEvent& e : ScheduleEvents(context["schedule"])) page_events.push_back(std::move(e));
+    std::stable_sort(page_events.begin(), page_events.end(),
+                     [](const RunEvent& a, const RunEvent& b) { return a.at_s < b.at_s; });
+  }
   if (absl::Status s =
           WriteActualPlotPage(plan, sends, folder / ActualPlotFileName(dataset), actual_context,
-                              note, loss_events, LatencyViews(summary), page.late_marks());
+                              note, page_events, LatencyViews(summary), page.late_marks());
       !s.ok()) {
     LogError(s.ToString());
   }
   std::cout << FormatSummaryTable(summary);
   if (!clock_text.empty()) std::cout << "clock sync (worker − coordinator): " << clock_text << "\n";
+  if (!schedule_text.empty()) std::cout << "schedule: " << schedule_text << "\n";
   if (!note.empty()) std::cout << note << "\n";
   auto count = [&context](const char* key) {
     auto it = context.find(key);
@@ -498,6 +527,28 @@ void WriteRunResults(const fs::path& folder, const std::string& dataset,
     std::cout << "\n";
   }
   for (const RunEvent& e : loss_events) std::cout << e.text << "\n";
+}
+
+// The lateness monitor's verdict as report facts (run.schedule).
+ScheduleFacts ScheduleFactsOf(const absl::StatusOr<DispatchOutcome>& outcome,
+                              const RunConfig& config) {
+  ScheduleFacts f;
+  f.judged = config.lateness_alarm_ms() > 0;
+  f.lateness_alarm_ms = config.lateness_alarm_ms();
+  if (!outcome.ok()) return f;
+  const coordinator::ScheduleVerdict& v = outcome->schedule;
+  if (!v.kept) {
+    f.fell_behind_at_s = std::max(0.0, NanosToSeconds(v.fell_behind_at_ns));
+    f.worker = v.worker;
+    f.lateness_ms = static_cast<double>(v.lateness_ns) / 1e6;
+    f.cause = std::string(coordinator::LatenessCauseKey(v.diagnosis.cause));
+    f.cause_text = v.diagnosis.text;
+  }
+  f.worst_window_p99_ms = static_cast<double>(v.worst_p99_ns) / 1e6;
+  f.alarm_reports = v.over_reports;
+  f.alarm_lines = outcome->alarm_lines;
+  f.stopped_on_alarm = outcome->stopped_on_alarm;
+  return f;
 }
 
 // run.worker_losses: one object per lost worker (WorkerLossJson).
@@ -706,6 +757,20 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe,
     }
   }
   config.set_workers(static_cast<uint32_t>(workers));
+  // Issue 9 item 1: the planned connections must fit the open-file limit
+  // (raised to the hard limit at start, app/main.cc). Local workers share
+  // this process's limit; remote ones check their own (worker_session).
+  if (role == nullptr) {
+    auto limit = RaiseOpenFileLimit();
+    if (limit.ok()) {
+      if (absl::Status s = CheckConnectionsFit(
+              config.max_concurrency(), static_cast<uint64_t>(workers), sim != nullptr, *limit);
+          !s.ok()) {
+        if (sim) sim->Stop();
+        return Fail(s, kExitConfigError);
+      }
+    }
+  }
 
   int code = kExitOk;
   // run_config.json: the resolved model and worker count, but not the
@@ -729,6 +794,9 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe,
   options.assign = config.assign() == "least-loaded" ? AssignPolicyKind::kLeastLoaded
                                                      : AssignPolicyKind::kRoundRobin;
   options.abort_after_connect_failures = config.abort_after_connect_failures();
+  // Issue 9 item 1: the lateness alarm (docs/DESIGN.md "Lateness alarm").
+  options.lateness.threshold_ns = std::llround(config.lateness_alarm_ms() * 1e6);
+  options.stop_on_alarm = config.stop_on_alarm();
   options.target = config.target();
   options.seed = config.seed();
   // Late-send policy (validated: "send", "skip" or "cap").
@@ -804,6 +872,8 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe,
     interrupted_at_s = std::round(NanosToSeconds(outcome->interrupted_at_ns) * 100) / 100;
     stop_reason = absl::StrFormat("interrupted by the user at %.2f s",
                                   NanosToSeconds(outcome->interrupted_at_ns));
+  } else if (outcome.ok() && outcome->stopped_on_alarm) {
+    stop_reason = absl::StrCat("stopped by surge (--stop-on-alarm): ", outcome->stop_message);
   } else if (outcome.ok() && outcome->target_unreachable) {
     stop_reason = absl::StrCat("stopped by surge: target unreachable: ", outcome->stop_message);
   } else if (!outcome.ok()) {
@@ -854,6 +924,9 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe,
       {"late_threshold_ms", config.late_threshold_ms()},
       {"catch_up_rps",
        config.has_catch_up_rps() ? nlohmann::json(config.catch_up_rps()) : nlohmann::json()},
+      // Issue 9 item 1: whether the schedule was kept (completed with the
+      // run's lateness p99 in WriteRunResults).
+      {"schedule", ScheduleJson(ScheduleFactsOf(outcome, config))},
   };
   if (outcome.ok() && outcome->undecodable_frames > 0) {
     LogWarning(absl::StrCat(
@@ -864,6 +937,11 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe,
   std::cout << "results: " << p.folder.string() << std::endl;
   if (!outcome.ok()) return Fail(outcome.status(), kExitFailure);
   if (outcome->interrupted) return InterruptedExitCode();
+  if (outcome->stopped_on_alarm) {
+    return Fail(
+        absl::AbortedError(absl::StrCat("stopped on the lateness alarm: ", outcome->stop_message)),
+        kExitLatenessAlarm);
+  }
   if (outcome->target_unreachable) {
     return Fail(absl::UnavailableError(absl::StrCat("target unreachable: ", outcome->stop_message)),
                 kExitFailure);

@@ -16,6 +16,9 @@ namespace surge::app {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;
 inline constexpr int kExitConfigError = 2;
+// Ended by --stop-on-alarm at the first lateness alarm (issue 9 item 1): the
+// generator fell behind its schedule; every file is written.
+inline constexpr int kExitLatenessAlarm = 3;
 inline constexpr int kExitInterrupted = 130;
 // Stopped by SIGTERM (e.g. `docker stop`, a Kubernetes eviction): drained and
 // written like Ctrl-C.

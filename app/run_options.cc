@@ -109,6 +109,13 @@ const std::vector<Flag>& Flags() {
       {"abort-after-connect-failures", "abort_after_connect_failures", Kind::kCount,
        "Stop (exit 1) when the first K requests all fail to connect; 0 = never (default 10).",
        [](RunConfig* c, const std::string& v) { c->set_abort_after_connect_failures(U32(v)); }},
+      {"lateness-alarm-ms", "lateness_alarm_ms", Kind::kNumber,
+       "Warn (naming the worker and the cause) when a worker's send lateness p99 over the last "
+       "second exceeds this, ms; 0 = off (default 10).",
+       [](RunConfig* c, const std::string& v) { c->set_lateness_alarm_ms(D(v)); }},
+      {"stop-on-alarm", "stop_on_alarm", Kind::kSwitch,
+       "End the run at the first lateness alarm, all files written (exit 3).",
+       [](RunConfig* c, const std::string& v) { c->set_stop_on_alarm(v == "true"); }},
       {"output-dir", "output_dir", Kind::kText,
        "Root of the run folders (default outputs/default).",
        [](RunConfig* c, const std::string& v) { c->set_output_dir(v); }},

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
 namespace surge {
@@ -21,6 +22,27 @@ struct FileLimit {
 // /proc/sys/fs/nr_open when the hard limit is unlimited). Errors: INTERNAL
 // with the errno text when getrlimit/setrlimit fail.
 absl::StatusOr<FileLimit> RaiseOpenFileLimit();
+
+// Descriptors a process keeps for itself besides its connections (ZeroMQ
+// sockets and its I/O thread's pipes, the details file, stdio, the resolver).
+inline constexpr uint64_t kReservedDescriptors = 64;
+
+// Connections a process with open-file limit `fd_limit` can hold:
+// fd_limit − kReservedDescriptors, at least 1. Pure.
+uint64_t DescriptorCapacity(uint64_t fd_limit);
+
+// Whether a run's planned connections fit the open-file limit (issue 9
+// item 1: "a clear message when the plan cannot fit"). Each of `workers`
+// worker processes (with `fd_limit`) holds up to its share of
+// `max_concurrency` connections (⌈C/W⌉ for the largest share); the process
+// running the built-in server (`sim_server_in_process`) holds one per
+// connection of every worker, C in all. max_concurrency 0 (no cap) is not
+// checked: its need depends on the server's speed, and each worker then caps
+// itself at its capacity (a request waits for a descriptor instead of
+// failing). Errors: FAILED_PRECONDITION naming max_concurrency, the need,
+// the limit (and hard limit) and the ways out. Pure.
+absl::Status CheckConnectionsFit(uint64_t max_concurrency, uint64_t workers,
+                                 bool sim_server_in_process, const FileLimit& limit);
 
 }  // namespace surge
 

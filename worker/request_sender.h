@@ -20,6 +20,14 @@ namespace surge::worker {
 // absolute too. The caller converts them to t0-relative time.
 using SendCallback = std::function<void(surge::v1::RequestRecord)>;
 
+// Connections a sender opened so far and their total set-up time (connect
+// and, for https, the handshake), ns. For the lateness monitor's
+// "connection set-up" cause (worker/send_health.h).
+struct ConnectTotals {
+  uint64_t connects = 0;
+  int64_t connect_ns = 0;
+};
+
 // Sends requests without blocking the caller. Thread-safe.
 class RequestSender {
  public:
@@ -37,6 +45,8 @@ class RequestSender {
   virtual void CancelPrepared(const surge::v1::Assignment& assignment) { (void)assignment; }
   // Requests started and not yet finished.
   virtual size_t inflight() const = 0;
+  // Connections opened so far; default: none counted.
+  virtual ConnectTotals connect_totals() const { return {}; }
   // Waits up to `drain` for in-flight requests to finish; then cuts off the
   // rest and stops the I/O threads. Idempotent. A cut-off request whose first
   // byte was sent gets status INTERRUPTED ("interrupted: ...") with sent_ns,

@@ -56,6 +56,15 @@ size_t SendLoop::queued() const {
   return unprepared_.size() + ready_.size();
 }
 
+int64_t SendLoop::OverdueNs(int64_t now_ns) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!started_ || (unprepared_.empty() && ready_.empty())) return 0;
+  int64_t earliest = INT64_MAX;
+  if (!unprepared_.empty()) earliest = unprepared_.front().offset_ns();
+  if (!ready_.empty()) earliest = std::min(earliest, ready_.front().offset_ns());
+  return std::max<int64_t>(0, now_ns - mapping_.ToWorker(t0_coord_ns_ + earliest));
+}
+
 std::vector<surge::v1::Assignment> SendLoop::TakeUnreleased() {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<surge::v1::Assignment> out;
@@ -229,6 +238,8 @@ void SendLoop::Release(surge::v1::Assignment assignment, int64_t released_local_
   const int64_t deadline_ns = t0 + assignment.offset_ns();
   bool held_back = deadline_ns < last_gate_wait_end_ns_;
   if (options_.max_inflight > 0 && sender_.inflight() >= options_.max_inflight) {
+    // Counted as the wait begins, so the next heartbeat already says why.
+    if (options_.health != nullptr) options_.health->OnGateWait();
     while (sender_.inflight() >= options_.max_inflight && !stop_.load()) {
       clock_.SleepUntilCoarse(clock_.Now() + std::chrono::microseconds(100));
     }
@@ -271,6 +282,11 @@ void SendLoop::Release(surge::v1::Assignment assignment, int64_t released_local_
     }
     on_record_(std::move(record));
   });
+  if (options_.health != nullptr) {
+    // Lateness at the hand-off, on the local clock (issue 9 item 1).
+    const int64_t handed_ns = ToNanos(clock_.Now());
+    options_.health->OnSend(handed_ns, handed_ns - mapping.ToWorker(deadline_ns));
+  }
 }
 
 }  // namespace surge::worker

@@ -20,6 +20,7 @@
 #include "surge/v1/record.pb.h"
 #include "surge/v1/wire.pb.h"
 #include "worker/request_sender.h"
+#include "worker/send_health.h"
 
 namespace surge::worker {
 
@@ -54,6 +55,10 @@ struct SendLoopOptions {
   // CAP only: the least time between a late release and the release before
   // it, ns (1e9 / the worker's catch-up rate); > 0 with CAP.
   int64_t catch_up_spacing_ns = 0;
+  // Told of every hand-off to the sender (its lateness: hand-off − deadline,
+  // local ns) and every wait for an in-flight slot (issue 9 item 1). May be
+  // null; must outlive Run().
+  SendHealth* health = nullptr;
 };
 
 // Sets `options`' late-send policy from the coordinator's Welcome
@@ -102,6 +107,9 @@ class SendLoop {
   uint64_t late() const { return late_.load(); }
   uint64_t skipped() const { return skipped_.load(); }
   uint64_t delayed() const { return delayed_.load(); }
+  // How long the earliest queued request is past its deadline at local
+  // `now_ns`, ns; 0 when none is due (or before the start).
+  int64_t OverdueNs(int64_t now_ns) const;
 
  private:
   struct Later {

@@ -1,5 +1,6 @@
 #include "worker/worker_session.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -7,8 +8,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/fd_limit.h"
 #include "common/log.h"
 #include "common/utf8.h"
+#include "worker/send_health.h"
 #include "worker/send_loop.h"
 
 namespace surge::worker {
@@ -20,6 +23,12 @@ using surge::v1::Envelope;
 // heartbeat never waits long behind bulk data.
 constexpr size_t kMaxBatchRecords = 256;
 constexpr size_t kMaxBatchBytes = 64 * 1024;
+
+uint64_t SoftOpenFileLimit() {
+  rlimit r{};
+  if (getrlimit(RLIMIT_NOFILE, &r) != 0 || r.rlim_cur == RLIM_INFINITY) return UINT64_MAX;
+  return r.rlim_cur;
+}
 
 std::string HostName() {
   char buf[256] = {0};
@@ -261,13 +270,41 @@ int WorkerSession::Run() {
     return code == kExitStoppedBeforeStart ? kExitDone : code;
   }
 
+  // Issue 9 item 1: every connection is a descriptor. The worker holds at
+  // most what its open-file limit allows; beyond that a request waits for a
+  // slot (its lateness shows it) instead of failing with EMFILE.
+  const uint64_t fd_limit = options_.fd_limit > 0 ? options_.fd_limit : SoftOpenFileLimit();
+  const uint64_t fd_capacity = std::min<uint64_t>(DescriptorCapacity(fd_limit), UINT32_MAX);
+  uint32_t max_inflight = welcome.max_inflight();
+  if (max_inflight == 0 || max_inflight > fd_capacity) {
+    if (max_inflight > fd_capacity) {
+      LogWarning(absl::StrCat("in-flight cap lowered from ", max_inflight, " to ", fd_capacity,
+                              ": the open-file limit is ", fd_limit, " (ulimit -n)"));
+    }
+    max_inflight = static_cast<uint32_t>(fd_capacity);
+  }
+  auto read_totals = [&sender, this] {
+    HealthTotals t;
+    const ConnectTotals c = sender->connect_totals();
+    t.connects = c.connects;
+    t.connect_ns = c.connect_ns;
+    if (options_.read_cpu) {
+      t.cpu_ns = ProcessCpuNs();
+      ReadHostCpu(t);
+    }
+    return t;
+  };
+  SendHealth health(ToNanos(clock_.Now()), read_totals());
   SendLoopOptions loop_options;
   loop_options.worker_index = welcome.worker_index();
-  loop_options.max_inflight = welcome.max_inflight();
+  loop_options.max_inflight = max_inflight;
+  loop_options.health = &health;
   // Late-send policy (RunConfig.late_policy; the coordinator validated it).
   ApplyLatePolicy(welcome, &loop_options);
-  SendLoop loop(clock_, *sender, loop_options,
-                [this](surge::v1::RequestRecord record) { AddToOutbox(std::move(record)); });
+  SendLoop loop(clock_, *sender, loop_options, [this, &health](surge::v1::RequestRecord record) {
+    health.OnRecordError(record.error());
+    AddToOutbox(std::move(record));
+  });
   loop.SetClockMapping(clock_sync_.mapping());
   // Every heartbeat ack is a clock sample; the pacer reads the new mapping
   // at its next deadline.
@@ -303,6 +340,14 @@ int WorkerSession::Run() {
     h->set_queued(static_cast<uint32_t>(loop.queued()));
     h->set_horizon_ns(loop.horizon_ns());
     *h->mutable_clock() = ClockReportNow();
+    if (started) {
+      surge::v1::SendHealth* sh = h->mutable_send_health();
+      *sh = health.Report(ToNanos(now), read_totals(), loop.OverdueNs(ToNanos(now)));
+      sh->set_max_inflight(max_inflight);
+      sh->set_inflight(h->inflight());
+      sh->set_fd_limit(fd_limit);
+      sh->set_fd_capacity(fd_capacity);
+    }
     (void)SendEnvelope(std::move(hb));
     next_heartbeat = now + heartbeat_period;
   };

@@ -55,6 +55,16 @@ struct WorkerSessionOptions {
   std::chrono::milliseconds probe_period{5};
   std::chrono::milliseconds probe_round_wait{200};
   ClockSyncOptions clock_sync;
+  // The open-file limit the worker's connection capacity is derived from
+  // (issue 9 item 1): capacity = fd_limit − kReservedDescriptors
+  // (common/fd_limit.h), and the in-flight cap becomes min(Welcome's cap,
+  // capacity) (the capacity alone when Welcome gives none), so a request
+  // waits for a descriptor instead of failing with EMFILE. 0 = read the soft
+  // RLIMIT_NOFILE at the Welcome.
+  uint64_t fd_limit = 0;
+  // Whether heartbeats read /proc/stat and the process CPU time for their
+  // SendHealth (tests on simulated time turn it off: those are real).
+  bool read_cpu = true;
   // Test-only: called for every heartbeat's ClockReport to add the
   // simulated truth (SkewedClock); empty = the clock is not simulated.
   std::function<void(surge::v1::ClockReport&)> describe_simulated_clock;

@@ -258,6 +258,13 @@ const std::map<std::string, Setter>& TopKeys() {
               {"late_threshold_ms",
                Double([](RunConfig* c, double v) { c->set_late_threshold_ms(v); })},
               {"catch_up_rps", Double([](RunConfig* c, double v) { c->set_catch_up_rps(v); })},
+              {"lateness_alarm_ms",
+               Double([](RunConfig* c, double v) { c->set_lateness_alarm_ms(v); })},
+              {"stop_on_alarm",
+               [](const YAML::Node& n, const std::string& f, Errors& e, RunConfig* c) {
+                 bool v;
+                 if (ReadBool(n, f, e, &v)) c->set_stop_on_alarm(v);
+               }},
               {"workers_force",
                [](const YAML::Node& n, const std::string& f, Errors& e, RunConfig* c) {
                  bool v;
@@ -294,102 +301,107 @@ const std::map<std::string, Setter>& TopKeys() {
                      c->mutable_dataset()->set_random_input_len(
                          static_cast<uint32_t>(std::min<uint64_t>(v, 1u << 30)));
                    })},
-              {"random_output_len",
-               Uint(
-                   [](RunConfig* c, uint64_t v) {
+                  {"random_output_len", Uint([](RunConfig* c, uint64_t v) {
                      c->mutable_dataset()->set_random_output_len(
                          static_cast<uint32_t>(std::min<uint64_t>(v, 1u << 30)));
                    })},
-              // Datasets (R-MET-3, docs/DATASETS.md): synthetic length draws, replay.
-              {"random_len_dist", String(
-                                      [](RunConfig* c, const std::string& v) {
-                                        c->mutable_dataset()->set_random_len_dist(v);
-                                      })},
-              {"random_range_ratio", Double(
-                                         [](RunConfig* c, double v) { c->mutable_dataset()->set_random_range_ratio(v);
-                                         })},
-              {"random_len_stddev",
-               Double(
-                   [](RunConfig* c, double v) { c->mutable_dataset()->set_random_len_stddev(v); })},
-              {"random_zipf_s",
-               Double([](RunConfig* c, double v) { c->mutable_dataset()->set_random_zipf_s(v); })},
-              {"trace_replay",
-               [](const YAML::Node& n, const std::string& f, Errors& e, RunConfig* c) {
-                 bool v;
-                 if (ReadBool(n, f, e, &v)) c->mutable_dataset()->set_trace_replay(v);
-               }},
-              {"trace_time_scale", Double([](RunConfig* c, double v) {
-                 c->mutable_dataset()->set_trace_time_scale(v);
-               })},
-              {"sim_ttft_ms",
-               Double([](RunConfig* c, double v) { c->mutable_sim_server()->set_ttft_ms(v); })},
-              {"sim_itl_ms",
-               Double([](RunConfig* c, double v) { c->mutable_sim_server()->set_itl_ms(v); })},
-              // Target options of R-REQ-1 (the API key itself never: only its file).
-              {"ca_cert_path", String([](RunConfig* c, const std::string& v) {
-                 c->mutable_target()->set_ca_cert_path(v);
-               })},
-              {"insecure_skip_verify",
-               [](const YAML::Node& n, const std::string& f, Errors& e, RunConfig* c) {
-                 bool v;
-                 if (ReadBool(n, f, e, &v)) c->mutable_target()->set_insecure_skip_verify(v);
-               }},
-              {"api_key_file", String([](RunConfig* c, const std::string& v) {
-                 c->mutable_target()->set_api_key_file(v);
-               })},
-              {"headers",  // a list of "Name: value" strings
-               [](const YAML::Node& n, const std::string& f, Errors& e, RunConfig* c) {
-                 if (n.IsNull()) return;
-                 if (!n.IsSequence()) {
-                   e.Add(f, Show(n), "must be a list of \"Name: value\" strings");
-                   return;
-                 }
-                 c->mutable_target()->clear_headers();
-                 for (size_t i = 0; i < n.size(); ++i) {
-                   std::string v;
-                   if (ReadString(n[i], absl::StrCat(f, "[", i, "]"), e, &v)) {
-                     c->mutable_target()->add_headers(v);
-                   }
-                 }
-               }},
-              {"extra_body_json",  // JSON text, or a mapping written as YAML
-               [](const YAML::Node& n, const std::string& f, Errors& e, RunConfig* c) {
-                 if (n.IsMap()) {
-                   c->mutable_target()->set_extra_body_json(YamlToJson(n).dump());
-                   return;
-                 }
-                 std::string v;
-                 if (ReadString(n, f, e, &v)) c->mutable_target()->set_extra_body_json(v);
-               }},
-              // Built-in server fault injection (fractions of requests).
-              {"sim_fault_429",
-               Double([](RunConfig* c, double v) { c->mutable_sim_server()->set_fault_429(v); })},
-              {"sim_fault_500",
-               Double([](RunConfig* c, double v) { c->mutable_sim_server()->set_fault_500(v); })},
-              {"sim_fault_503",
-               Double([](RunConfig* c, double v) { c->mutable_sim_server()->set_fault_503(v); })},
-              {"sim_fault_reset",
-               Double([](RunConfig* c, double v) { c->mutable_sim_server()->set_fault_reset(v); })},
-              {"sim_fault_malformed", Double([](RunConfig* c, double v) {
-                 c->mutable_sim_server()->set_fault_malformed(v);
-               })},
-              {"sim_fault_stall",
-               Double([](RunConfig* c, double v) { c->mutable_sim_server()->set_fault_stall(v); })},
-              {"sim_fault_split",
-               Double([](RunConfig* c, double v) { c->mutable_sim_server()->set_fault_split(v); })},
-              {"sim_fault_error_event", Double([](RunConfig* c, double v) {
-                 c->mutable_sim_server()->set_fault_error_event(v);
-               })},
-              {"sim_fault_after_tokens", Uint([](RunConfig* c, uint64_t v) {
-                 c->mutable_sim_server()->set_fault_after_tokens(
-                     static_cast<uint32_t>(std::min<uint64_t>(v, 1u << 30)));
-               })},
-              {"sim_fault_stall_ms", Double([](RunConfig* c, double v) {
-                 c->mutable_sim_server()->set_fault_stall_ms(v);
-               })},
-              {"sim_fault_seed",
-               Uint([](RunConfig* c, uint64_t v) { c->mutable_sim_server()->set_fault_seed(v); })},
-          };
+                  // Datasets (R-MET-3, docs/DATASETS.md): synthetic length draws, replay.
+                  {"random_len_dist", String([](RunConfig* c, const std::string& v) {
+                     c->mutable_dataset()->set_random_len_dist(v);
+                   })},
+                  {"random_range_ratio", Double([](RunConfig* c, double v) {
+                     c->mutable_dataset()->set_random_range_ratio(v);
+                   })},
+                  {"random_len_stddev", Double([](RunConfig* c, double v) {
+                     c->mutable_dataset()->set_random_len_stddev(v);
+                   })},
+                  {"random_zipf_s", Double([](RunConfig* c, double v) {
+                     c->mutable_dataset()->set_random_zipf_s(v);
+                   })},
+                  {"trace_replay",
+                   [](const YAML::Node& n, const std::string& f, Errors& e, RunConfig* c) {
+                     bool v;
+                     if (ReadBool(n, f, e, &v)) c->mutable_dataset()->set_trace_replay(v);
+                   }},
+                  {"trace_time_scale", Double([](RunConfig* c, double v) {
+                     c->mutable_dataset()->set_trace_time_scale(v);
+                   })},
+                  {"sim_ttft_ms",
+                   Double([](RunConfig* c, double v) { c->mutable_sim_server()->set_ttft_ms(v); })},
+                  {"sim_itl_ms",
+                   Double([](RunConfig* c, double v) { c->mutable_sim_server()->set_itl_ms(v); })},
+                  // Target options of R-REQ-1 (the API key itself never: only its file).
+                  {"ca_cert_path", String([](RunConfig* c, const std::string& v) {
+                     c->mutable_target()->set_ca_cert_path(v);
+                   })},
+                  {"insecure_skip_verify",
+                   [](const YAML::Node& n, const std::string& f, Errors& e, RunConfig* c) {
+                     bool v;
+                     if (ReadBool(n, f, e, &v)) c->mutable_target()->set_insecure_skip_verify(v);
+                   }},
+                  {"api_key_file", String([](RunConfig* c, const std::string& v) {
+                     c->mutable_target()->set_api_key_file(v);
+                   })},
+                  {"headers",  // a list of "Name: value" strings
+                   [](const YAML::Node& n, const std::string& f, Errors& e, RunConfig* c) {
+                     if (n.IsNull()) return;
+                     if (!n.IsSequence()) {
+                       e.Add(f, Show(n), "must be a list of \"Name: value\" strings");
+                       return;
+                     }
+                     c->mutable_target()->clear_headers();
+                     for (size_t i = 0; i < n.size(); ++i) {
+                       std::string v;
+                       if (ReadString(n[i], absl::StrCat(f, "[", i, "]"), e, &v)) {
+                         c->mutable_target()->add_headers(v);
+                       }
+                     }
+                   }},
+                  {"extra_body_json",  // JSON text, or a mapping written as YAML
+                   [](const YAML::Node& n, const std::string& f, Errors& e, RunConfig* c) {
+                     if (n.IsMap()) {
+                       c->mutable_target()->set_extra_body_json(YamlToJson(n).dump());
+                       return;
+                     }
+                     std::string v;
+                     if (ReadString(n, f, e, &v)) c->mutable_target()->set_extra_body_json(v);
+                   }},
+                  // Built-in server fault injection (fractions of requests).
+                  {"sim_fault_429", Double([](RunConfig* c, double v) {
+                     c->mutable_sim_server()->set_fault_429(v);
+                   })},
+                  {"sim_fault_500", Double([](RunConfig* c, double v) {
+                     c->mutable_sim_server()->set_fault_500(v);
+                   })},
+                  {"sim_fault_503", Double([](RunConfig* c, double v) {
+                     c->mutable_sim_server()->set_fault_503(v);
+                   })},
+                  {"sim_fault_reset", Double([](RunConfig* c, double v) {
+                     c->mutable_sim_server()->set_fault_reset(v);
+                   })},
+                  {"sim_fault_malformed", Double([](RunConfig* c, double v) {
+                     c->mutable_sim_server()->set_fault_malformed(v);
+                   })},
+                  {"sim_fault_stall", Double([](RunConfig* c, double v) {
+                     c->mutable_sim_server()->set_fault_stall(v);
+                   })},
+                  {"sim_fault_split", Double([](RunConfig* c, double v) {
+                     c->mutable_sim_server()->set_fault_split(v);
+                   })},
+                  {"sim_fault_error_event", Double([](RunConfig* c, double v) {
+                     c->mutable_sim_server()->set_fault_error_event(v);
+                   })},
+                  {"sim_fault_after_tokens", Uint([](RunConfig* c, uint64_t v) {
+                     c->mutable_sim_server()->set_fault_after_tokens(
+                         static_cast<uint32_t>(std::min<uint64_t>(v, 1u << 30)));
+                   })},
+                  {"sim_fault_stall_ms", Double([](RunConfig* c, double v) {
+                     c->mutable_sim_server()->set_fault_stall_ms(v);
+                   })},
+                  {"sim_fault_seed", Uint([](RunConfig* c, uint64_t v) {
+                     c->mutable_sim_server()->set_fault_seed(v);
+                   })},
+              };
   return *keys;
 }
 
@@ -542,6 +554,7 @@ RunConfig DefaultRunConfig() {
   c.set_seed(0);
   c.set_output_dir("outputs/default");
   c.set_abort_after_connect_failures(10);
+  c.set_lateness_alarm_ms(10);
   c.set_assign("round-robin");
   c.set_late_policy("send");
   c.set_late_threshold_ms(10);
@@ -777,6 +790,15 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
     errors.Add("endpoint", absl::StrCat("\"", ep, "\""),
                "must be an OpenAI-compatible path ending in /chat/completions or /completions, "
                "e.g. /v1/chat/completions (flag --endpoint)");
+  }
+  if (!std::isfinite(c.lateness_alarm_ms()) || c.lateness_alarm_ms() < 0) {
+    errors.Add("lateness_alarm_ms", Num(c.lateness_alarm_ms()),
+               "must be a finite number >= 0 ms, 0 = no lateness alarm (flag --lateness-alarm-ms)");
+  }
+  if (c.stop_on_alarm() && c.has_lateness_alarm_ms() && c.lateness_alarm_ms() == 0) {
+    errors.Add("stop_on_alarm", "true",
+               "needs a lateness alarm: lateness_alarm_ms is 0 (off); give it a threshold > 0 "
+               "(flag --lateness-alarm-ms) or leave --stop-on-alarm out");
   }
   if (!std::isfinite(target.request_timeout_s()) || target.request_timeout_s() < 0) {
     errors.Add("request_timeout_s", Num(target.request_timeout_s()),
@@ -1109,6 +1131,8 @@ std::string SavedConfigJson(const RunConfig& c, std::vector<std::string>* left_o
   }
   if (c.has_catch_up_rps()) j["catch_up_rps"] = c.catch_up_rps();
   j["abort_after_connect_failures"] = c.abort_after_connect_failures();
+  if (c.has_lateness_alarm_ms()) j["lateness_alarm_ms"] = c.lateness_alarm_ms();
+  if (c.stop_on_alarm()) j["stop_on_alarm"] = true;
   j["output_dir"] = c.output_dir();
   const auto& target = c.target();
   if (!target.model().empty()) j["model"] = target.model();

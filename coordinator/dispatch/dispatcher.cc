@@ -46,7 +46,9 @@ Dispatcher::Dispatcher(Clock& clock, Transport& transport, const ArrivalSchedule
       ledger_(PlannedOffsetsNs(plan), options_.num_workers),
       registry_(RegistryOptions(options_)),
       policy_(MakeAssignmentPolicy(options_.assign)),
-      outboxes_(static_cast<size_t>(std::max(options_.num_workers, 0))) {
+      outboxes_(static_cast<size_t>(std::max(options_.num_workers, 0))),
+      lateness_(options_.num_workers, options_.lateness),
+      alarm_log_(clock, options_.alarm_log_interval, options_.log_writer) {
   outcome_.clocks.resize(static_cast<size_t>(std::max(options_.num_workers, 0)));
 }
 
@@ -192,12 +194,28 @@ void Dispatcher::Handle(const std::string& peer, Envelope& e) {
     // t3 as late as possible (clock_stamps.h).
     StampHeartbeatAck(e.heartbeat(), ToNanos(now), clock_, ack.mutable_heartbeat_ack());
     Send(*w, std::move(ack));
+    // After the ack, which renews the lease: the monitor may log.
+    if (e.heartbeat().has_send_health() && t0_ns_ != 0) ObserveLateness(*w, e.heartbeat(), now);
   } else if (e.has_record_batch()) {
     for (const auto& r : e.record_batch().records()) {
       if (auto accepted = ledger_.Accept(w->index, r)) Deliver(std::move(*accepted));
     }
   } else if (e.has_goodbye()) {
     registry_.OnGoodbye(*w);
+  }
+}
+
+void Dispatcher::ObserveLateness(const Worker& w, const surge::v1::Heartbeat& hb,
+                                 Clock::TimePoint now) {
+  std::optional<LatenessAlarm> alarm = lateness_.Observe(w.index, hb.send_health(), NowRelNs(now));
+  if (!alarm) return;
+  // One line per interval, with the count of the reports it stands for.
+  alarm_log_.Write(LogLevel::kWarning, "lateness", alarm->text);
+  if (alarm->first && options_.stop_on_alarm && !stopping_ && !outcome_.stopped_on_alarm) {
+    outcome_.stopped_on_alarm = true;
+    outcome_.stop_message =
+        absl::StrFormat("worker %d fell behind its schedule at t=%.2f s (%s)", alarm->worker,
+                        NanosToSeconds(alarm->at_ns), alarm->diagnosis.text);
   }
 }
 
@@ -403,6 +421,8 @@ absl::StatusOr<DispatchOutcome> Dispatcher::Run() {
       p.stopping = stopping_;
       p.inflight = registry_.inflight();
       p.last_planned_s = n > 0 ? NanosToSeconds(ledger_.offset_ns(n - 1)) : 0;
+      p.lateness = lateness_.latest();
+      p.behind = !lateness_.verdict().kept;
       options_.on_progress(p);
     }
     if (stop_requests_.load() > 0 && !user_stop_seen) {
@@ -432,6 +452,16 @@ absl::StatusOr<DispatchOutcome> Dispatcher::Run() {
         stop.mutable_stop()->set_drain_ms(0);
         Send(w, std::move(stop));
       }
+    }
+    if (outcome_.stopped_on_alarm && !stopping_) {
+      LogError(absl::StrFormat(
+          "stopping the run (--stop-on-alarm): %s; nothing more is sent, the %d requests in "
+          "flight are cut off after %.1f s and their records awaited up to %.1f s",
+          outcome_.stop_message, registry_.inflight(),
+          static_cast<double>(options_.alarm_drain.count()) / 1000,
+          static_cast<double>(options_.alarm_record_wait.count()) / 1000));
+      BeginStop(now, "lateness_alarm", options_.alarm_drain);
+      stop_deadline_ = now + std::max(options_.alarm_record_wait, options_.alarm_drain);
     }
     if (outcome_.target_unreachable && !stopping_) {
       LogError(absl::StrCat("target unreachable: ", outcome_.stop_message));
@@ -488,6 +518,9 @@ absl::StatusOr<DispatchOutcome> Dispatcher::Run() {
     if (!in.ok()) OnReceiveError(in.status());
   }
   outcome_.rejected_records = ledger_.refused();
+  alarm_log_.Flush();
+  outcome_.schedule = lateness_.verdict();
+  outcome_.alarm_lines = alarm_log_.lines("lateness");
   outcome_.reassigned = ledger_.reassigned();
   if (aborted) {
     return absl::AbortedError(

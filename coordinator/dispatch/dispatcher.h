@@ -19,9 +19,11 @@
 
 #include "absl/status/statusor.h"
 #include "common/clock.h"
+#include "common/rate_limited_log.h"
 #include "common/transport.h"
 #include "coordinator/dataset/payload_source.h"
 #include "coordinator/dispatch/assignment_policy.h"
+#include "coordinator/dispatch/lateness_monitor.h"
 #include "coordinator/dispatch/request_ledger.h"
 #include "coordinator/dispatch/worker_pool.h"
 #include "coordinator/dispatch/worker_registry.h"
@@ -49,6 +51,11 @@ struct DispatchProgress {
   uint64_t inflight = 0;
   // Planned offset of the last request, seconds.
   double last_planned_s = 0;
+  // Each worker's send lateness over its last reported window (issue 9
+  // item 1), by index; `reported` false until its first report.
+  std::vector<WorkerLateness> lateness;
+  // A lateness alarm has fired in this run.
+  bool behind = false;
 };
 
 struct DispatcherOptions {
@@ -95,6 +102,21 @@ struct DispatcherOptions {
   // connection failures (no response at all: errors "connect", "tls",
   // "connection_closed"): the target is unreachable. 0 = never (R-UI-5).
   uint32_t abort_after_connect_failures = 0;
+  // The lateness monitor (issue 9 item 1): threshold and cause thresholds
+  // (threshold_ns 0 = no alarm). Its warnings are rate limited: one line per
+  // alarm_log_interval, with the count of those it stands for.
+  LatenessMonitorOptions lateness;
+  std::chrono::milliseconds alarm_log_interval{10000};
+  // End the run at the first alarm: nothing more is sent, the requests in
+  // flight get alarm_drain and are then cut off (INTERRUPTED with what is
+  // known of them), and the coordinator waits up to alarm_record_wait after
+  // the stop for the records; all files are written. A worker that fell
+  // behind is busy: its answers and cut-off records take a while.
+  bool stop_on_alarm = false;
+  std::chrono::milliseconds alarm_drain{0};
+  std::chrono::milliseconds alarm_record_wait{2000};
+  // Where warning lines go (tests capture them); default: the log.
+  RateLimitedLog::Writer log_writer = Log;
   // Called on the dispatcher thread every progress_period while running.
   std::function<void(const DispatchProgress&)> on_progress;
   std::chrono::milliseconds progress_period{250};
@@ -119,6 +141,13 @@ struct WorkerLoss {
 struct DispatchOutcome {
   // The user asked to stop (RequestStop) after the start.
   bool interrupted = false;
+  // Stopped by --stop-on-alarm at the first lateness alarm (stop_message
+  // says which worker, when and why).
+  bool stopped_on_alarm = false;
+  // The lateness monitor's verdict (issue 9 item 1), and how many alarm
+  // reports there were and how many warning lines they took.
+  ScheduleVerdict schedule;
+  uint64_t alarm_lines = 0;
   // When the first stop request was seen, ns from t0 (valid when interrupted).
   int64_t interrupted_at_ns = 0;
   // The run was stopped by surge because its first
@@ -208,6 +237,10 @@ class Dispatcher {
   // workers to stop with `drain`.
   void BeginStop(Clock::TimePoint now, const std::string& reason, std::chrono::milliseconds drain);
   void CountConnectFailure(const surge::v1::RequestRecord& record);
+  // Feeds a heartbeat's SendHealth to the lateness monitor; warns (rate
+  // limited) and, with stop_on_alarm, marks the run to stop at the first
+  // alarm.
+  void ObserveLateness(const Worker& w, const surge::v1::Heartbeat& hb, Clock::TimePoint now);
   int64_t NowRelNs(Clock::TimePoint now) const { return ToNanos(now) - t0_ns_; }
 
   Clock& clock_;
@@ -240,6 +273,8 @@ class Dispatcher {
   bool connect_rule_settled_ = false;
   bool stopping_ = false;
   Clock::TimePoint stop_deadline_{};
+  LatenessMonitor lateness_;
+  RateLimitedLog alarm_log_;
 };
 
 }  // namespace surge::coordinator

@@ -6,6 +6,34 @@
 
 namespace surge::coordinator {
 
+std::string FormatLateness(const std::vector<WorkerLateness>& workers, bool behind) {
+  std::vector<const WorkerLateness*> shown;
+  for (const WorkerLateness& w : workers) {
+    if (w.reported) shown.push_back(&w);
+  }
+  if (shown.empty()) return "";
+  auto ms = [](int64_t ns) {
+    const double v = static_cast<double>(ns) / 1e6;
+    return v < 10 ? absl::StrFormat("%.2f", v) : absl::StrFormat("%.0f", v);
+  };
+  auto one = [&ms](const WorkerLateness& w) {
+    return absl::StrCat(" w", w.worker, " ", w.sends > 0 ? ms(w.p50_ns) : "-", "/",
+                        w.sends > 0 ? ms(std::max(w.p99_ns, w.overdue_ns)) : ms(w.overdue_ns));
+  };
+  std::string out = "  late p50/p99 ms";
+  if (shown.size() <= 4) {
+    for (const WorkerLateness* w : shown) out += one(*w);
+  } else {
+    const WorkerLateness* worst = *std::max_element(
+        shown.begin(), shown.end(), [](const WorkerLateness* a, const WorkerLateness* b) {
+          return std::max(a->p99_ns, a->overdue_ns) < std::max(b->p99_ns, b->overdue_ns);
+        });
+    absl::StrAppend(&out, " worst", one(*worst), " (of ", shown.size(), ")");
+  }
+  if (behind) out += "  BEHIND";
+  return out;
+}
+
 std::string FormatProgress(const DispatchProgress& p) {
   const uint64_t sent = p.sent + p.inflight;
   const double rate = p.elapsed_s > 0 ? static_cast<double>(sent) / p.elapsed_s : 0;
@@ -17,9 +45,9 @@ std::string FormatProgress(const DispatchProgress& p) {
   const std::string not_sent =
       p.not_sent > 0 ? absl::StrFormat("  not sent %d", p.not_sent) : std::string();
   return absl::StrFormat(
-      "[%7.1f s] done %d/%d  ok %d  failed %d%s  in flight %d  sent %.1f RPS  %s",
+      "[%7.1f s] done %d/%d  ok %d  failed %d%s  in flight %d  sent %.1f RPS%s  %s",
       std::max(p.elapsed_s, 0.0), p.records, p.planned, p.ok, p.records - p.ok - p.not_sent,
-      not_sent, p.inflight, rate, eta);
+      not_sent, p.inflight, rate, FormatLateness(p.lateness, p.behind), eta);
 }
 
 void ProgressReporter::Update(const DispatchProgress& p) {

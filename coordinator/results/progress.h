@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "coordinator/dispatch/dispatcher.h"
 
@@ -15,6 +16,15 @@ namespace surge::coordinator {
 // sending rate so far, ETA (seconds until the last planned send, then
 // "draining"; "stopping" once the run is being stopped). Pure.
 std::string FormatProgress(const DispatchProgress& p);
+
+// The live lateness part of the progress line (issue 9 item 1): "  late
+// p50/p99 ms w0 0.02/0.05 w1 0.03/0.08" — each worker's send lateness over
+// its last reported window (about 1 s), ms (the p99 column shows the
+// overdue time of a worker whose earliest queued request is later than
+// that; "-" for no sends); with more than 4 workers only the worst by p99,
+// "worst w3 0.03/0.08 (of 16)". "  BEHIND" once an alarm fired. "" before
+// any report. Pure.
+std::string FormatLateness(const std::vector<WorkerLateness>& workers, bool behind);
 
 // Writes FormatProgress lines to `out`: every update on a terminal (with
 // "\r", cleared by Finish), else one line per `plain_period_s`. Not

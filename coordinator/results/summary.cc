@@ -96,6 +96,12 @@ std::string Fixed(double v, int digits = 3) {
 
 }  // namespace
 
+double IntendedRateRps(const std::vector<double>& planned_offsets_s) {
+  if (planned_offsets_s.empty()) return kNaN;
+  const auto [lo, hi] = std::minmax_element(planned_offsets_s.begin(), planned_offsets_s.end());
+  return RateOverSpan(planned_offsets_s.size(), *lo, *hi);
+}
+
 int64_t FromPlannedNs(const surge::v1::RequestRecord& r, int64_t metric_ns) {
   return metric_ns + (r.sent_ns() - r.planned_ns());
 }

@@ -129,6 +129,13 @@ struct RunSummary {
   std::map<std::string, uint64_t> reasons;
 };
 
+// The plan's intended rate: (N − 1)/(t_{N−1} − t_0) over planned offsets
+// (seconds, any order), NaN with fewer than 2 or a zero span (R-MET-2).
+// Summarize uses it over every record's planned offset; `surge run` and
+// `surge report` over the plan itself, so a run stopped early (or whose
+// records did not all come back) still reports the plan's rate. Pure.
+double IntendedRateRps(const std::vector<double>& planned_offsets_s);
+
 // The run summary built one record at a time, in memory that does not grow
 // with the records' size: per metric at most `exact_limit` values (8 bytes
 // each) before a fixed-size histogram takes over (StreamingStats), plus 16

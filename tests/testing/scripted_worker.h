@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <climits>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -115,6 +116,9 @@ class ScriptedWorker {
       hb.mutable_heartbeat()->set_t1_worker_ns(now_ns);
       hb.mutable_heartbeat()->set_inflight(0);
       hb.mutable_heartbeat()->set_queued(static_cast<uint32_t>(queue_.size()));
+      if (started_ && send_health_) {
+        *hb.mutable_heartbeat()->mutable_send_health() = send_health_(now_ns - t0_ns_);
+      }
       SendEnvelope(std::move(hb));
       next_heartbeat_ns_ = now_ns + heartbeat_ns_;
     }
@@ -124,6 +128,11 @@ class ScriptedWorker {
   // inter-token latencies (real-sized records for the scale bench); 0 (the
   // default): index, attempt, worker, status and sent_ns only.
   void set_record_itl_values(int n) { record_itl_values_ = n; }
+  // After Start, every heartbeat carries the SendHealth this returns for
+  // the instant (ns after t0): the test models the worker's lateness.
+  void set_send_health(std::function<surge::v1::SendHealth(int64_t now_after_t0_ns)> f) {
+    send_health_ = std::move(f);
+  }
   // From now on the worker says nothing and reads nothing.
   void Silence() { silent_ = true; }
   // A silenced worker wakes (SIGCONT after SIGSTOP): it speaks and reads
@@ -162,6 +171,7 @@ class ScriptedWorker {
 
   Clock& clock_;
   std::unique_ptr<Transport> transport_;
+  std::function<surge::v1::SendHealth(int64_t)> send_health_;
   int32_t requested_index_;
   bool said_hello_ = false;
   bool welcomed_ = false;

@@ -117,6 +117,31 @@ TEST(SendLoopTest, LateWakeUpsShowAsLatenessAndDoNotAccumulate) {
   for (const auto& r : records) EXPECT_EQ(r.sent_ns() - r.planned_ns(), 40000) << r.index();
 }
 
+// The same 40 µs, seen live by the worker's SendHealth at the hand-off.
+TEST(SendLoopTest, LateWakeUpsShowInSendHealth) {
+  AutoAdvanceClock clock;
+  clock.set_oversleep(std::chrono::microseconds(40));
+  FakeRequestSender sender(clock);
+  const int64_t t0 = ToNanos(clock.Now());
+  SendHealth health(t0, {}, std::chrono::seconds(2));
+  SendLoop loop(clock, sender, SendLoopOptions{.health = &health}, [](surge::v1::RequestRecord) {});
+  loop.SetStart(t0);
+  std::vector<surge::v1::Assignment> list;
+  for (uint64_t i = 0; i < 100; ++i)
+    list.push_back(Make(i, static_cast<int64_t>(i + 1) * 10000000));
+  loop.Enqueue(list);
+  sender.set_after_send([&](uint64_t index) {
+    if (index == 99) loop.Stop();
+  });
+  loop.Run();
+  const surge::v1::SendHealth r = health.Report(ToNanos(clock.Now()), {}, 0);
+  EXPECT_EQ(r.sends(), 100u);
+  EXPECT_EQ(r.lateness_p50_ns(), 40000);
+  EXPECT_EQ(r.lateness_p99_ns(), 40000);
+  EXPECT_EQ(r.lateness_max_ns(), 40000);
+  EXPECT_EQ(r.gate_waits(), 0u);
+}
+
 TEST(SendLoopTest, NothingIsReleasedAfterTheLeaseExpires) {
   AutoAdvanceClock clock;
   FakeRequestSender sender(clock);
@@ -211,6 +236,42 @@ TEST(SendLoopTest, BlockedTimeIsTheWholeWaitFromThePlannedSendToTheSlot) {
   // got its slot; it waited no more at the gate itself.
   EXPECT_EQ(records[3].released_ns(), kS);
   EXPECT_EQ(records[2].released_ns(), 0);
+}
+
+// Issue 9 item 1: the pacer tells the worker's SendHealth the lateness of
+// every hand-off and every wait at the gate, as they happen (no record is
+// awaited). Cap 2, six requests due at 0, answers after 1 s: lateness 0, 0,
+// 1, 1, 2, 2 s; the pacer waited at the gate twice (for requests 2 and 4).
+TEST(SendLoopTest, HandOffLatenessAndGateWaitsReachSendHealth) {
+  AutoAdvanceClock clock;
+  FakeRequestSender sender(clock);
+  sender.set_latency(std::chrono::seconds(1));
+  const int64_t t0 = ToNanos(clock.Now());
+  SendHealth health(t0, {}, std::chrono::seconds(10));
+  SendLoop loop(
+      clock, sender,
+      SendLoopOptions{
+          .max_inflight = 2, .prepare_lead = std::chrono::microseconds(0), .health = &health},
+      [](surge::v1::RequestRecord) {});
+  loop.SetStart(t0);
+  loop.Enqueue({Make(0, 0), Make(1, 0), Make(2, 0), Make(3, 0), Make(4, 0), Make(5, 0)});
+  // Before the pacer runs, request 0 is already due: overdue by 0 at t0,
+  // by 5 ms 5 ms later.
+  EXPECT_EQ(loop.OverdueNs(t0), 0);
+  EXPECT_EQ(loop.OverdueNs(t0 + 5000000), 5000000);
+  sender.set_after_send([&](uint64_t index) {
+    if (index == 5) loop.Stop();
+  });
+  loop.Run();
+  EXPECT_EQ(loop.OverdueNs(t0 + 2 * kS), 0);  // nothing queued
+  const surge::v1::SendHealth r = health.Report(t0 + 2 * kS, {}, 0);
+  EXPECT_EQ(r.window_ns(), 2 * kS);
+  EXPECT_EQ(r.sends(), 6u);
+  EXPECT_EQ(r.gate_waits(), 2u);
+  EXPECT_EQ(r.lateness_p50_ns(), kS);
+  EXPECT_EQ(r.lateness_p99_ns(), 2 * kS);
+  EXPECT_EQ(r.lateness_max_ns(), 2 * kS);
+  clock.AdvanceBy(std::chrono::seconds(1));
 }
 
 // A request due after the pacer's last wait for a slot is not held back:

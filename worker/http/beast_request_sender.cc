@@ -368,6 +368,7 @@ class BeastRequestSender::Impl {
   }
 
   uint64_t connections_opened() const { return connections_opened_.load(); }
+  int64_t connect_ns_total() const { return connect_ns_total_.load(); }
 
   void Shutdown(std::chrono::milliseconds drain) {
     std::lock_guard<std::mutex> shutdown_lock(shutdown_mu_);
@@ -751,6 +752,7 @@ class BeastRequestSender::Impl {
              (prep != nullptr && prep->abandoned.load());
     };
     error_code ec;
+    const int64_t connect_start_ns = ToNanos(clock_.Now());
     co_await net::async_connect(conn.socket(), endpoints_,
                                 net::redirect_error(net::use_awaitable, ec));
     if (!ec && cancelled()) ec = net::error::operation_aborted;
@@ -780,6 +782,9 @@ class BeastRequestSender::Impl {
       }
     }
     conn.connected = true;
+    // Set-up time (connect + handshake) for the lateness monitor's
+    // "connection set-up" cause (worker/send_health.h).
+    connect_ns_total_.fetch_add(ToNanos(clock_.Now()) - connect_start_ns);
     co_return true;
   }
 
@@ -1031,6 +1036,7 @@ class BeastRequestSender::Impl {
   std::optional<net::executor_work_guard<net::io_context::executor_type>> work_;
   std::vector<std::thread> threads_;
   std::atomic<uint64_t> connections_opened_{0};
+  std::atomic<int64_t> connect_ns_total_{0};
 
   std::mutex shutdown_mu_;  // serialises Shutdown calls
   bool shut_down_ = false;  // guarded by shutdown_mu_
@@ -1129,5 +1135,9 @@ size_t BeastRequestSender::inflight() const { return impl_->inflight(); }
 void BeastRequestSender::Shutdown(std::chrono::milliseconds drain) { impl_->Shutdown(drain); }
 
 uint64_t BeastRequestSender::connections_opened() const { return impl_->connections_opened(); }
+
+ConnectTotals BeastRequestSender::connect_totals() const {
+  return ConnectTotals{impl_->connections_opened(), impl_->connect_ns_total()};
+}
 
 }  // namespace surge::worker

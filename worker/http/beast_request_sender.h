@@ -161,6 +161,9 @@ class BeastRequestSender final : public RequestSender {
   // TCP connections opened successfully so far (for tests and stats: with
   // reuse it stays at the peak concurrency).
   uint64_t connections_opened() const;
+  // Those connections and their total set-up time (TCP connect + TLS
+  // handshake), for the worker's SendHealth report.
+  ConnectTotals connect_totals() const override;
 
  private:
   class Impl;

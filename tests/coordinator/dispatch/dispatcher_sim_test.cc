@@ -9,7 +9,9 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <regex>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "coordinator/dispatch/dispatcher.h"
@@ -18,6 +20,7 @@
 #include "tests/testing/in_memory_transport.h"
 #include "tests/testing/scripted_worker.h"
 #include "tests/testing/simulated_clock.h"
+#include "worker/send_health.h"
 
 namespace surge::coordinator {
 namespace {
@@ -371,6 +374,166 @@ TEST(DispatcherSimTest, NoWorkersIsAnErrorNotAHang) {
   EXPECT_THAT(std::string(outcome.status().message()), ::testing::HasSubstr("at least one worker"));
   EXPECT_TRUE(records.empty());
   EXPECT_EQ(clock.Now(), kStart);
+}
+
+// Issue 9 item 1 on simulated time. A worker's pacer, modelled: its
+// requests are due every `interval_ns` from `first_ns` to `last_ns` (ns
+// after t0); from `saturate_at_ns` on each waits for one of its 8 in-flight
+// slots and they leave `cost_ns` apart (the server answers slower than the
+// plan sends), so lateness grows by cost − interval per request. Its
+// heartbeats carry the report of a real worker::SendHealth fed with those
+// hand-offs.
+struct ModelledPacer {
+  int64_t first_ns = 0;
+  int64_t interval_ns = 0;
+  int64_t last_ns = 0;
+  int64_t saturate_at_ns = INT64_MAX;
+  int64_t cost_ns = 0;
+
+  worker::SendHealth health{0, {}};
+  int64_t next_ns = -1;
+  int64_t last_handoff_ns = INT64_MIN / 2;
+  // Hand-off time of the first request over 10 ms late (−1 while none).
+  int64_t crossed_at_ns = -1;
+
+  surge::v1::SendHealth ReportAt(int64_t now) {
+    if (next_ns < 0) next_ns = first_ns;
+    bool waiting = false;
+    while (next_ns <= last_ns) {
+      const bool waits = next_ns >= saturate_at_ns;
+      const int64_t handoff = waits ? std::max(next_ns, last_handoff_ns + cost_ns) : next_ns;
+      if (handoff > now) {
+        waiting = waits && next_ns <= now;
+        break;
+      }
+      if (waits) health.OnGateWait();
+      health.OnSend(handoff, handoff - next_ns);
+      if (crossed_at_ns < 0 && handoff - next_ns > 10 * kMs) crossed_at_ns = handoff;
+      last_handoff_ns = handoff;
+      next_ns += interval_ns;
+    }
+    const int64_t overdue = next_ns <= last_ns ? std::max<int64_t>(0, now - next_ns) : 0;
+    surge::v1::SendHealth r = health.Report(now, {}, overdue);
+    r.set_max_inflight(8);
+    r.set_inflight(waiting ? 8 : 1);
+    return r;
+  }
+};
+
+struct AlarmRun {
+  SimRun run;
+  std::vector<std::string> lines;
+  std::vector<std::unique_ptr<ModelledPacer>> pacers;
+};
+
+// `rate_rps` × `n` over 2 workers; worker 1 saturates at `saturate_at_ns`
+// (INT64_MAX = never) with `cost_factor` × its interval between sends.
+AlarmRun RunWithAlarm(double rate_rps, uint64_t n, int64_t saturate_at_ns, double cost_factor,
+                      bool stop_on_alarm) {
+  AlarmRun out;
+  const ArrivalSchedule plan = ConstantPlan(rate_rps, n);
+  DispatcherOptions options = SimOptions(2);
+  options.stop_on_alarm = stop_on_alarm;
+  options.log_writer = [&out](LogLevel, std::string_view line) { out.lines.emplace_back(line); };
+  const int64_t step = static_cast<int64_t>(1e9 / rate_rps);
+  for (int k = 0; k < 2; ++k) {
+    auto p = std::make_unique<ModelledPacer>();
+    p->first_ns = (k + 1) * step;  // request i is due at (i + 1) / rate
+    p->interval_ns = 2 * step;
+    p->last_ns = static_cast<int64_t>(n) * step;
+    if (k == 1) {
+      p->saturate_at_ns = saturate_at_ns;
+      p->cost_ns = static_cast<int64_t>(cost_factor * static_cast<double>(2 * step));
+    }
+    out.pacers.push_back(std::move(p));
+  }
+  bool wired = false;
+  out.run = RunSimulated(plan, options, [&](AutoAdvanceClock&, SimRun& run) {
+    if (!wired) {
+      for (int k = 0; k < 2; ++k) {
+        ModelledPacer* p = out.pacers[k].get();
+        run.workers[k]->set_send_health([p](int64_t now) { return p->ReportAt(now); });
+      }
+      wired = true;
+    }
+    return true;
+  });
+  return out;
+}
+
+// The alarm fires at the first report after worker 1's lateness crossed
+// 10 ms (within 0.5 s, the issue asks 2 s), names worker 1 and the in-flight
+// cap; --stop-on-alarm then ends the run within 3 s with one record per
+// planned request; the warning is one line.
+TEST(DispatcherSimTest, SaturatedWorkerTriggersTheAlarmAndStopOnAlarmEndsTheRun) {
+  AlarmRun a = RunWithAlarm(1000, 20000, 3 * 1000 * kMs, 1.25, /*stop_on_alarm=*/true);
+  SimRun& run = a.run;
+  ASSERT_TRUE(run.outcome.ok()) << run.outcome.status();
+  const DispatchOutcome& o = *run.outcome;
+  const int64_t crossed = a.pacers[1]->crossed_at_ns;
+  // 2 ms apart, leaving 2.5 ms apart from 3 s: 10 ms late after 20 requests.
+  EXPECT_EQ(crossed, 3 * 1000 * kMs + 21 * 5 * kMs / 2 - 2 * kMs);
+  EXPECT_TRUE(o.stopped_on_alarm);
+  EXPECT_FALSE(o.schedule.kept);
+  EXPECT_EQ(o.schedule.worker, 1);
+  EXPECT_EQ(o.schedule.diagnosis.cause, LatenessCause::kInflightCap);
+  EXPECT_GT(o.schedule.fell_behind_at_ns, crossed);
+  EXPECT_LE(o.schedule.fell_behind_at_ns, crossed + 500 * kMs);
+  EXPECT_GT(o.schedule.lateness_ns, 10 * kMs);
+  EXPECT_NE(o.stop_message.find("worker 1 fell behind its schedule at t="), std::string::npos)
+      << o.stop_message;
+  // Ended within 3 s of the alarm, everything recorded exactly once.
+  EXPECT_LE(ToNanos(run.ended) - (o.t0_ns + o.schedule.fell_behind_at_ns), 3 * 1000 * kMs);
+  ASSERT_EQ(run.records.size(), 20000u);
+  std::set<uint64_t> seen;
+  uint64_t not_sent = 0;
+  for (const auto& r : run.records) {
+    EXPECT_TRUE(seen.insert(r.index()).second) << r.index();
+    not_sent += r.status() == surge::v1::NOT_SENT;
+  }
+  EXPECT_GT(not_sent, 10000u);  // stopped at about 3.3 s of 20 s
+  // Stopped at once: one warning line.
+  ASSERT_EQ(a.lines.size(), 1u);
+  EXPECT_EQ(a.lines[0].rfind("lateness alarm: worker 1 is behind its schedule", 0), 0u)
+      << a.lines[0];
+  EXPECT_NE(a.lines[0].find("likely cause: in-flight cap"), std::string::npos) << a.lines[0];
+  EXPECT_EQ(o.alarm_lines, 1u);
+}
+
+// Overloaded for a whole minute without --stop-on-alarm: hundreds of
+// over-threshold reports become at most 10 lines (one per 10 s, each with
+// the count of those it stands for), and every report is counted.
+TEST(DispatcherSimTest, RepeatedAlarmsAreRateLimitedAndCounted) {
+  AlarmRun a = RunWithAlarm(200, 12000, 3 * 1000 * kMs, 1.25, /*stop_on_alarm=*/false);
+  ASSERT_TRUE(a.run.outcome.ok()) << a.run.outcome.status();
+  const DispatchOutcome& o = *a.run.outcome;
+  EXPECT_FALSE(o.stopped_on_alarm);
+  EXPECT_FALSE(o.schedule.kept);
+  // Worker 1 is behind from about 3.4 s to the end of the 60 s plan and its
+  // drain: about 4 reports a second.
+  EXPECT_GT(o.schedule.over_reports, 200u);
+  EXPECT_LE(a.lines.size(), 10u);
+  EXPECT_GE(a.lines.size(), 6u);
+  EXPECT_EQ(o.alarm_lines, a.lines.size());
+  uint64_t stood_for = 0;
+  const std::regex more(R"(\(and (\d+) more like this in the last)");
+  for (const std::string& line : a.lines) {
+    std::smatch m;
+    stood_for += 1 + (std::regex_search(line, m, more) ? std::stoull(m[1]) : 0);
+  }
+  EXPECT_EQ(stood_for, o.schedule.over_reports);
+}
+
+// Both workers on schedule: no alarm, no line, schedule kept.
+TEST(DispatcherSimTest, HealthyRunNeverTriggersTheAlarm) {
+  AlarmRun a = RunWithAlarm(1000, 5000, INT64_MAX, 0, /*stop_on_alarm=*/true);
+  ASSERT_TRUE(a.run.outcome.ok()) << a.run.outcome.status();
+  EXPECT_FALSE(a.run.outcome->stopped_on_alarm);
+  EXPECT_TRUE(a.run.outcome->schedule.kept);
+  EXPECT_EQ(a.run.outcome->schedule.over_reports, 0u);
+  EXPECT_EQ(a.run.outcome->schedule.worst_p99_ns, 0);
+  EXPECT_TRUE(a.lines.empty());
+  for (const auto& r : a.run.records) EXPECT_EQ(r.status(), surge::v1::OK);
 }
 
 }  // namespace

@@ -52,19 +52,24 @@ DispatcherOptions TestOptions(int num_workers) {
   return options;
 }
 
+// `fd_limit` (0 = the process's) is the worker's open-file limit; with
+// `latency` > 0 every request is answered that long after its send.
 void StartWorker(InMemoryRouter& router, const std::string& name, int32_t index, LocalWorker& w,
                  bool complete_at_once = true,
-                 std::function<void(surge::v1::RequestRecord&)> result = nullptr) {
+                 std::function<void(surge::v1::RequestRecord&)> result = nullptr,
+                 uint64_t fd_limit = 0, std::chrono::nanoseconds latency = {}) {
   w.transport = router.Connect(name);
-  w.thread = std::thread([&w, index, complete_at_once, result] {
+  w.thread = std::thread([&w, index, complete_at_once, result, fd_limit, latency] {
     surge::worker::WorkerSessionOptions options;
     options.requested_index = index;
+    options.fd_limit = fd_limit;
     surge::worker::WorkerSession session(
         RealClock(), *w.transport,
-        [&w, complete_at_once, result](const surge::v1::Welcome&)
+        [&w, complete_at_once, result, latency](const surge::v1::Welcome&)
             -> absl::StatusOr<std::unique_ptr<surge::worker::RequestSender>> {
           auto sender = std::make_unique<FakeRequestSender>(RealClock(), complete_at_once);
           if (result) sender->set_result(result);
+          if (latency.count() > 0) sender->set_latency(latency);
           w.sender = sender.get();
           return std::unique_ptr<surge::worker::RequestSender>(std::move(sender));
         },
@@ -106,6 +111,59 @@ TEST(DispatcherTest, EveryRequestGetsExactlyOneRecordStripedOverWorkers) {
   }
   EXPECT_EQ(w0.sender->sent().size() + w1.sender->sent().size(), 400u);
   EXPECT_EQ(w0.exit_code, surge::worker::kExitDone);
+}
+
+// Issue 9 item 1 through real worker sessions (real time, generous
+// bounds): a worker whose open-file limit is 66 holds at most 2 connections
+// (66 − 64 kept), so at 100 RPS with answers after 400 ms it falls behind at
+// once. Its heartbeats report the lateness before any answer came back; the
+// coordinator names the worker and the descriptor limit, and
+// --stop-on-alarm ends the run with one record per planned request.
+TEST(DispatcherTest, DescriptorCapacityCapsTheWorkerAndStopOnAlarmEndsTheRun) {
+  const ArrivalSchedule plan = ConstantPlan(100, 300);  // 3 s
+  FixedPayloads payloads;
+  InMemoryRouter router;
+  DispatcherOptions options = TestOptions(1);
+  options.stop_on_alarm = true;
+  std::vector<std::string> lines;
+  options.log_writer = [&lines](LogLevel, std::string_view line) { lines.emplace_back(line); };
+  std::vector<surge::v1::RequestRecord> records;
+  Dispatcher dispatcher(RealClock(), router, plan, payloads, options,
+                        [&](const surge::v1::RequestRecord& r) { records.push_back(r); });
+  LocalWorker w0;
+  StartWorker(router, "a", 0, w0, true, nullptr, /*fd_limit=*/66, std::chrono::milliseconds(400));
+  const auto started = std::chrono::steady_clock::now();
+  auto outcome = dispatcher.Run();
+  const auto took = std::chrono::steady_clock::now() - started;
+  w0.thread.join();
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_TRUE(outcome->stopped_on_alarm);
+  const ScheduleVerdict& v = outcome->schedule;
+  EXPECT_FALSE(v.kept);
+  EXPECT_EQ(v.worker, 0);
+  EXPECT_EQ(v.diagnosis.cause, LatenessCause::kFileDescriptors) << v.diagnosis.text;
+  EXPECT_NE(v.diagnosis.text.find("open-file limit 66, capacity 2 connections"), std::string::npos)
+      << v.diagnosis.text;
+  // The first answer comes 400 ms after the first send; the alarm needs no
+  // answer, only heartbeats (every 250 ms): well before the plan's 3 s.
+  EXPECT_GT(v.fell_behind_at_ns, 0);
+  EXPECT_LT(v.fell_behind_at_ns, 2'000'000'000);
+  ASSERT_GE(lines.size(), 1u);
+  EXPECT_NE(lines[0].find("lateness alarm: worker 0 is behind its schedule"), std::string::npos)
+      << lines[0];
+  ASSERT_EQ(records.size(), 300u);
+  std::set<uint64_t> seen;
+  uint64_t sent = 0;
+  for (const auto& r : records) {
+    EXPECT_TRUE(seen.insert(r.index()).second) << r.index();
+    sent += r.sent();
+  }
+  // Two at a time, 400 ms each: only a handful went out before the stop.
+  EXPECT_LT(sent, 40u);
+  EXPECT_GE(sent, 2u);
+  // Stopped early: the 1 s drain and the 1 s wait for cut-off records at
+  // most, not the 3 s plan plus 300 × 400 ms / 2 of answers.
+  EXPECT_LT(took, std::chrono::seconds(8));
 }
 
 // R-DIST-4: worker 0 runs on a clock 250 ms ahead that gains 200 ppm. It

@@ -341,6 +341,32 @@ TEST(SummaryTest, NoRateFromFewerThanTwoSends) {
   EXPECT_TRUE(std::isnan(inst.intended_rate_rps));
 }
 
+// Issue 9 item 1: the intended rate is the plan's also when the run
+// stopped early and not every planned request has a record (surge run and
+// surge report take it from the plan: IntendedRateRps over its offsets).
+TEST(SummaryTest, IntendedRateIsThePlansForARunStoppedEarly) {
+  std::vector<double> plan;  // 20,000 RPS, 80,000 requests
+  for (int i = 0; i < 80000; ++i) plan.push_back((i + 1) / 20000.0);
+  EXPECT_NEAR(IntendedRateRps(plan), 20000, 1e-6);
+  // Only the first 9,000 records came back (a worker died holding the rest,
+  // or the run was cut): the records alone say a different rate...
+  std::vector<surge::v1::RequestRecord> records;
+  for (int i = 0; i < 9000; ++i) {
+    surge::v1::RequestRecord r;
+    r.set_index(static_cast<uint64_t>(i));
+    r.set_planned_ns(static_cast<int64_t>(i + 1) * 50000);
+    r.set_status(surge::v1::NOT_SENT);
+    records.push_back(r);
+  }
+  records.back().set_planned_ns(3'000'000'000);  // a straggler planned at 3 s
+  const RunSummary s = Summarize(records);
+  EXPECT_NEAR(s.intended_rate_rps, 8999 / (3.0 - 0.00005), 1e-6);
+  // ...the plan does not change.
+  EXPECT_NEAR(IntendedRateRps(plan), 20000, 1e-6);
+  EXPECT_TRUE(std::isnan(IntendedRateRps({0.5})));
+  EXPECT_TRUE(std::isnan(IntendedRateRps({0, 0, 0})));  // instant mode
+}
+
 TEST(RunFolderTest, StartTimeTextAndFromFolderName) {
   setenv("TZ", "UTC", 1);
   const auto when = std::chrono::system_clock::time_point(std::chrono::seconds(1767225600));
@@ -735,6 +761,30 @@ TEST(ProgressTest, LineShowsCountsRateAndEta) {
     EXPECT_EQ(FormatProgress(stopped),
               "[    5.0 s] done 300/1000  ok 3  failed 25  not sent 272  in flight 10  sent 100.0 "
               "RPS  stopping");
+  }
+  // Issue 9 item 1: each worker's lateness over its last window.
+  {
+    DispatchProgress live = p;
+    live.elapsed_s = 10;
+    live.lateness = {{0, true, 500, 20000, 52000, 0}, {1, true, 480, 1500000, 23400000, 0}};
+    EXPECT_EQ(FormatProgress(live),
+              "[   10.0 s] done 480/1000  ok 478  failed 2  in flight 10  sent 50.0 RPS  late "
+              "p50/p99 ms w0 0.02/0.05 w1 1.50/23  ETA 10 s");
+    live.behind = true;
+    EXPECT_THAT(FormatProgress(live), HasSubstr("w1 1.50/23  BEHIND  ETA 10 s"));
+    // A stuck worker: nothing sent, its earliest queued request 40 ms overdue.
+    live.lateness[1] = {1, true, 0, 0, 0, 40000000};
+    EXPECT_THAT(FormatProgress(live), HasSubstr("w1 -/40"));
+    // Many workers: the worst only.
+    live.lateness.clear();
+    for (int32_t k = 0; k < 6; ++k) {
+      live.lateness.push_back({k, true, 100, 10000 * (k + 1), 30000 * (k == 4 ? 100 : 1), 0});
+    }
+    live.behind = false;
+    EXPECT_THAT(FormatProgress(live), HasSubstr("late p50/p99 ms worst w4 0.05/3.00 (of 6)  ETA"));
+    // Before any report: nothing.
+    live.lateness = {{0, false, 0, 0, 0, 0}};
+    EXPECT_EQ(FormatLateness(live.lateness, false), "");
   }
   p.elapsed_s = 21;
   // Not a terminal: one line per period, not per update.
