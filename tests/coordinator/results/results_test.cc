@@ -16,6 +16,7 @@
 #include "coordinator/results/progress.h"
 #include "coordinator/results/run_files.h"
 #include "coordinator/results/summary.h"
+#include "tests/testing/temp_dir.h"
 
 namespace surge::coordinator {
 namespace {
@@ -23,12 +24,7 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-fs::path FreshDir(const std::string& name) {
-  const fs::path dir = fs::path(::testing::TempDir()) / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+using ::surge::testing::FreshDir;
 
 TEST(RunFolderTest, TimestampLayoutWithSuffixesAndModelSlashes) {
   const fs::path out = FreshDir("run_folder_test");
