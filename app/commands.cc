@@ -96,11 +96,13 @@ using coordinator::RunStartFromFolder;
 using coordinator::RunSummary;
 using coordinator::SafeFileName;
 using coordinator::SavedConfigJson;
+using coordinator::RecordFanOut;
+using coordinator::RecordSink;
+using coordinator::SummaryAccumulator;
 using coordinator::ScheduleEvents;
 using coordinator::ScheduleFacts;
 using coordinator::ScheduleJson;
 using coordinator::ScheduleSentence;
-using coordinator::Summarize;
 using coordinator::SummaryToCsv;
 using coordinator::SummaryToJson;
 using coordinator::WorkerLoss;
@@ -399,6 +401,37 @@ std::vector<coordinator::LatencyView> LatencyViews(const RunSummary& s) {
           {"E2EL", s.e2el_s.count, p(s.e2el_s), p(s.e2el_from_planned_s)}};
 }
 
+// The actual page's inputs, collected as records arrive (a sink): the (plan
+// index, actual send offset) of each sent request — 16 bytes per request,
+// not the records themselves — and the late-send policy's marks
+// (docs/DESIGN.md "Late-send policy").
+class ActualPageInputs : public RecordSink {
+ public:
+  explicit ActualPageInputs(uint64_t plan_size) : plan_size_(plan_size) {
+    sends_.reserve(plan_size);
+  }
+  void Add(const surge::v1::RequestRecord& r) override {
+    if (r.sent() && r.index() < plan_size_) {
+      sends_.push_back(ActualSend{r.index(), NanosToSeconds(r.sent_ns())});
+    }
+    const double when_s = NanosToSeconds(r.sent() ? r.sent_ns() : r.released_ns());
+    if (r.status() == surge::v1::SKIPPED) {
+      late_marks_.push_back({r.index(), LateMark::Kind::kSkipped, NanosToSeconds(r.planned_ns())});
+    }
+    if (r.late()) late_marks_.push_back({r.index(), LateMark::Kind::kLate, when_s});
+    if (r.catch_up_delay_ns() > 0) {
+      late_marks_.push_back({r.index(), LateMark::Kind::kDelayed, when_s});
+    }
+  }
+  const std::vector<ActualSend>& sends() const { return sends_; }
+  const std::vector<LateMark>& late_marks() const { return late_marks_; }
+
+ private:
+  uint64_t plan_size_;
+  std::vector<ActualSend> sends_;
+  std::vector<LateMark> late_marks_;
+};
+
 // The summary JSON, the printed table and the actual page: the end of
 // `surge run` and all of `surge report`. Failures are logged, not fatal: the
 // details file stays the source of truth.
@@ -410,10 +443,10 @@ std::vector<coordinator::LatencyView> LatencyViews(const RunSummary& s) {
 // lost worker ("worker_losses": a line under the table, a red line on the
 // actual page's time axes).
 void WriteRunResults(const fs::path& folder, const std::string& dataset,
-                     const ArrivalSchedule& plan,
-                     const std::vector<surge::v1::RequestRecord>& records, const RunConfig& config,
-                     const nlohmann::json& context_in, const PageContext& page_context) {
-  RunSummary summary = Summarize(records, &config.goodput());
+                     const ArrivalSchedule& plan, RunSummary summary,
+                     const ActualPageInputs& page, const nlohmann::json& context_in,
+                     const PageContext& page_context) {
+  const std::vector<ActualSend>& sends = page.sends();
   // The plan's rate, also when the run stopped early or fell behind
   // (R-MET-2): from the plan itself, not from the records that came back.
   summary.intended_rate_rps = IntendedRateRps(plan.offset_s);
@@ -448,12 +481,6 @@ void WriteRunResults(const fs::path& folder, const std::string& dataset,
       LogError(s.ToString());
     }
   }
-  std::vector<ActualSend> sends;
-  for (const auto& r : records) {
-    if (r.sent() && r.index() < plan.size()) {
-      sends.push_back(ActualSend{r.index(), NanosToSeconds(r.sent_ns())});
-    }
-  }
   // The actual page also says how well the workers' clocks were aligned.
   PageContext actual_context = page_context;
   const std::string clock_text =
@@ -467,18 +494,6 @@ void WriteRunResults(const fs::path& folder, const std::string& dataset,
   const nlohmann::json& losses =
       context.contains("worker_losses") ? context["worker_losses"] : no_losses;
   const std::vector<RunEvent> loss_events = WorkerLossEvents(losses);
-  // The late-send policy's marks (docs/DESIGN.md "Late-send policy").
-  std::vector<LateMark> late_marks;
-  for (const auto& r : records) {
-    const double when_s = NanosToSeconds(r.sent() ? r.sent_ns() : r.released_ns());
-    if (r.status() == surge::v1::SKIPPED) {
-      late_marks.push_back({r.index(), LateMark::Kind::kSkipped, NanosToSeconds(r.planned_ns())});
-    }
-    if (r.late()) late_marks.push_back({r.index(), LateMark::Kind::kLate, when_s});
-    if (r.catch_up_delay_ns() > 0) {
-      late_marks.push_back({r.index(), LateMark::Kind::kDelayed, when_s});
-    }
-  }
   // The moment the generator fell behind: a red line like a lost worker's
   // (its sentence is printed once, as the "schedule:" line).
   std::vector<RunEvent> page_events = loss_events;
@@ -489,7 +504,7 @@ void WriteRunResults(const fs::path& folder, const std::string& dataset,
   }
   if (absl::Status s =
           WriteActualPlotPage(plan, sends, folder / ActualPlotFileName(dataset), actual_context,
-                              note, page_events, LatencyViews(summary), late_marks);
+                              note, page_events, LatencyViews(summary), page.late_marks());
       !s.ok()) {
     LogError(s.ToString());
   }
@@ -830,18 +845,16 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe,
   options.on_progress = [&progress](const DispatchProgress& p) { progress.Update(p); };
   auto details = DetailsWriter::Create(p.folder / (p.dataset + "_details.jsonl"));
   if (!details.ok()) return Fail(details.status(), kExitFailure);
-  std::vector<surge::v1::RequestRecord> records;
-  records.reserve(p.plan.size());
+  // Each record goes to the details file (flushed per record: an
+  // interrupted or crashed run leaves every record received so far
+  // readable, R-OUT-1), the summary and the actual page's send list; none
+  // keeps the records themselves.
+  SummaryAccumulator summary(&config.goodput());
+  ActualPageInputs page(p.plan.size());
+  RecordFanOut sinks({details->get(), &summary, &page});
   Dispatcher dispatcher(
       clock, **transport, p.plan, *p.payloads, options,
-      [&](const surge::v1::RequestRecord& r) {
-        (*details)->Append(r);
-        // Flushed per record: an interrupted or crashed run leaves every
-        // record received so far readable (R-OUT-1).
-        (void)(*details)->Flush();
-        records.push_back(r);
-      },
-      pool.get());
+      [&sinks](const surge::v1::RequestRecord& r) { sinks.Add(r); }, pool.get());
   g_dispatcher.store(&dispatcher);
   if (g_interrupted.load()) dispatcher.RequestStop();
   auto outcome = dispatcher.Run();
@@ -849,7 +862,7 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe,
   g_dispatcher.store(nullptr);
   pool->Stop(std::chrono::milliseconds(3000));
   if (sim) sim->Stop();
-  if (!outcome.ok() && records.empty()) return Fail(outcome.status(), kExitFailure);
+  if (!outcome.ok() && summary.records() == 0) return Fail(outcome.status(), kExitFailure);
 
   // Summary and the actual page, also after an interrupt or worker loss (R-ACT-1).
   const bool interrupted = outcome.ok() ? outcome->interrupted : true;
@@ -920,7 +933,7 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe,
         outcome->undecodable_frames, " undecodable messages from workers were skipped (",
         outcome->records_lost_in_transit, " requests recorded as record_lost)"));
   }
-  WriteRunResults(p.folder, p.dataset, p.plan, records, config, context, p.context);
+  WriteRunResults(p.folder, p.dataset, p.plan, summary.Finish(), page, context, p.context);
   std::cout << "results: " << p.folder.string() << std::endl;
   if (!outcome.ok()) return Fail(outcome.status(), kExitFailure);
   if (outcome->interrupted) return InterruptedExitCode();
@@ -994,8 +1007,12 @@ int ReportCommand(const std::string& folder_arg) {
   if (config.dataset().trace_replay()) plan->traffic = ResolveReplayTraffic(plan->offset_s);
 
   // Records as written; a line cut by a crash is skipped. Requests without a
-  // record (the run ended before it arrived) are counted as lost.
-  std::vector<surge::v1::RequestRecord> records;
+  // record (the run ended before it arrived) are counted as lost. Streamed
+  // into the summary (every percentile exact: the details file holds every
+  // value) and the send list; the records are not kept.
+  SummaryAccumulator summary(&config.goodput(), StreamingStats::kUnlimited);
+  ActualPageInputs page(plan->size());
+  RecordFanOut sinks({&summary, &page});
   std::vector<bool> seen(plan->size(), false);
   uint64_t skipped = 0;
   {
@@ -1008,7 +1025,7 @@ int ReportCommand(const std::string& folder_arg) {
         continue;
       }
       seen[r->index()] = true;
-      records.push_back(*std::move(r));
+      sinks.Add(*r);
     }
   }
   uint64_t missing = 0;
@@ -1021,7 +1038,7 @@ int ReportCommand(const std::string& folder_arg) {
     r.set_planned_ns(SecondsToNanos(plan->offset_s[i]));
     r.set_status(surge::v1::LOST);
     r.set_error("no_record: the run ended before this request's record was written");
-    records.push_back(std::move(r));
+    sinks.Add(r);
   }
   if (skipped > 0) LogWarning(absl::StrCat(skipped, " unreadable or duplicate details lines skipped"));
   if (missing > 0) LogWarning(absl::StrCat(missing, " planned requests have no record; counted as lost"));
@@ -1054,7 +1071,7 @@ int ReportCommand(const std::string& folder_arg) {
   context["report_surge_version"] = kSurgeVersion;
   const PageContext page_context = RunContextItems(config, *plan, dataset, started_at, version);
   // WriteRunResults rewrites the expected page too (rebuilt_by_report).
-  WriteRunResults(folder, dataset, *plan, records, config, context, page_context);
+  WriteRunResults(folder, dataset, *plan, summary.Finish(), page, context, page_context);
   std::cout << "results: " << folder.string() << std::endl;
   return kExitOk;
 }

@@ -1,24 +1,223 @@
 #include "common/stats.h"
 
+#include <algorithm>
+#include <boost/histogram.hpp>
 #include <cmath>
-#include <limits>
+#include <utility>
 
 namespace surge {
+namespace {
 
-double PercentileOfSorted(const std::vector<double>& sorted, double p) {
-  if (sorted.empty()) return std::numeric_limits<double>::quiet_NaN();
-  const double position = p / 100.0 * static_cast<double>(sorted.size() - 1);
-  const size_t lo = static_cast<size_t>(std::floor(position));
-  const size_t hi = lo + 1 < sorted.size() ? lo + 1 : lo;
-  const double frac = position - static_cast<double>(lo);
-  return sorted[lo] + (sorted[hi] - sorted[lo]) * frac;
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Places the order statistics of every rank in ranks[r_lo, r_hi) (sorted,
+// distinct, all within [lo, hi)) at its position: nth_element at the middle
+// rank, then each side recursively. O(n log k) for k ranks.
+void MultiSelect(std::span<double> v, size_t lo, size_t hi, const std::vector<size_t>& ranks,
+                 size_t r_lo, size_t r_hi) {
+  if (r_lo >= r_hi) return;
+  const size_t mid = r_lo + (r_hi - r_lo) / 2;
+  const size_t rank = ranks[mid];
+  std::nth_element(v.begin() + static_cast<ptrdiff_t>(lo), v.begin() + static_cast<ptrdiff_t>(rank),
+                   v.begin() + static_cast<ptrdiff_t>(hi));
+  MultiSelect(v, lo, rank, ranks, r_lo, mid);
+  MultiSelect(v, rank + 1, hi, ranks, mid + 1, r_hi);
 }
 
-double Mean(const std::vector<double>& values) {
-  if (values.empty()) return std::numeric_limits<double>::quiet_NaN();
+// Rank position of percentile p among n values (numpy "linear").
+double RankPosition(double p, size_t n) {
+  return std::clamp(p, 0.0, 100.0) / 100.0 * static_cast<double>(n - 1);
+}
+
+}  // namespace
+
+double PercentileOfSorted(std::span<const double> sorted, double p) {
+  if (sorted.empty()) return kNaN;
+  const double pos = RankPosition(p, sorted.size());
+  const size_t lo = static_cast<size_t>(pos);
+  const double frac = pos - static_cast<double>(lo);
+  if (lo + 1 >= sorted.size() || frac == 0) return sorted[lo];
+  return sorted[lo] + frac * (sorted[lo + 1] - sorted[lo]);
+}
+
+std::vector<double> Percentiles(std::span<double> values, std::span<const double> ps) {
+  std::vector<double> out(ps.size(), kNaN);
+  const size_t n = values.size();
+  if (n == 0) return out;
+  // The closest ranks below and above each requested position.
+  std::vector<size_t> ranks;
+  for (double p : ps) {
+    const size_t lo = static_cast<size_t>(RankPosition(p, n));
+    ranks.push_back(lo);
+    if (lo + 1 < n) ranks.push_back(lo + 1);
+  }
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  MultiSelect(values, 0, n, ranks, 0, ranks.size());
+  for (size_t i = 0; i < ps.size(); ++i) {
+    const double pos = RankPosition(ps[i], n);
+    const size_t lo = static_cast<size_t>(pos);
+    const double frac = pos - static_cast<double>(lo);
+    const double a = values[lo];
+    out[i] = (lo + 1 >= n || frac == 0) ? a : a + frac * (values[lo + 1] - a);
+  }
+  return out;
+}
+
+double Mean(std::span<const double> values) {
+  if (values.empty()) return kNaN;
   double sum = 0;
   for (double v : values) sum += v;
   return sum / static_cast<double>(values.size());
+}
+
+// ------------------------------------------------------- StreamingStats ----
+
+namespace bh = boost::histogram;
+
+// Magnitudes on a log axis: equal bins in log10 space, 232 per decade, over
+// [1e-12, 1e12); no under/overflow bins (values are clamped into range).
+struct StreamingStats::Histogram {
+  using LogAxis = bh::axis::regular<double, bh::axis::transform::log, bh::use_default,
+                                    bh::axis::option::none_t>;
+  using Counts = bh::histogram<std::tuple<LogAxis>, bh::dense_storage<uint64_t>>;
+
+  static Counts MakeCounts() {
+    constexpr int kDecades = 24;  // log10(kStreamingMaxMagnitude / kStreamingMinMagnitude)
+    return bh::make_histogram_with(
+        bh::dense_storage<uint64_t>(),
+        LogAxis(kDecades * kStreamingBinsPerDecade, kStreamingMinMagnitude, kStreamingMaxMagnitude));
+  }
+
+  void Fill(double v) {
+    if (v == 0) {
+      ++zeros;
+      return;
+    }
+    const double magnitude = std::clamp(std::fabs(v), kStreamingMinMagnitude,
+                                        std::nextafter(kStreamingMaxMagnitude, 0.0));
+    (v > 0 ? positive : negative)(magnitude);
+  }
+
+  Counts positive = MakeCounts();
+  Counts negative = MakeCounts();
+  uint64_t zeros = 0;
+};
+
+StreamingStats::StreamingStats(size_t exact_limit) : exact_limit_(exact_limit) {
+  if (exact_limit_ == 0) histogram_ = std::make_unique<Histogram>();
+}
+StreamingStats::~StreamingStats() = default;
+StreamingStats::StreamingStats(StreamingStats&&) noexcept = default;
+StreamingStats& StreamingStats::operator=(StreamingStats&&) noexcept = default;
+
+void StreamingStats::Add(double value) {
+  if (std::isnan(value)) {
+    ++ignored_nan_;
+    return;
+  }
+  ++count_;
+  sum_ += value;
+  min_ = std::min(min_, value);
+  max_ = std::max(max_, value);
+  if (histogram_ != nullptr) {
+    histogram_->Fill(value);
+    return;
+  }
+  values_.push_back(value);
+  sorted_ = false;
+  if (values_.size() > exact_limit_) SpillToHistogram();
+}
+
+void StreamingStats::SpillToHistogram() {
+  if (histogram_ == nullptr) histogram_ = std::make_unique<Histogram>();
+  for (double v : values_) histogram_->Fill(v);
+  std::vector<double>().swap(values_);
+  sorted_ = true;
+}
+
+void StreamingStats::Merge(const StreamingStats& other) {
+  if (other.count_ == 0) {
+    ignored_nan_ += other.ignored_nan_;
+    return;
+  }
+  count_ += other.count_;
+  ignored_nan_ += other.ignored_nan_;
+  sum_ += other.sum_;
+  min_ = std::min(min_, other.min_);
+  max_ = std::max(max_, other.max_);
+  if (histogram_ == nullptr && other.histogram_ == nullptr &&
+      values_.size() + other.values_.size() <= exact_limit_) {
+    values_.insert(values_.end(), other.values_.begin(), other.values_.end());
+    sorted_ = false;
+    return;
+  }
+  SpillToHistogram();
+  if (other.histogram_ != nullptr) {
+    histogram_->positive += other.histogram_->positive;
+    histogram_->negative += other.histogram_->negative;
+    histogram_->zeros += other.histogram_->zeros;
+  } else {
+    for (double v : other.values_) histogram_->Fill(v);
+  }
+}
+
+double StreamingStats::min() const { return count_ == 0 ? kNaN : min_; }
+double StreamingStats::max() const { return count_ == 0 ? kNaN : max_; }
+double StreamingStats::mean() const {
+  return count_ == 0 ? kNaN : sum_ / static_cast<double>(count_);
+}
+
+double StreamingStats::HistogramValueAtRank(uint64_t rank) const {
+  // Ascending order: negative magnitudes from the largest bin down, zeros,
+  // positive magnitudes from the smallest bin up. The estimate is the bin's
+  // geometric midpoint: within √(bin ratio) − 1 ≈ 0.5 % of any value in it.
+  const Histogram& h = *histogram_;
+  const int bins = h.positive.axis().size();
+  uint64_t before = 0;
+  for (int i = bins - 1; i >= 0; --i) {
+    const uint64_t c = h.negative.at(i);
+    if (rank < before + c) {
+      const auto bin = h.negative.axis().bin(i);
+      return -std::sqrt(bin.lower() * bin.upper());
+    }
+    before += c;
+  }
+  if (rank < before + h.zeros) return 0;
+  before += h.zeros;
+  for (int i = 0; i < bins; ++i) {
+    const uint64_t c = h.positive.at(i);
+    if (rank < before + c) {
+      const auto bin = h.positive.axis().bin(i);
+      return std::sqrt(bin.lower() * bin.upper());
+    }
+    before += c;
+  }
+  return max_;  // not reached: the bins hold count_ values
+}
+
+double StreamingStats::Percentile(double p) {
+  if (count_ == 0) return kNaN;
+  if (histogram_ == nullptr) {
+    if (!sorted_) {
+      std::sort(values_.begin(), values_.end());
+      sorted_ = true;
+    }
+    return PercentileOfSorted(values_, p);
+  }
+  if (p <= 0) return min_;
+  if (p >= 100) return max_;
+  const double pos = RankPosition(p, count_);
+  const uint64_t lo = static_cast<uint64_t>(pos);
+  const double frac = pos - static_cast<double>(lo);
+  auto at = [&](uint64_t r) {
+    if (r == 0) return min_;
+    if (r + 1 >= count_) return max_;
+    return std::clamp(HistogramValueAtRank(r), min_, max_);
+  };
+  const double a = at(lo);
+  if (lo + 1 >= count_ || frac == 0) return a;
+  return a + frac * (at(lo + 1) - a);
 }
 
 }  // namespace surge

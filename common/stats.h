@@ -1,18 +1,111 @@
-// Exact order statistics used by summaries and pages (SPEC R-MET-2).
+// The statistics module: every percentile surge reports (summary JSON/CSV,
+// console table, pages) comes from here (SPEC R-MET-2; issue 10 item 6).
+//
+// Exact order statistics use linear interpolation between closest ranks,
+// numpy's default ("linear"): pos = p/100·(n−1),
+// v[⌊pos⌋] + (pos − ⌊pos⌋)·(v[⌊pos⌋+1] − v[⌊pos⌋]).
+//
+// StreamingStats keeps a metric in bounded memory: exact values up to a
+// limit, then a log-linear histogram (Boost.Histogram) whose percentile
+// estimates are within kStreamingRelativeError of the exact ones.
 #ifndef SURGE_COMMON_STATS_H_
 #define SURGE_COMMON_STATS_H_
 
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <span>
 #include <vector>
 
 namespace surge {
 
-// The p-th percentile (0 ≤ p ≤ 100) of `sorted` (ascending), by linear
-// interpolation between closest ranks: position p/100·(n−1), numpy's default
-// ("linear"). 1..10 → p50 5.5, p90 9.1. NaN when empty.
-double PercentileOfSorted(const std::vector<double>& sorted, double p);
+// The exact p-th percentile (p ∈ [0, 100], clamped) of `sorted` (ascending),
+// numpy "linear": 1..10 → p50 5.5, p90 9.1. NaN when empty.
+double PercentileOfSorted(std::span<const double> sorted, double p);
 
-// Mean; NaN when empty.
-double Mean(const std::vector<double>& values);
+// The same percentiles of unsorted values, one per entry of `ps`, by
+// selection (nth_element) in O(n log k) for k distinct ranks: no full sort.
+// Reorders `values`. Each NaN when empty.
+std::vector<double> Percentiles(std::span<double> values, std::span<const double> ps);
+
+// Arithmetic mean, summed in order; NaN when empty.
+double Mean(std::span<const double> values);
+
+// Relative error bound of StreamingStats' percentile estimates once it holds
+// a histogram: values are counted in bins whose edges grow by the factor
+// 10^(1/kStreamingBinsPerDecade) ≈ 1.00997, and an estimate is placed
+// geometrically inside its bin, so |estimate − exact| ≤ 0.5 % · |exact| for
+// |values| in [kStreamingMinMagnitude, kStreamingMaxMagnitude). Smaller
+// non-zero magnitudes count as kStreamingMinMagnitude; larger ones as the
+// exact max (or min, when negative).
+inline constexpr int kStreamingBinsPerDecade = 232;
+inline constexpr double kStreamingMinMagnitude = 1e-12;
+inline constexpr double kStreamingMaxMagnitude = 1e12;
+inline constexpr double kStreamingRelativeError = 0.005;
+
+// One metric's values, streamed in with Add, mergeable (per worker, per
+// window), in bounded memory.
+//
+// Up to `exact_limit` values are kept as they are and every statistic is
+// exact (numpy "linear" percentiles). Past the limit the values move into a
+// log-linear histogram (two of them: positive and negative magnitudes, plus
+// a zero count; ≈ 5,600 bins each, 90 KB in all) and percentiles become
+// estimates within kStreamingRelativeError; count, min, max and mean stay
+// exact (the mean is the in-order sum / count either way). exact_limit = 0
+// means histogram from the first value; kUnlimited keeps every value.
+//
+// Not thread-safe. NaN values are ignored (counted in ignored_nan()).
+class StreamingStats {
+ public:
+  static constexpr size_t kUnlimited = std::numeric_limits<size_t>::max();
+  // Values kept exactly before the histogram takes over (8 bytes each).
+  static constexpr size_t kDefaultExactLimit = 1'000'000;
+
+  explicit StreamingStats(size_t exact_limit = kDefaultExactLimit);
+  ~StreamingStats();
+  StreamingStats(StreamingStats&&) noexcept;
+  StreamingStats& operator=(StreamingStats&&) noexcept;
+  StreamingStats(const StreamingStats&) = delete;
+  StreamingStats& operator=(const StreamingStats&) = delete;
+
+  void Add(double value);
+  // Adds every value `other` holds (its exact values, or its histogram:
+  // once either side is a histogram, so is the result).
+  void Merge(const StreamingStats& other);
+
+  size_t count() const { return count_; }
+  uint64_t ignored_nan() const { return ignored_nan_; }
+  // NaN when empty.
+  double min() const;
+  double max() const;
+  double mean() const;
+  // True while every value is kept: percentiles are exact.
+  bool exact() const { return histogram_ == nullptr; }
+
+  // The p-th percentile (p ∈ [0, 100], clamped): exact (numpy "linear")
+  // while exact(), else the histogram's estimate at the same rank position
+  // p/100·(n−1), clamped to [min, max]. p = 0 and 100 are always the exact
+  // min and max. NaN when empty. Sorts the kept values the first time after
+  // an Add (hence not const).
+  double Percentile(double p);
+
+ private:
+  struct Histogram;
+  void SpillToHistogram();
+  // The value at 0-based rank r (0 ≤ r < count_) estimated from the histogram.
+  double HistogramValueAtRank(uint64_t rank) const;
+
+  size_t exact_limit_;
+  size_t count_ = 0;
+  uint64_t ignored_nan_ = 0;
+  double sum_ = 0;
+  double min_ = std::numeric_limits<double>::infinity();
+  double max_ = -std::numeric_limits<double>::infinity();
+  std::vector<double> values_;
+  bool sorted_ = true;
+  std::unique_ptr<Histogram> histogram_;
+};
 
 }  // namespace surge
 

@@ -32,9 +32,9 @@ APT_PACKAGES=(
 # Only for the tests (unit, integration and browser): iproute2 makes the
 # network namespaces of the multi-host test (tests/integration/netns_test.cc);
 # podman, podman-compose, runc and debootstrap run the compose rig
-# (scripts/compose_rig.sh).
+# (scripts/compose_rig.sh); libbenchmark-dev builds bench/hot_paths_bench.
 TEST_APT_PACKAGES=(
-  libgtest-dev libgmock-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
   chromium
   iproute2
   podman podman-compose runc debootstrap

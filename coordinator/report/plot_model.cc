@@ -187,58 +187,6 @@ void SortDoubles(std::span<double> values, std::vector<double>* scratch) {
       values, [](double v) { return v; }, scratch != nullptr ? *scratch : local);
 }
 
-double PercentileOfSorted(std::span<const double> sorted, double p) {
-  if (sorted.empty()) return kNaN;
-  const double pos = std::clamp(p, 0.0, 100.0) / 100.0 * static_cast<double>(sorted.size() - 1);
-  const size_t lo = static_cast<size_t>(pos);
-  const double frac = pos - static_cast<double>(lo);
-  if (lo + 1 >= sorted.size() || frac == 0) return sorted[lo];
-  return sorted[lo] + frac * (sorted[lo + 1] - sorted[lo]);
-}
-
-namespace {
-
-// Places the order statistics of every rank in ranks[r_lo, r_hi) (sorted,
-// distinct, all within [lo, hi)) at its position: nth_element at the middle
-// rank, then each side recursively. O(n log k) for k ranks.
-void MultiSelect(std::span<double> v, size_t lo, size_t hi, const std::vector<size_t>& ranks,
-                 size_t r_lo, size_t r_hi) {
-  if (r_lo >= r_hi) return;
-  const size_t mid = r_lo + (r_hi - r_lo) / 2;
-  const size_t rank = ranks[mid];
-  std::nth_element(v.begin() + static_cast<ptrdiff_t>(lo), v.begin() + static_cast<ptrdiff_t>(rank),
-                   v.begin() + static_cast<ptrdiff_t>(hi));
-  MultiSelect(v, lo, rank, ranks, r_lo, mid);
-  MultiSelect(v, rank + 1, hi, ranks, mid + 1, r_hi);
-}
-
-}  // namespace
-
-std::vector<double> Percentiles(std::span<double> values, std::span<const double> ps) {
-  std::vector<double> out(ps.size(), kNaN);
-  const size_t n = values.size();
-  if (n == 0) return out;
-  // The closest ranks below and above each requested position.
-  std::vector<size_t> ranks;
-  for (double p : ps) {
-    const double pos = std::clamp(p, 0.0, 100.0) / 100.0 * static_cast<double>(n - 1);
-    const size_t lo = static_cast<size_t>(pos);
-    ranks.push_back(lo);
-    if (lo + 1 < n) ranks.push_back(lo + 1);
-  }
-  std::sort(ranks.begin(), ranks.end());
-  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
-  MultiSelect(values, 0, n, ranks, 0, ranks.size());
-  for (size_t i = 0; i < ps.size(); ++i) {
-    const double pos = std::clamp(ps[i], 0.0, 100.0) / 100.0 * static_cast<double>(n - 1);
-    const size_t lo = static_cast<size_t>(pos);
-    const double frac = pos - static_cast<double>(lo);
-    const double a = values[lo];
-    out[i] = (lo + 1 >= n || frac == 0) ? a : a + frac * (values[lo + 1] - a);
-  }
-  return out;
-}
-
 double KsDistanceSorted(std::span<const double> a, std::span<const double> b) {
   if (a.empty() || b.empty()) return kNaN;
   const double na = static_cast<double>(a.size());

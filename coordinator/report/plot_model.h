@@ -15,6 +15,8 @@
 #include <span>
 #include <vector>
 
+#include "common/stats.h"
+
 namespace surge::coordinator {
 
 // At most this many points of one anomaly class are drawn (R-PLOT-8).
@@ -169,15 +171,8 @@ void SortDoubles(std::span<double> values, std::vector<double>* scratch = nullpt
 
 // ---------------------------------------------------------- percentiles ----
 
-// Exact percentile p ∈ [0, 100] of sorted values with linear interpolation
-// between closest ranks (numpy's default "linear" method):
-// pos = p/100·(n−1), v[⌊pos⌋] + (pos − ⌊pos⌋)·(v[⌊pos⌋+1] − v[⌊pos⌋]).
-// NaN when empty.
-double PercentileOfSorted(std::span<const double> sorted, double p);
-
-// The same percentiles of unsorted values, one per entry of `ps`, in O(n) per
-// distinct rank (nth_element). Reorders `values`. NaN each when empty.
-std::vector<double> Percentiles(std::span<double> values, std::span<const double> ps);
+// Percentiles: common/stats.h (PercentileOfSorted, Percentiles), the one
+// statistics module.
 
 // Two-sample Kolmogorov–Smirnov statistic sup_x |F_a(x) − F_b(x)| of the
 // empirical distribution functions, ties handled exactly; in [0, 1], NaN when

@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "common/log.h"
 #include "common/time_units.h"
 #include "coordinator/results/summary.h"
 
@@ -329,6 +330,15 @@ absl::Status DetailsWriter::Flush() {
     return absl::InternalError("cannot write the details file");
   }
   return absl::OkStatus();
+}
+
+void DetailsWriter::Add(const RequestRecord& record) {
+  Append(record);
+  if (absl::Status s = Flush(); !s.ok() && !write_failed_) {
+    write_failed_ = true;
+    LogError(absl::StrCat(s.message(), ": records from index ", record.index(),
+                          " on may be missing from it (the summary still counts them)"));
+  }
 }
 
 absl::StatusOr<RequestRecord> ParseDetailsLine(const std::string& line) {

@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "coordinator/plan/arrival_schedule.h"
+#include "coordinator/results/record_sink.h"
 #include "surge/v1/record.pb.h"
 
 namespace surge::coordinator {
@@ -62,7 +63,7 @@ std::string StatusName(surge::v1::RequestStatus status);
 // One JSON object per request record, appended and flushed per batch so an
 // interrupted run leaves every record received so far readable (R-OUT-1).
 // Not thread-safe: one owner (the dispatcher thread).
-class DetailsWriter {
+class DetailsWriter : public RecordSink {
  public:
   // Opens (truncates) `path`. Errors: INTERNAL when it cannot be opened.
   static absl::StatusOr<std::unique_ptr<DetailsWriter>> Create(const std::filesystem::path& path);
@@ -79,10 +80,15 @@ class DetailsWriter {
   void Append(const surge::v1::RequestRecord& record);
   // Flushes to the OS. Errors: INTERNAL on a write failure.
   absl::Status Flush();
+  // As a sink: Append, then Flush, so an interrupted or crashed run leaves
+  // every record received so far readable (R-OUT-1). A write failure is
+  // logged once.
+  void Add(const surge::v1::RequestRecord& record) override;
 
  private:
   explicit DetailsWriter(std::FILE* file) : file_(file) {}
   std::FILE* file_;
+  bool write_failed_ = false;
 };
 
 // Reads a plan written by WritePlanCsv (R-OUT-2); `traffic` and `seed`

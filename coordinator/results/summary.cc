@@ -16,13 +16,12 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// (n − 1)/(max − min): the rate that n events spread over their span have.
-double RateOverSpan(const std::vector<double>& times_s) {
-  if (times_s.size() < 2) return kNaN;
-  const auto [lo, hi] = std::minmax_element(times_s.begin(), times_s.end());
-  const double span = *hi - *lo;
+// (n − 1)/(max − min): the rate that n events spread over [min, max] have.
+double RateOverSpan(uint64_t n, double min_s, double max_s) {
+  if (n < 2) return kNaN;
+  const double span = max_s - min_s;
   if (!(span > 0)) return kNaN;
-  return static_cast<double>(times_s.size() - 1) / span;
+  return static_cast<double>(n - 1) / span;
 }
 
 double PerSecond(double amount, double seconds) { return seconds > 0 ? amount / seconds : kNaN; }
@@ -98,156 +97,192 @@ std::string Fixed(double v, int digits = 3) {
 }  // namespace
 
 double IntendedRateRps(const std::vector<double>& planned_offsets_s) {
-  return RateOverSpan(planned_offsets_s);
+  if (planned_offsets_s.empty()) return kNaN;
+  const auto [lo, hi] = std::minmax_element(planned_offsets_s.begin(), planned_offsets_s.end());
+  return RateOverSpan(planned_offsets_s.size(), *lo, *hi);
 }
 
 int64_t FromPlannedNs(const surge::v1::RequestRecord& r, int64_t metric_ns) {
   return metric_ns + (r.sent_ns() - r.planned_ns());
 }
 
-MetricStats ComputeStats(std::vector<double> values) {
+MetricStats StatsOf(StreamingStats& values) {
   MetricStats s;
-  s.count = values.size();
-  if (values.empty()) {
-    s.mean = s.min = s.max = s.p50 = s.p75 = s.p90 = s.p99 = kNaN;
-    return s;
-  }
-  std::sort(values.begin(), values.end());
-  s.mean = Mean(values);
-  s.min = values.front();
-  s.max = values.back();
-  s.p50 = PercentileOfSorted(values, 50);
-  s.p75 = PercentileOfSorted(values, 75);
-  s.p90 = PercentileOfSorted(values, 90);
-  s.p99 = PercentileOfSorted(values, 99);
+  s.count = values.count();
+  s.exact = values.exact();
+  s.mean = values.mean();
+  s.min = values.min();
+  s.max = values.max();
+  s.p50 = values.Percentile(50);
+  s.p75 = values.Percentile(75);
+  s.p90 = values.Percentile(90);
+  s.p99 = values.Percentile(99);
   return s;
 }
 
-RunSummary Summarize(const std::vector<surge::v1::RequestRecord>& records,
-                     const surge::v1::GoodputConfig* goodput) {
-  RunSummary s;
-  std::vector<double> sent_s, planned_all_s, lateness, ttft, ttfc, e2el, tpot, itl, in_tokens,
-      out_tokens, out_throughput, ttft_planned, e2el_planned;
-  // (time, +1/−1) events for the in-flight sweep.
-  std::vector<std::pair<double, int>> events;
-  double end_s = 0, busy_s = 0;
-  s.has_goodput = goodput != nullptr && (goodput->has_ttft_ms() || goodput->has_tpot_ms() ||
-                                         goodput->has_e2el_ms());
-  for (const auto& r : records) {
-    ++s.total;
-    planned_all_s.push_back(NanosToSeconds(r.planned_ns()));
-    switch (r.status()) {
-      case surge::v1::OK:
-        ++s.succeeded;
-        break;
-      case surge::v1::FAILED:
-        ++s.failed;
-        break;
-      case surge::v1::LOST:
-        ++s.lost;
-        break;
-      case surge::v1::INTERRUPTED:
-        ++s.interrupted;
-        break;
-      case surge::v1::SKIPPED:
-        ++s.skipped;
-        break;
-      default:
-        ++s.not_sent;
-        break;
-    }
-    s.late += r.late();
-    s.delayed += r.catch_up_delay_ns() > 0;
-    if (r.http_retries() > 0) {
-      ++s.retried_requests;
-      const std::string& why = r.retry_reason();
-      ++s.retry_reasons[why.empty() ? std::string("unknown") : why.substr(0, why.find(':'))];
-    }
-    if (r.status() != surge::v1::OK) {
-      const std::string& e = r.error();
-      ++s.reasons[e.empty() ? std::string("unknown") : e.substr(0, e.find(':'))];
-    }
-    if (!r.sent()) continue;
-    ++s.sent;
-    const double sent = NanosToSeconds(r.sent_ns());
-    double end = sent + NanosToSeconds(r.e2el_ns());
-    if (r.status() == surge::v1::INTERRUPTED && r.interrupted_ns() > r.sent_ns()) {
-      end = NanosToSeconds(r.interrupted_ns());  // in flight until cut off
-    }
-    sent_s.push_back(sent);
-    lateness.push_back(NanosToSeconds(r.sent_ns() - r.planned_ns()));
-    end_s = std::max(end_s, end);
-    busy_s += end - sent;
-    events.emplace_back(sent, +1);
-    events.emplace_back(end, -1);
-    if (r.status() != surge::v1::OK) continue;
-    const double e2el_r = NanosToSeconds(r.e2el_ns());
-    const double ttft_r = NanosToSeconds(r.ttft_ns());
-    ttft.push_back(ttft_r);
-    if (r.ttfc_ns() > 0) ttfc.push_back(NanosToSeconds(r.ttfc_ns()));
-    e2el.push_back(e2el_r);
-    ttft_planned.push_back(NanosToSeconds(FromPlannedNs(r, r.ttft_ns())));
-    e2el_planned.push_back(NanosToSeconds(FromPlannedNs(r, r.e2el_ns())));
-    s.short_outputs += r.short_output();
-    ++s.finish_reasons[r.finish_reason().empty() ? std::string("none") : r.finish_reason()];
-    double tpot_r = kNaN;
-    if (r.output_tokens() > 1) {
-      tpot_r = (e2el_r - ttft_r) / static_cast<double>(r.output_tokens() - 1);
-      tpot.push_back(tpot_r);
-    }
-    for (int64_t gap : r.itl_ns()) itl.push_back(NanosToSeconds(gap));
-    in_tokens.push_back(r.input_tokens());
-    out_tokens.push_back(r.output_tokens());
-    if (e2el_r > 0) out_throughput.push_back(r.output_tokens() / e2el_r);
-    s.input_tokens += r.input_tokens();
-    s.output_tokens += r.output_tokens();
-    s.output_tokens_estimated += r.output_tokens_estimated();
-    if (s.has_goodput) {
-      bool good = true;
-      if (goodput->has_ttft_ms()) good &= ttft_r * 1e3 <= goodput->ttft_ms();
-      if (goodput->has_e2el_ms()) good &= e2el_r * 1e3 <= goodput->e2el_ms();
-      // A request with one token has no TPOT; it meets a TPOT objective.
-      if (goodput->has_tpot_ms() && std::isfinite(tpot_r)) good &= tpot_r * 1e3 <= goodput->tpot_ms();
-      s.good_requests += good;
-    }
+MetricStats ComputeStats(std::vector<double> values) {
+  StreamingStats all(StreamingStats::kUnlimited);
+  for (double v : values) all.Add(v);
+  return StatsOf(all);
+}
+
+SummaryAccumulator::SummaryAccumulator(const surge::v1::GoodputConfig* goodput,
+                                       size_t exact_limit)
+    : goodput_(goodput),
+      lateness_(exact_limit),
+      ttft_(exact_limit),
+      ttfc_(exact_limit),
+      e2el_(exact_limit),
+      tpot_(exact_limit),
+      itl_(exact_limit),
+      ttft_planned_(exact_limit),
+      e2el_planned_(exact_limit),
+      in_tokens_(exact_limit),
+      out_tokens_(exact_limit),
+      out_throughput_(exact_limit) {
+  s_.has_goodput = goodput != nullptr && (goodput->has_ttft_ms() || goodput->has_tpot_ms() ||
+                                          goodput->has_e2el_ms());
+}
+
+void SummaryAccumulator::Add(const surge::v1::RequestRecord& r) {
+  RunSummary& s = s_;
+  ++s.total;
+  const double planned = NanosToSeconds(r.planned_ns());
+  planned_min_s_ = std::min(planned_min_s_, planned);
+  planned_max_s_ = std::max(planned_max_s_, planned);
+  switch (r.status()) {
+    case surge::v1::OK:
+      ++s.succeeded;
+      break;
+    case surge::v1::FAILED:
+      ++s.failed;
+      break;
+    case surge::v1::LOST:
+      ++s.lost;
+      break;
+    case surge::v1::INTERRUPTED:
+      ++s.interrupted;
+      break;
+    case surge::v1::SKIPPED:
+      ++s.skipped;
+      break;
+    default:
+      ++s.not_sent;
+      break;
   }
-  // Ends before starts at equal times: back-to-back requests do not overlap.
-  std::sort(events.begin(), events.end());
-  int64_t inflight = 0;
-  for (const auto& [t, delta] : events) {
-    inflight += delta;
-    s.max_concurrency = std::max<uint64_t>(s.max_concurrency, static_cast<uint64_t>(std::max<int64_t>(inflight, 0)));
+  s.late += r.late();
+  s.delayed += r.catch_up_delay_ns() > 0;
+  if (r.http_retries() > 0) {
+    ++s.retried_requests;
+    const std::string& why = r.retry_reason();
+    ++s.retry_reasons[why.empty() ? std::string("unknown") : why.substr(0, why.find(':'))];
   }
+  if (r.status() != surge::v1::OK) {
+    const std::string& e = r.error();
+    ++s.reasons[e.empty() ? std::string("unknown") : e.substr(0, e.find(':'))];
+  }
+  if (!r.sent()) return;
+  ++s.sent;
+  const double sent = NanosToSeconds(r.sent_ns());
+  double end = sent + NanosToSeconds(r.e2el_ns());
+  if (r.status() == surge::v1::INTERRUPTED && r.interrupted_ns() > r.sent_ns()) {
+    end = NanosToSeconds(r.interrupted_ns());  // in flight until cut off
+  }
+  sent_min_s_ = std::min(sent_min_s_, sent);
+  sent_max_s_ = std::max(sent_max_s_, sent);
+  lateness_.Add(NanosToSeconds(r.sent_ns() - r.planned_ns()));
+  end_s_ = std::max(end_s_, end);
+  busy_s_ += end - sent;
+  starts_s_.push_back(sent);
+  ends_s_.push_back(end);
+  if (r.status() != surge::v1::OK) return;
+  const double e2el_r = NanosToSeconds(r.e2el_ns());
+  const double ttft_r = NanosToSeconds(r.ttft_ns());
+  ttft_.Add(ttft_r);
+  if (r.ttfc_ns() > 0) ttfc_.Add(NanosToSeconds(r.ttfc_ns()));
+  e2el_.Add(e2el_r);
+  ttft_planned_.Add(NanosToSeconds(FromPlannedNs(r, r.ttft_ns())));
+  e2el_planned_.Add(NanosToSeconds(FromPlannedNs(r, r.e2el_ns())));
+  s.short_outputs += r.short_output();
+  ++s.finish_reasons[r.finish_reason().empty() ? std::string("none") : r.finish_reason()];
+  double tpot_r = kNaN;
+  if (r.output_tokens() > 1) {
+    tpot_r = (e2el_r - ttft_r) / static_cast<double>(r.output_tokens() - 1);
+    tpot_.Add(tpot_r);
+  }
+  for (int64_t gap : r.itl_ns()) itl_.Add(NanosToSeconds(gap));
+  in_tokens_.Add(r.input_tokens());
+  out_tokens_.Add(r.output_tokens());
+  if (e2el_r > 0) out_throughput_.Add(r.output_tokens() / e2el_r);
+  s.input_tokens += r.input_tokens();
+  s.output_tokens += r.output_tokens();
+  s.output_tokens_estimated += r.output_tokens_estimated();
+  if (s.has_goodput) {
+    bool good = true;
+    if (goodput_->has_ttft_ms()) good &= ttft_r * 1e3 <= goodput_->ttft_ms();
+    if (goodput_->has_e2el_ms()) good &= e2el_r * 1e3 <= goodput_->e2el_ms();
+    // A request with one token has no TPOT; it meets a TPOT objective.
+    if (goodput_->has_tpot_ms() && std::isfinite(tpot_r)) good &= tpot_r * 1e3 <= goodput_->tpot_ms();
+    s.good_requests += good;
+  }
+}
+
+RunSummary SummaryAccumulator::Finish() {
+  RunSummary s = s_;
+  // The most requests in flight at once: a sweep over sorted starts and
+  // ends, ends first at equal times (back-to-back requests do not overlap).
+  std::sort(starts_s_.begin(), starts_s_.end());
+  std::sort(ends_s_.begin(), ends_s_.end());
+  size_t ended = 0;
+  for (size_t started = 0; started < starts_s_.size(); ++started) {
+    while (ended < ends_s_.size() && ends_s_[ended] <= starts_s_[started]) ++ended;
+    if (started + 1 > ended) s.max_concurrency = std::max<uint64_t>(s.max_concurrency, started + 1 - ended);
+  }
+  const double end_s = end_s_;
   s.duration_s = end_s;
   s.request_throughput_rps = PerSecond(static_cast<double>(s.succeeded), end_s);
   s.input_token_throughput = PerSecond(static_cast<double>(s.input_tokens), end_s);
   s.output_token_throughput = PerSecond(static_cast<double>(s.output_tokens), end_s);
   s.total_token_throughput = PerSecond(static_cast<double>(s.input_tokens + s.output_tokens), end_s);
-  s.mean_concurrency = PerSecond(busy_s, end_s);
+  s.mean_concurrency = PerSecond(busy_s_, end_s);
   s.goodput_rps = PerSecond(static_cast<double>(s.good_requests), end_s);
-  s.achieved_rate_rps = RateOverSpan(sent_s);
+  s.achieved_rate_rps = RateOverSpan(s.sent, sent_min_s_, sent_max_s_);
   // The plan's rate, over every planned request (sent or not): a run whose
   // sends collapsed must not report a collapsed intent (R-MET-2).
-  s.intended_rate_rps = RateOverSpan(planned_all_s);
-  s.lateness_s = ComputeStats(std::move(lateness));
-  s.ttft_s = ComputeStats(std::move(ttft));
-  s.ttfc_s = ComputeStats(std::move(ttfc));
-  s.e2el_s = ComputeStats(std::move(e2el));
-  s.ttft_from_planned_s = ComputeStats(std::move(ttft_planned));
-  s.e2el_from_planned_s = ComputeStats(std::move(e2el_planned));
-  s.tpot_s = ComputeStats(std::move(tpot));
-  s.itl_s = ComputeStats(std::move(itl));
-  s.input_tokens_stats = ComputeStats(std::move(in_tokens));
-  s.output_tokens_stats = ComputeStats(std::move(out_tokens));
-  s.output_token_throughput_stats = ComputeStats(std::move(out_throughput));
+  s.intended_rate_rps = RateOverSpan(s.total, planned_min_s_, planned_max_s_);
+  s.lateness_s = StatsOf(lateness_);
+  s.ttft_s = StatsOf(ttft_);
+  s.ttfc_s = StatsOf(ttfc_);
+  s.e2el_s = StatsOf(e2el_);
+  s.ttft_from_planned_s = StatsOf(ttft_planned_);
+  s.e2el_from_planned_s = StatsOf(e2el_planned_);
+  s.tpot_s = StatsOf(tpot_);
+  s.itl_s = StatsOf(itl_);
+  s.input_tokens_stats = StatsOf(in_tokens_);
+  s.output_tokens_stats = StatsOf(out_tokens_);
+  s.output_token_throughput_stats = StatsOf(out_throughput_);
+  for (const MetricStats* m : {&s.lateness_s, &s.ttft_s, &s.ttfc_s, &s.e2el_s,
+                               &s.ttft_from_planned_s, &s.e2el_from_planned_s, &s.tpot_s, &s.itl_s,
+                               &s.input_tokens_stats, &s.output_tokens_stats,
+                               &s.output_token_throughput_stats}) {
+    s.percentiles_exact &= m->exact;
+  }
   return s;
+}
+
+RunSummary Summarize(const std::vector<surge::v1::RequestRecord>& records,
+                     const surge::v1::GoodputConfig* goodput) {
+  SummaryAccumulator summary(goodput, StreamingStats::kUnlimited);
+  for (const auto& r : records) summary.Add(r);
+  return summary.Finish();
 }
 
 nlohmann::json SummaryToJson(const RunSummary& s, const nlohmann::json& context) {
   auto seconds = [](const MetricStats& m) {
     return nlohmann::json{{"count", m.count},    {"mean", Number(m.mean)}, {"min", Number(m.min)},
                           {"max", Number(m.max)}, {"p50", Number(m.p50)},   {"p75", Number(m.p75)},
-                          {"p90", Number(m.p90)}, {"p99", Number(m.p99)}};
+                          {"p90", Number(m.p90)}, {"p99", Number(m.p99)},
+                          {"exact", m.exact}};
   };
   nlohmann::json j;
   j["run"] = context;
@@ -318,7 +353,14 @@ nlohmann::json SummaryToJson(const RunSummary& s, const nlohmann::json& context)
   nlohmann::json common = nlohmann::json::object();
   for (auto& [name, value] : CommonRows(s)) common[name] = value;
   j["common"] = std::move(common);
-  j["percentile_method"] = "linear interpolation between closest ranks (numpy default)";
+  j["percentile_method"] =
+      s.percentiles_exact
+          ? "linear interpolation between closest ranks (numpy default)"
+          : absl::StrFormat(
+                "linear interpolation between closest ranks (numpy default) for metrics "
+                "marked exact; the others held more than %d values: log-linear histogram "
+                "estimates within %.1f %% (surge report RUN_FOLDER computes them exactly)",
+                StreamingStats::kDefaultExactLimit, kStreamingRelativeError * 100);
   return j;
 }
 

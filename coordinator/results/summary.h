@@ -6,25 +6,34 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "common/stats.h"
+#include "coordinator/results/record_sink.h"
 #include "surge/v1/config.pb.h"
 #include "surge/v1/record.pb.h"
 
 namespace surge::coordinator {
 
-// Exact statistics of one metric over all its values (percentiles by linear
-// interpolation between closest ranks, numpy's default). All NaN when count
-// is 0.
+// Statistics of one metric (common/stats.h): count, mean, min and max are
+// exact; the percentiles are exact (linear interpolation between closest
+// ranks, numpy's default) when `exact`, else log-linear histogram estimates
+// within kStreamingRelativeError (the metric held more values than the
+// accumulator's exact limit). All NaN when count is 0.
 struct MetricStats {
   size_t count = 0;
   double mean = 0, min = 0, max = 0, p50 = 0, p75 = 0, p90 = 0, p99 = 0;
+  bool exact = true;
 };
+// Exact statistics of `values`.
 MetricStats ComputeStats(std::vector<double> values);
+// The statistics `values` holds (exact or estimated, see StreamingStats).
+MetricStats StatsOf(StreamingStats& values);
 
 // A latency of a sent request counted from its planned send instead of its
 // actual one: metric_ns + (sent_ns − planned_ns), ns — what a user arriving
@@ -113,6 +122,8 @@ struct RunSummary {
   bool has_goodput = false;
   uint64_t good_requests = 0;
   double goodput_rps = 0;
+  // True when every metric's percentiles are exact (MetricStats::exact).
+  bool percentiles_exact = true;
   // Failed, lost, not-sent and interrupted records by reason (the error
   // text before its first ':'), e.g. {"http_503": 3, "interrupted": 80}.
   std::map<std::string, uint64_t> reasons;
@@ -125,7 +136,37 @@ struct RunSummary {
 // records did not all come back) still reports the plan's rate. Pure.
 double IntendedRateRps(const std::vector<double>& planned_offsets_s);
 
-// Summarizes one record per planned request. `goodput` may be null. Pure.
+// The run summary built one record at a time, in memory that does not grow
+// with the records' size: per metric at most `exact_limit` values (8 bytes
+// each) before a fixed-size histogram takes over (StreamingStats), plus 16
+// bytes per sent request for the in-flight sweep (Max Concurrency). Feed it
+// one final record per planned request, in any order; Finish() any number of
+// times. `goodput` may be null and must outlive the accumulator. Pure.
+class SummaryAccumulator : public RecordSink {
+ public:
+  explicit SummaryAccumulator(const surge::v1::GoodputConfig* goodput = nullptr,
+                              size_t exact_limit = StreamingStats::kDefaultExactLimit);
+  void Add(const surge::v1::RequestRecord& record) override;
+  // The summary of every record added so far. Sorts kept values in place.
+  RunSummary Finish();
+  // Records added so far.
+  uint64_t records() const { return s_.total; }
+
+ private:
+  const surge::v1::GoodputConfig* goodput_;
+  RunSummary s_;  // counters; the statistics are filled in by Finish()
+  StreamingStats lateness_, ttft_, ttfc_, e2el_, tpot_, itl_, ttft_planned_, e2el_planned_,
+      in_tokens_, out_tokens_, out_throughput_;
+  std::vector<double> starts_s_, ends_s_;
+  double planned_min_s_ = std::numeric_limits<double>::infinity();
+  double planned_max_s_ = -std::numeric_limits<double>::infinity();
+  double sent_min_s_ = std::numeric_limits<double>::infinity();
+  double sent_max_s_ = -std::numeric_limits<double>::infinity();
+  double end_s_ = 0, busy_s_ = 0;
+};
+
+// Summarizes one record per planned request, every percentile exact
+// (SummaryAccumulator with no limit). `goodput` may be null. Pure.
 RunSummary Summarize(const std::vector<surge::v1::RequestRecord>& records,
                      const surge::v1::GoodputConfig* goodput = nullptr);
 

@@ -17,6 +17,7 @@
 #include <zmq.hpp>  // the raw attacker below speaks ZeroMQ directly
 
 #include "common/zmq_transport.h"
+#include "tests/testing/temp_dir.h"
 
 namespace surge {
 namespace {
@@ -109,11 +110,7 @@ TEST(ConnectSecurityRule, WorkerNeedsServerKeyOffLoopback) {
 
 const std::regex kZ85Key("[0-9a-zA-Z.\\-:+=^!/*?&<>()\\[\\]{}@%$#]{40}");
 
-fs::path FreshDir(const std::string& name) {
-  const fs::path dir = fs::path(::testing::TempDir()) / ("zmq_security_" + name);
-  fs::remove_all(dir);
-  return dir;
-}
+using ::surge::testing::FreshDir;
 
 std::string Slurp(const fs::path& path) {
   std::ifstream in(path);

@@ -227,42 +227,6 @@ TEST(SortTest, RadixSortMatchesStdSort) {
   EXPECT_THAT(small, ElementsAre(-1, 2, 3));
 }
 
-TEST(PercentileTest, LinearInterpolationLikeNumpy) {
-  std::vector<double> v = {7, 3, 10, 1, 5, 9, 2, 8, 6, 4};  // 1..10 shuffled
-  const double ps[] = {90, 50, 0, 100, 99, 25, 75};
-  const std::vector<double> q = Percentiles(v, ps);
-  EXPECT_NEAR(q[0], 9.1, 1e-12);
-  EXPECT_NEAR(q[1], 5.5, 1e-12);
-  EXPECT_DOUBLE_EQ(q[2], 1);
-  EXPECT_DOUBLE_EQ(q[3], 10);
-  EXPECT_NEAR(q[4], 9.91, 1e-12);
-  EXPECT_NEAR(q[5], 3.25, 1e-12);
-  EXPECT_NEAR(q[6], 7.75, 1e-12);
-  std::vector<double> sorted(10);
-  std::iota(sorted.begin(), sorted.end(), 1.0);
-  EXPECT_NEAR(PercentileOfSorted(sorted, 50), 5.5, 1e-12);
-  EXPECT_NEAR(PercentileOfSorted(sorted, 90), 9.1, 1e-12);
-  EXPECT_TRUE(std::isnan(PercentileOfSorted({}, 50)));
-}
-
-TEST(PercentileTest, MatchesSortingOnLargeInput) {
-  std::vector<double> v(100'001);
-  uint64_t s = 88172645463325252ull;  // xorshift, deterministic
-  for (double& x : v) {
-    s ^= s << 13;
-    s ^= s >> 7;
-    s ^= s << 17;
-    x = static_cast<double>(s % 1'000'000) / 7.0;
-  }
-  std::vector<double> sorted = v;
-  std::sort(sorted.begin(), sorted.end());
-  const double ps[] = {50, 90, 99, 100, 12.345};
-  const std::vector<double> q = Percentiles(v, ps);
-  for (size_t i = 0; i < q.size(); ++i) {
-    EXPECT_DOUBLE_EQ(q[i], PercentileOfSorted(sorted, ps[i])) << ps[i];
-  }
-}
-
 TEST(KsTest, Distances) {
   const std::vector<double> a = {1, 2, 3, 4};
   EXPECT_DOUBLE_EQ(KsDistanceSorted(a, a), 0);

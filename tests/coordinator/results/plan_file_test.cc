@@ -18,6 +18,7 @@
 #include "coordinator/plan/arrival_schedule.h"
 #include "coordinator/plan/traffic.h"
 #include "coordinator/results/run_files.h"
+#include "tests/testing/temp_dir.h"
 
 namespace surge::coordinator {
 namespace {
@@ -25,12 +26,7 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-fs::path FreshDir(const std::string& name) {
-  const fs::path dir = fs::path(::testing::TempDir()) / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+using ::surge::testing::FreshDir;
 
 std::string ReadText(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);

@@ -16,6 +16,7 @@
 #include "coordinator/results/progress.h"
 #include "coordinator/results/run_files.h"
 #include "coordinator/results/summary.h"
+#include "tests/testing/temp_dir.h"
 
 namespace surge::coordinator {
 namespace {
@@ -23,12 +24,7 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-fs::path FreshDir(const std::string& name) {
-  const fs::path dir = fs::path(::testing::TempDir()) / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+using ::surge::testing::FreshDir;
 
 TEST(RunFolderTest, TimestampLayoutWithSuffixesAndModelSlashes) {
   const fs::path out = FreshDir("run_folder_test");
@@ -428,6 +424,55 @@ TEST(SummaryTest, TpotItlConcurrencyAndGoodput) {
   const nlohmann::json j = SummaryToJson(s, nlohmann::json::object());
   EXPECT_NEAR(j["metrics"]["TTFT"]["Median"].get<double>(), 300, 1e-6);
   EXPECT_EQ(j["common"]["Success Requests"], 3);
+}
+
+// Issue 10 item 6 / issue 9 item 3: the streaming summary. With no limit it
+// is Summarize bit for bit; with a small exact limit the counts, rates,
+// min/max/mean and concurrency are still exact, the percentiles of the
+// metrics past the limit are within the histogram's bound, and the JSON says
+// which metrics are estimates.
+TEST(SummaryTest, StreamingAccumulatorEqualsTheExactSummaryWithinItsBound) {
+  std::vector<surge::v1::RequestRecord> records;
+  for (uint64_t i = 0; i < 400; ++i) {
+    std::vector<double> itl;
+    for (int k = 0; k < 9; ++k) itl.push_back(0.002 + 0.0001 * static_cast<double>((i * 7 + k) % 13));
+    records.push_back(OkRecord(i, 0.01 * static_cast<double>(i), 0.04 + 0.001 * static_cast<double>(i % 17),
+                               0.3 + 0.001 * static_cast<double>(i % 29), 10, itl));
+    records.back().set_sent_ns(records.back().planned_ns() + 20'000 + static_cast<int64_t>(i % 5) * 1'000);
+  }
+  const RunSummary exact = Summarize(records);
+  SummaryAccumulator unlimited(nullptr, StreamingStats::kUnlimited);
+  SummaryAccumulator limited(nullptr, /*exact_limit=*/1000);  // ITL: 3,600 values
+  for (const auto& r : records) {
+    unlimited.Add(r);
+    limited.Add(r);
+  }
+  const RunSummary a = unlimited.Finish();
+  EXPECT_EQ(SummaryToJson(a, {}).dump(), SummaryToJson(exact, {}).dump());
+  const RunSummary b = limited.Finish();
+  EXPECT_TRUE(exact.percentiles_exact);
+  EXPECT_FALSE(b.percentiles_exact);
+  EXPECT_FALSE(b.itl_s.exact);
+  EXPECT_TRUE(b.ttft_s.exact);  // 400 values: under the limit
+  EXPECT_EQ(b.total, 400u);
+  EXPECT_EQ(b.max_concurrency, exact.max_concurrency);
+  EXPECT_DOUBLE_EQ(b.achieved_rate_rps, exact.achieved_rate_rps);
+  EXPECT_DOUBLE_EQ(b.intended_rate_rps, exact.intended_rate_rps);
+  EXPECT_EQ(b.itl_s.count, 3600u);
+  EXPECT_EQ(b.itl_s.min, exact.itl_s.min);
+  EXPECT_EQ(b.itl_s.max, exact.itl_s.max);
+  EXPECT_NEAR(b.itl_s.mean, exact.itl_s.mean, 1e-12);
+  for (auto [est, ex] : {std::pair{b.itl_s.p50, exact.itl_s.p50}, {b.itl_s.p90, exact.itl_s.p90},
+                         {b.itl_s.p99, exact.itl_s.p99}}) {
+    EXPECT_LE(std::fabs(est - ex), kStreamingRelativeError * ex * 1.0001) << ex;
+  }
+  const nlohmann::json j = SummaryToJson(b, {});
+  EXPECT_EQ(j["itl_s"]["exact"], false);
+  EXPECT_EQ(j["ttft_s"]["exact"], true);
+  EXPECT_THAT(j["percentile_method"].get<std::string>(), HasSubstr("within 0.5 %"));
+  // Finish() again, after more records: the same accumulator goes on.
+  limited.Add(OkRecord(400, 4.0, 0.05, 0.3, 10));
+  EXPECT_EQ(limited.Finish().total, 401u);
 }
 
 // Issue 11 item 8: the edge rules docs/DESIGN.md "Metric edge rules" states.

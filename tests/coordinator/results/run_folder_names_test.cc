@@ -10,17 +10,14 @@
 #include <string>
 
 #include "coordinator/results/run_files.h"
+#include "tests/testing/temp_dir.h"
 
 namespace surge::coordinator {
 namespace {
 
 namespace fs = std::filesystem;
 
-fs::path FreshDir(const std::string& name) {
-  const fs::path dir = fs::path(::testing::TempDir()) / (name + "_" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  return dir;
-}
+using ::surge::testing::FreshDir;
 
 TEST(SafeFileNameTest, UserNamesBecomeOneSafeComponent) {
   EXPECT_EQ(SafeFileName(".."), "_.");

@@ -1,0 +1,203 @@
+// The statistics module (common/stats.h): exact numpy-"linear" percentiles,
+// and StreamingStats — exact up to its limit, then a log-linear histogram
+// within kStreamingRelativeError, mergeable (R-MET-2; issue 9 item 3,
+// issue 10 item 6).
+#include "common/stats.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <boost/random/lognormal_distribution.hpp>
+#include <boost/random/mersenne_twister.hpp>
+#include <boost/random/normal_distribution.hpp>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+namespace surge {
+namespace {
+
+constexpr double kPs[] = {0, 1, 10, 25, 50, 75, 90, 99, 99.9, 100};
+
+TEST(PercentileTest, LinearInterpolationLikeNumpy) {
+  std::vector<double> v = {7, 3, 10, 1, 5, 9, 2, 8, 6, 4};  // 1..10 shuffled
+  const double ps[] = {90, 50, 0, 100, 99, 25, 75};
+  const std::vector<double> q = Percentiles(v, ps);
+  EXPECT_NEAR(q[0], 9.1, 1e-12);
+  EXPECT_NEAR(q[1], 5.5, 1e-12);
+  EXPECT_DOUBLE_EQ(q[2], 1);
+  EXPECT_DOUBLE_EQ(q[3], 10);
+  EXPECT_NEAR(q[4], 9.91, 1e-12);
+  EXPECT_NEAR(q[5], 3.25, 1e-12);
+  EXPECT_NEAR(q[6], 7.75, 1e-12);
+  std::vector<double> sorted(10);
+  std::iota(sorted.begin(), sorted.end(), 1.0);
+  EXPECT_NEAR(PercentileOfSorted(sorted, 50), 5.5, 1e-12);
+  EXPECT_NEAR(PercentileOfSorted(sorted, 90), 9.1, 1e-12);
+  EXPECT_TRUE(std::isnan(PercentileOfSorted({}, 50)));
+}
+
+TEST(PercentileTest, MatchesSortingOnLargeInput) {
+  std::vector<double> v(100'001);
+  uint64_t s = 88172645463325252ull;  // xorshift, deterministic
+  for (double& x : v) {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    x = static_cast<double>(s % 1'000'000) / 7.0;
+  }
+  std::vector<double> sorted = v;
+  std::sort(sorted.begin(), sorted.end());
+  const double ps[] = {50, 90, 99, 100, 12.345};
+  const std::vector<double> q = Percentiles(v, ps);
+  for (size_t i = 0; i < q.size(); ++i) {
+    EXPECT_DOUBLE_EQ(q[i], PercentileOfSorted(sorted, ps[i])) << ps[i];
+  }
+}
+
+TEST(PercentileTest, SelectionEqualsSortedOnUnsortedValues) {
+  std::vector<double> v = {9, -3, 7, 7, 0.5, 12, -8, 4, 4, 1, 30};
+  std::vector<double> sorted = v;
+  std::sort(sorted.begin(), sorted.end());
+  const std::vector<double> q = Percentiles(v, kPs);
+  for (size_t i = 0; i < std::size(kPs); ++i) {
+    EXPECT_DOUBLE_EQ(q[i], PercentileOfSorted(sorted, kPs[i])) << kPs[i];
+  }
+  EXPECT_DOUBLE_EQ(Mean(sorted), 63.5 / 11);
+}
+
+TEST(StreamingStatsTest, ExactBelowTheLimitEqualsSortedPercentiles) {
+  StreamingStats s(100);
+  std::vector<double> values;
+  for (int i = 0; i < 100; ++i) {
+    const double v = std::sin(i * 0.7) * 50 + i * 0.01;  // unsorted, both signs
+    s.Add(v);
+    values.push_back(v);
+  }
+  std::sort(values.begin(), values.end());
+  ASSERT_TRUE(s.exact());
+  EXPECT_EQ(s.count(), 100u);
+  for (double p : kPs) EXPECT_DOUBLE_EQ(s.Percentile(p), PercentileOfSorted(values, p)) << p;
+  EXPECT_DOUBLE_EQ(s.min(), values.front());
+  EXPECT_DOUBLE_EQ(s.max(), values.back());
+  // The 101st value passes the limit: estimates from then on.
+  s.Add(1.0);
+  EXPECT_FALSE(s.exact());
+  EXPECT_EQ(s.count(), 101u);
+}
+
+TEST(StreamingStatsTest, EmptyIsNaNAndNaNIsIgnored) {
+  StreamingStats s;
+  EXPECT_TRUE(std::isnan(s.Percentile(50)));
+  EXPECT_TRUE(std::isnan(s.mean()));
+  EXPECT_TRUE(std::isnan(s.min()));
+  s.Add(std::nan(""));
+  EXPECT_EQ(s.count(), 0u);
+  EXPECT_EQ(s.ignored_nan(), 1u);
+  StreamingStats h(0);
+  h.Add(std::nan(""));
+  EXPECT_TRUE(std::isnan(h.Percentile(50)));
+}
+
+// Compares a histogram-mode StreamingStats with the exact percentiles of the
+// same values: every estimate within kStreamingRelativeError of the exact
+// value (both neighbouring ranks have the same sign here), min/max/mean exact.
+void ExpectWithinBound(const std::vector<double>& values, StreamingStats& s) {
+  std::vector<double> sorted = values;
+  std::sort(sorted.begin(), sorted.end());
+  ASSERT_FALSE(s.exact());
+  ASSERT_EQ(s.count(), values.size());
+  EXPECT_EQ(s.min(), sorted.front());
+  EXPECT_EQ(s.max(), sorted.back());
+  EXPECT_NEAR(s.mean(), Mean(values), 1e-9 * std::fabs(Mean(values)));
+  for (double p : kPs) {
+    const double exact = PercentileOfSorted(sorted, p);
+    const double estimate = s.Percentile(p);
+    EXPECT_LE(std::fabs(estimate - exact), kStreamingRelativeError * std::fabs(exact) * 1.0001)
+        << "p" << p << " exact " << exact << " estimate " << estimate;
+  }
+}
+
+TEST(StreamingStatsTest, HistogramEstimatesLogNormalLatenciesWithinBound) {
+  // TTFT-like values: log-normal around 50 ms with a long tail, seconds.
+  boost::random::mt19937_64 rng(7);
+  boost::random::lognormal_distribution<double> dist(std::log(0.05), 0.8);
+  StreamingStats s(0);
+  std::vector<double> values;
+  for (int i = 0; i < 200000; ++i) {
+    values.push_back(dist(rng));
+    s.Add(values.back());
+  }
+  ExpectWithinBound(values, s);
+}
+
+TEST(StreamingStatsTest, HistogramHandlesNegativeAndZeroValues) {
+  // Lateness-like values: mostly tens of µs late, some early (negative) and
+  // some exactly on time.
+  boost::random::mt19937_64 rng(11);
+  boost::random::normal_distribution<double> dist(-2e-5, 1e-5);
+  StreamingStats s(0);
+  std::vector<double> values;
+  for (int i = 0; i < 50000; ++i) {
+    const double v = i % 100 == 0 ? 0.0 : -dist(rng);
+    values.push_back(v);
+    s.Add(v);
+  }
+  std::vector<double> sorted = values;
+  std::sort(sorted.begin(), sorted.end());
+  // Ranks whose neighbours share a sign: the relative bound holds.
+  for (double p : {0.01, 0.1, 50.0, 90.0, 99.0}) {
+    const double exact = PercentileOfSorted(sorted, p);
+    ASSERT_NE(exact, 0);
+    EXPECT_LE(std::fabs(s.Percentile(p) - exact),
+              kStreamingRelativeError * std::fabs(exact) * 1.0001)
+        << p;
+  }
+  // The zeros land at their exact rank: the share of values ≤ 0.
+  const auto nonpositive = std::count_if(values.begin(), values.end(), [](double v) { return v <= 0; });
+  const double zero_rank_p = 100.0 * (static_cast<double>(nonpositive) - 1) / (values.size() - 1);
+  EXPECT_DOUBLE_EQ(s.Percentile(zero_rank_p), 0.0);
+}
+
+TEST(StreamingStatsTest, MergeOfPartsEqualsTheWhole) {
+  // Per-worker histograms merged = one histogram of all values, bin for bin
+  // (so every percentile is identical); exact parts merge exactly.
+  boost::random::mt19937_64 rng(3);
+  boost::random::lognormal_distribution<double> dist(std::log(0.002), 1.5);
+  StreamingStats whole(0), a(0), b(0);
+  StreamingStats exact_a(StreamingStats::kUnlimited), exact_b(StreamingStats::kUnlimited);
+  std::vector<double> values;
+  for (int i = 0; i < 30000; ++i) {
+    const double v = dist(rng);
+    values.push_back(v);
+    whole.Add(v);
+    (i % 3 == 0 ? a : b).Add(v);
+    (i % 3 == 0 ? exact_a : exact_b).Add(v);
+  }
+  a.Merge(b);
+  EXPECT_EQ(a.count(), whole.count());
+  for (double p : kPs) EXPECT_DOUBLE_EQ(a.Percentile(p), whole.Percentile(p)) << p;
+  exact_a.Merge(exact_b);
+  ASSERT_TRUE(exact_a.exact());
+  std::sort(values.begin(), values.end());
+  for (double p : kPs) EXPECT_DOUBLE_EQ(exact_a.Percentile(p), PercentileOfSorted(values, p)) << p;
+  // An exact part merged into a limited one past its limit spills.
+  StreamingStats small(10);
+  small.Merge(exact_a);
+  EXPECT_FALSE(small.exact());
+  EXPECT_EQ(small.count(), values.size());
+  EXPECT_EQ(small.max(), values.back());
+}
+
+TEST(StreamingStatsTest, ValuesOutsideTheRangeClampToMinAndMax) {
+  StreamingStats s(0);
+  s.Add(1e-15);  // below kStreamingMinMagnitude
+  s.Add(5e13);   // above kStreamingMaxMagnitude
+  s.Add(1.0);
+  EXPECT_EQ(s.Percentile(0), 1e-15);
+  EXPECT_EQ(s.Percentile(100), 5e13);
+  EXPECT_NEAR(s.Percentile(50), 1.0, kStreamingRelativeError);
+}
+
+}  // namespace
+}  // namespace surge

@@ -1,0 +1,23 @@
+// An empty folder of the test's own under GoogleTest's temporary directory.
+#ifndef SURGE_TESTS_TESTING_TEMP_DIR_H_
+#define SURGE_TESTS_TESTING_TEMP_DIR_H_
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+namespace surge::testing {
+
+// TempDir()/name, emptied (removed and made again). Throws
+// std::filesystem::filesystem_error when it cannot be made.
+inline std::filesystem::path FreshDir(const std::string& name) {
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+}  // namespace surge::testing
+
+#endif  // SURGE_TESTS_TESTING_TEMP_DIR_H_
