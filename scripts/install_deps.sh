@@ -32,12 +32,15 @@ APT_PACKAGES=(
 # Only for the tests (unit, integration and browser): iproute2 makes the
 # network namespaces of the multi-host test (tests/integration/netns_test.cc);
 # podman, podman-compose, runc and debootstrap run the compose rig
-# (scripts/compose_rig.sh); libbenchmark-dev builds bench/hot_paths_bench.
+# (scripts/compose_rig.sh) — with the CNI dnsname plugin, without which the
+# containers cannot find each other by service name (podman on Debian 12 uses
+# CNI; apt's --no-install-recommends leaves the plugin out);
+# libbenchmark-dev builds bench/hot_paths_bench.
 TEST_APT_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   chromium
   iproute2
-  podman podman-compose runc debootstrap
+  podman podman-compose runc debootstrap golang-github-containernetworking-plugin-dnsname
 )
 if [ "$BUILD_ONLY" -eq 0 ]; then APT_PACKAGES+=("${TEST_APT_PACKAGES[@]}"); fi
 
