@@ -17,7 +17,6 @@
 #include <zmq.hpp>  // the raw attacker below speaks ZeroMQ directly
 
 #include "common/zmq_transport.h"
-#include "tests/testing/temp_dir.h"
 
 namespace surge {
 namespace {
@@ -110,7 +109,11 @@ TEST(ConnectSecurityRule, WorkerNeedsServerKeyOffLoopback) {
 
 const std::regex kZ85Key("[0-9a-zA-Z.\\-:+=^!/*?&<>()\\[\\]{}@%$#]{40}");
 
-using ::surge::testing::FreshDir;
+fs::path FreshDir(const std::string& name) {
+  const fs::path dir = fs::path(::testing::TempDir()) / ("zmq_security_" + name);
+  fs::remove_all(dir);
+  return dir;
+}
 
 std::string Slurp(const fs::path& path) {
   std::ifstream in(path);

@@ -10,14 +10,17 @@
 #include <string>
 
 #include "coordinator/results/run_files.h"
-#include "tests/testing/temp_dir.h"
 
 namespace surge::coordinator {
 namespace {
 
 namespace fs = std::filesystem;
 
-using ::surge::testing::FreshDir;
+fs::path FreshDir(const std::string& name) {
+  const fs::path dir = fs::path(::testing::TempDir()) / (name + "_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  return dir;
+}
 
 TEST(SafeFileNameTest, UserNamesBecomeOneSafeComponent) {
   EXPECT_EQ(SafeFileName(".."), "_.");
