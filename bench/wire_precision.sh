@@ -5,8 +5,9 @@
 #
 # Loopback only, bounded. Starts nginx (Debian nginx-light, its own config in a mktemp folder,
 # on 127.0.0.1:<free port>) answering surge's requests with a fixed one-token SSE stream,
-# captures on `lo` with dumpcap (only each request's first packet: TCP payload starting with
-# "POST ", snap length 512), and for each case runs `surge run` against it; tshark extracts
+# captures on `lo` with dumpcap (only SYNs to nginx, counted as connections opened, and each
+# request's first packet: TCP payload starting with "POST ", snap length 512), and for each
+# case runs `surge run` against it; tshark extracts
 # each request's packet time and its `X-Surge-Request: INDEX/ATTEMPT` header and
 # bench/wire_analysis.py matches them to the run's details file and prints, per case:
 # sent/planned, achieved/target, wire lateness p50/p99/max and spread (p99 - p1), surge's own
@@ -270,7 +271,7 @@ run_case() {
   tshark -r "$dir/wire.pcapng" -n -o tcp.desegment_tcp_streams:FALSE \
     -T fields -e frame.time_epoch -e tcp.payload > "$dir/wire.tsv" 2> "$dir/tshark.log"
   local details summary
-  details=$(ls "$folder"/*_details.jsonl | head -1)
+  details=$(find "$folder" -maxdepth 1 -name '*_details.jsonl' | head -1)
   summary=${details%_details.jsonl}.json
   "$PY" bench/wire_analysis.py scenario --details "$details" --summary "$summary" \
     --wire "$dir/wire.tsv" --label "$label" --traffic "$traffic" --rate "$rate" \
