@@ -7,14 +7,18 @@
 # --build-only: just what building the `surge` binary needs (no chromium, no
 # googletest, no browser check); the container image's build stage uses it
 # (deploy/Dockerfile), together with -DSURGE_BUILD_TESTS=OFF.
+# --bench: also the packages of the wire precision benchmark
+# (bench/wire_precision.sh; combines with --build-only).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BUILD_ONLY=0
+BENCH=0
 for arg in "$@"; do
   case "$arg" in
     --build-only) BUILD_ONLY=1 ;;
-    *) echo "install_deps: unknown option '$arg' (allowed: --build-only)" >&2; exit 2 ;;
+    --bench) BENCH=1 ;;
+    *) echo "install_deps: unknown option '$arg' (allowed: --build-only, --bench)" >&2; exit 2 ;;
   esac
 done
 
@@ -43,6 +47,17 @@ TEST_APT_PACKAGES=(
   podman podman-compose runc debootstrap golang-github-containernetworking-plugin-dnsname
 )
 if [ "$BUILD_ONLY" -eq 0 ]; then APT_PACKAGES+=("${TEST_APT_PACKAGES[@]}"); fi
+# Only with --bench: the end-to-end wire benchmark (bench/wire_precision.sh)
+# runs nginx-light as its target, captures with dumpcap (wireshark-common,
+# pulled in by tshark) and decodes with tshark, and tests with
+# python3-scipy's ks_2samp; linux-perf measures where a missed target's time
+# goes. nginx-light's package enables a default site on port 80 where a
+# service manager runs (the benchmark never uses it: `systemctl disable --now
+# nginx` turns it off).
+BENCH_APT_PACKAGES=(
+  nginx-light tshark python3-scipy linux-perf
+)
+if [ "$BENCH" -eq 1 ]; then APT_PACKAGES+=("${BENCH_APT_PACKAGES[@]}"); fi
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -58,6 +73,13 @@ if [ ${#missing[@]} -gt 0 ]; then
   SUDO=""
   if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
   $SUDO apt-get update -qq
+  # wireshark-common asks whether non-root users may capture (a setuid
+  # dumpcap); answer "no" up front so the install never stops to ask
+  # (the benchmark runs as root).
+  if [[ " ${missing[*]} " == *" tshark "* ]]; then
+    echo "wireshark-common wireshark-common/install-setuid boolean false" \
+      | $SUDO debconf-set-selections
+  fi
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
