@@ -619,7 +619,8 @@ void AddFlags(const OptionSection& section, const std::string& field_prefix,
     flag.path = std::move(entry_path);
     std::string text = s.help();
     if (text.empty()) BadSpec(e.field, "a flag needs help text");
-    if (help.empty()) text[0] = absl::ascii_toupper(text[0]);
+    // "Built-in server: " + "Time to first token" reads "...: time to ...".
+    if (!help.empty()) text[0] = absl::ascii_tolower(text[0]);
     flag.help = help + text;
     for (const OptionFlag& other : *flags) {
       if (other.name == flag.name) BadSpec(e.field, "flag --" + flag.name + " is used twice");
