@@ -118,9 +118,8 @@ absl::Status ParseGoodput(const std::vector<std::string>& values, surge::v1::Goo
       const size_t colon = item.find(':');
       const std::string key = absl::AsciiStrToLower(item.substr(0, colon));
       if (colon == std::string::npos) {
-        errors.push_back(absl::StrCat("  goodput = \"", item,
-                                      "\": must be METRIC:MS with METRIC ", listed,
-                                      ", e.g. ", metrics[0], ":25 (flag --goodput)"));
+        errors.push_back(absl::StrCat("  goodput = \"", item, "\": must be METRIC:MS with METRIC ",
+                                      listed, ", e.g. ", metrics[0], ":25 (flag --goodput)"));
         continue;
       }
       if (std::find(metrics.begin(), metrics.end(), key) == metrics.end()) {

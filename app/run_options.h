@@ -4,11 +4,10 @@
 #ifndef SURGE_APP_RUN_OPTIONS_H_
 #define SURGE_APP_RUN_OPTIONS_H_
 
+#include <CLI/CLI.hpp>
 #include <map>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "absl/status/statusor.h"
 #include "coordinator/config/option_table.h"

@@ -130,9 +130,7 @@ std::string EnumWord(const google::protobuf::EnumValueDescriptor* value) {
   return absl::AsciiStrToLower(absl::StartsWith(name, prefix) ? name.substr(prefix.size()) : name);
 }
 
-std::string Quoted(const std::string& text) {
-  return absl::StrCat("\"", ToValidUtf8(text), "\"");
-}
+std::string Quoted(const std::string& text) { return absl::StrCat("\"", ToValidUtf8(text), "\""); }
 
 std::string NumberText(double v) { return absl::StrCat(v); }
 
@@ -321,8 +319,8 @@ void CheckValue(const OptionEntry& e, const Message& holder, int index, const st
   const Reflection* r = holder.GetReflection();
   const bool item = index >= 0;
   auto complain = [&](const std::string& shown, const std::string& must) {
-    errors->push_back(WithFlag(absl::StrCat("  ", path, " = ", shown, ": must be ", must),
-                               flag_text));
+    errors->push_back(
+        WithFlag(absl::StrCat("  ", path, " = ", shown, ": must be ", must), flag_text));
   };
   if (IsNumber(f)) {
     if (!s.has_min() && !s.has_max()) return;
@@ -392,15 +390,13 @@ void CheckValue(const OptionEntry& e, const Message& holder, int index, const st
 }
 
 void CheckSection(const OptionSection& section, const Message& message, const std::string& prefix,
-                  const std::map<const OptionEntry*, std::string>& flag_texts,
-                  ErrorLines* errors) {
+                  const std::map<const OptionEntry*, std::string>& flag_texts, ErrorLines* errors) {
   for (const OptionEntry& e : section.entries) {
     const Message& holder = Holder(message, e.fields);
     const Reflection* r = holder.GetReflection();
     const std::string path = prefix + e.key;
     auto it = flag_texts.find(&e);
-    const std::string flag_text =
-        it != flag_texts.end() ? it->second : e.spec->flag_text();
+    const std::string flag_text = it != flag_texts.end() ? it->second : e.spec->flag_text();
     if (e.sub != nullptr) {
       if (e.field->is_repeated()) {
         for (int i = 0; i < r->FieldSize(holder, e.field); ++i) {
@@ -449,11 +445,10 @@ nlohmann::ordered_json ScalarJson(const Message& holder, const FieldDescriptor* 
   switch (f->cpp_type()) {
     case FieldDescriptor::CPPTYPE_DOUBLE:
     case FieldDescriptor::CPPTYPE_FLOAT: {
-      const double v = f->cpp_type() == FieldDescriptor::CPPTYPE_DOUBLE
-                           ? (item ? r->GetRepeatedDouble(holder, f, index)
-                                   : r->GetDouble(holder, f))
-                           : (item ? r->GetRepeatedFloat(holder, f, index)
-                                   : r->GetFloat(holder, f));
+      const double v =
+          f->cpp_type() == FieldDescriptor::CPPTYPE_DOUBLE
+              ? (item ? r->GetRepeatedDouble(holder, f, index) : r->GetDouble(holder, f))
+              : (item ? r->GetRepeatedFloat(holder, f, index) : r->GetFloat(holder, f));
       // JSON has no infinity: vLLM's "inf", which the reader takes back.
       if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
       return v;
@@ -701,8 +696,8 @@ std::string OptionSection::KeyList() const {
   std::vector<std::string> parts = KeyNames();
   for (const OptionEntry& e : entries) {
     if (e.sub == nullptr) continue;
-    parts.push_back(absl::StrCat(e.key, ": ", e.field->is_repeated() ? "[{" : "{",
-                                 e.sub->KeyList(), e.field->is_repeated() ? "}]" : "}"));
+    parts.push_back(absl::StrCat(e.key, ": ", e.field->is_repeated() ? "[{" : "{", e.sub->KeyList(),
+                                 e.field->is_repeated() ? "}]" : "}"));
   }
   return absl::StrJoin(parts, ", ");
 }

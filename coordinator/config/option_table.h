@@ -54,9 +54,9 @@ struct OptionSection {
 
 // A flag made from an entry outside any list of mappings.
 struct OptionFlag {
-  std::string name;       // without "--"
-  std::string field;      // key path in messages: "traffic_cfg.burstiness", "sim_ttft_ms"
-  std::string help;       // help_prefix + help
+  std::string name;   // without "--"
+  std::string field;  // key path in messages: "traffic_cfg.burstiness", "sim_ttft_ms"
+  std::string help;   // help_prefix + help
   const OptionEntry* entry = nullptr;
   // Fields from the root message to the entry's field.
   std::vector<const google::protobuf::FieldDescriptor*> path;
@@ -69,8 +69,8 @@ using ErrorLines = std::vector<std::string>;
 // Is called for a key no section entry has: `section` is the dotted path
 // of the mapping ("" = top level), returns the text after "<field> =
 // <value>: " (e.g. "unknown key; did you mean `seed`?").
-using UnknownKeyText = std::function<std::string(const std::string& section,
-                                                 const std::string& key)>;
+using UnknownKeyText =
+    std::function<std::string(const std::string& section, const std::string& key)>;
 
 class OptionTable {
  public:

@@ -92,8 +92,8 @@ TEST(OptionTableTest, WrongShapesNameTheFieldPathAndWhatIsAllowed) {
           "  traffic.stages[1] = \"5\": must be a mapping of duration_s, rate_rps",
           "  traffic.stages[2].durasion_s = \"1\": unknown key durasion_s in [traffic.stages[2]]",
           "  tags = \"one\": must be a list of strings",
-          "  count = \"-1\": must be a whole number >= 0", "  on = \"maybe\": must be true or false",
-          "  offset = \"1.5\": must be a whole number"));
+          "  count = \"-1\": must be a whole number >= 0",
+          "  on = \"maybe\": must be true or false", "  offset = \"1.5\": must be a whole number"));
   ErrorLines mapping = Read("traffic: [1]\n", &root);
   EXPECT_THAT(mapping, ElementsAre("  traffic = a list: must be a mapping of shape, stages: "
                                    "[{duration_s, rate_rps}]"));
@@ -153,7 +153,8 @@ TEST(OptionTableTest, SavedJsonReadsBackToTheSameMessage) {
   ASSERT_THAT(Read(saved.dump(), &back), IsEmpty());
   root.clear_secret_path();  // SAVE_NEVER
   EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(root, back))
-      << root.DebugString() << "\n" << back.DebugString();
+      << root.DebugString() << "\n"
+      << back.DebugString();
 }
 
 // RunConfig: every option once, every flag of today kept (R-UI-2 names).
