@@ -172,7 +172,7 @@ std::string SetScalar(Message* holder, const FieldDescriptor* f, const std::stri
     case FieldDescriptor::CPPTYPE_DOUBLE:
     case FieldDescriptor::CPPTYPE_FLOAT: {
       double v;
-      if (!ParseDouble(text, &v)) return "must be " + TypeWords(f);
+      if (!ParseDouble(text, &v)) return "must be " + ScalarWords(f);
       if (f->cpp_type() == FieldDescriptor::CPPTYPE_FLOAT) {
         add ? r->AddFloat(holder, f, static_cast<float>(v))
             : r->SetFloat(holder, f, static_cast<float>(v));
@@ -185,7 +185,7 @@ std::string SetScalar(Message* holder, const FieldDescriptor* f, const std::stri
     case FieldDescriptor::CPPTYPE_UINT64: {
       uint64_t v;
       if (text.empty() || text[0] == '-' || text[0] == '+' || !absl::SimpleAtoi(text, &v)) {
-        return "must be " + TypeWords(f);
+        return "must be " + ScalarWords(f);
       }
       if (f->cpp_type() == FieldDescriptor::CPPTYPE_UINT32) {
         // Far beyond any bound, still above each one (so it is refused).
@@ -199,7 +199,7 @@ std::string SetScalar(Message* holder, const FieldDescriptor* f, const std::stri
     case FieldDescriptor::CPPTYPE_INT32:
     case FieldDescriptor::CPPTYPE_INT64: {
       int64_t v;
-      if (!absl::SimpleAtoi(text, &v)) return "must be " + TypeWords(f);
+      if (!absl::SimpleAtoi(text, &v)) return "must be " + ScalarWords(f);
       if (f->cpp_type() == FieldDescriptor::CPPTYPE_INT32) {
         const auto v32 = static_cast<int32_t>(std::clamp<int64_t>(v, -(1 << 30), 1 << 30));
         add ? r->AddInt32(holder, f, v32) : r->SetInt32(holder, f, v32);
@@ -210,7 +210,7 @@ std::string SetScalar(Message* holder, const FieldDescriptor* f, const std::stri
     }
     case FieldDescriptor::CPPTYPE_BOOL: {
       bool v;
-      if (!ParseBool(text, &v)) return "must be " + TypeWords(f);
+      if (!ParseBool(text, &v)) return "must be " + ScalarWords(f);
       add ? r->AddBool(holder, f, v) : r->SetBool(holder, f, v);
       return "";
     }
@@ -221,7 +221,7 @@ std::string SetScalar(Message* holder, const FieldDescriptor* f, const std::stri
       for (int i = 0; i < f->enum_type()->value_count() && value == nullptr; ++i) {
         if (EnumWord(f->enum_type()->value(i)) == word) value = f->enum_type()->value(i);
       }
-      if (value == nullptr) return "must be " + TypeWords(f);
+      if (value == nullptr) return "must be " + ScalarWords(f);
       add ? r->AddEnum(holder, f, value) : r->SetEnum(holder, f, value);
       return "";
     }
@@ -538,7 +538,7 @@ void ReadEntry(const OptionEntry& e, const YAML::Node& node, const std::string& 
         }
         ReadSection(*e.sub, node[i], item_path + ".", unknown, r->AddMessage(holder, f), errors);
       } else if (!node[i].IsScalar()) {
-        complain(node[i], item_path, absl::StrCat("must be ", TypeWords(f)));
+        complain(node[i], item_path, absl::StrCat("must be ", ScalarWords(f)));
       } else if (std::string problem = SetScalar(holder, f, node[i].Scalar()); !problem.empty()) {
         complain(node[i], item_path, problem);
       }
@@ -649,6 +649,10 @@ std::string TypeWords(const FieldDescriptor* f) {
         return "a list of numbers";
     }
   }
+  return ScalarWords(f);
+}
+
+std::string ScalarWords(const FieldDescriptor* f) {
   switch (f->cpp_type()) {
     case FieldDescriptor::CPPTYPE_DOUBLE:
     case FieldDescriptor::CPPTYPE_FLOAT:

@@ -121,6 +121,9 @@ std::string ShowYaml(const YAML::Node& node);
 // whole number >= 0", "true or false", "a string", ...).
 std::string TypeWords(const google::protobuf::FieldDescriptor* field);
 
+// What one value (a list's item too) of the field must be: "a number", ...
+std::string ScalarWords(const google::protobuf::FieldDescriptor* field);
+
 // The spec of a field (the default instance when it has none).
 const surge::v1::OptionSpec& SpecOf(const google::protobuf::FieldDescriptor* field);
 

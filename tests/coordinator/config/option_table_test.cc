@@ -94,6 +94,8 @@ TEST(OptionTableTest, WrongShapesNameTheFieldPathAndWhatIsAllowed) {
           "  tags = \"one\": must be a list of strings",
           "  count = \"-1\": must be a whole number >= 0",
           "  on = \"maybe\": must be true or false", "  offset = \"1.5\": must be a whole number"));
+  EXPECT_THAT(Read("tags: [a, {b: 1}]\n", &root),
+              ElementsAre("  tags[1] = a mapping: must be a string"));
   ErrorLines mapping = Read("traffic: [1]\n", &root);
   EXPECT_THAT(mapping, ElementsAre("  traffic = a list: must be a mapping of shape, stages: "
                                    "[{duration_s, rate_rps}]"));
