@@ -169,33 +169,14 @@ int Main(int argc, char** argv) {
   sim->add_option("--request-log", sim_options.request_log_file,
                   "Write one JSON line per request read to this file (peer address, path, "
                   "X-Surge-Request index/attempt)");
-  sim->add_option("--ttft-ms", sim_options.ttft_ms, "Time to first token, ms (default 20)");
-  sim->add_option("--itl-ms", sim_options.itl_ms, "Delay between tokens, ms (default 2)");
   sim->add_option("--model", sim_options.model, "Model name listed at /v1/models");
   sim->add_option("--tls-cert", sim_options.tls_cert_file,
                   "PEM certificate (chain) file: serve https (with --tls-key)");
   sim->add_option("--tls-key", sim_options.tls_key_file, "PEM private key file of --tls-cert");
-  // Fault injection: fractions of completion requests in [0, 1], sum <= 1.
-  sim->add_option("--fault-429", sim_options.fault_429, "Fraction answered HTTP 429 (default 0)");
-  sim->add_option("--fault-500", sim_options.fault_500, "Fraction answered HTTP 500 (default 0)");
-  sim->add_option("--fault-503", sim_options.fault_503, "Fraction answered HTTP 503 (default 0)");
-  sim->add_option("--fault-reset", sim_options.fault_reset,
-                  "Fraction whose connection closes after --fault-after-tokens tokens");
-  sim->add_option("--fault-malformed", sim_options.fault_malformed,
-                  "Fraction with a non-JSON data line after --fault-after-tokens tokens");
-  sim->add_option("--fault-stall", sim_options.fault_stall,
-                  "Fraction that send nothing for --fault-stall-ms after --fault-after-tokens "
-                  "tokens");
-  sim->add_option("--fault-split", sim_options.fault_split,
-                  "Fraction whose events are written in small pieces at odd byte boundaries");
-  sim->add_option("--fault-error-event", sim_options.fault_error_event,
-                  "Fraction with an {\"error\": ...} event after --fault-after-tokens tokens");
-  sim->add_option("--fault-after-tokens", sim_options.fault_after_tokens,
-                  "Tokens sent before a mid-stream fault (default 1)");
-  sim->add_option("--fault-stall-ms", sim_options.fault_stall_ms,
-                  "Length of a stall, ms (default 1000)");
-  sim->add_option("--fault-seed", sim_options.fault_seed,
-                  "Seed of the fault draws: same seed, same faults (default 0)");
+  // Its timing and fault injection: the flags of SimServerConfig's options
+  // (config.proto), named as there (--ttft-ms, --fault-429, ...).
+  surge::app::TableFlags sim_flags(surge::v1::SimServerConfig::descriptor());
+  sim_flags.Register(*sim);
 
   try {
     app.parse(argc, argv);
@@ -235,7 +216,22 @@ int Main(int argc, char** argv) {
   if (*report) return surge::app::ReportCommand(report_folder);
   if (*keygen) return surge::app::KeygenCommand(keygen_out, keygen_name);
   if (*worker) return surge::worker::WorkerCommand(worker_args);
-  if (*sim) return SimServerCommand(sim_options);
+  if (*sim) {
+    surge::v1::SimServerConfig sim_config;
+    if (absl::Status s = sim_flags.Resolve(&sim_config); !s.ok()) {
+      std::cerr << "surge sim-server: " << s.message() << "\n";
+      return surge::app::kExitConfigError;
+    }
+    surge::simserver::SimServerOptions from_flags =
+        surge::simserver::SimServerOptionsFromConfig(sim_config);
+    from_flags.address = sim_options.address;
+    from_flags.port = sim_options.port;
+    from_flags.request_log_file = sim_options.request_log_file;
+    from_flags.model = sim_options.model;
+    from_flags.tls_cert_file = sim_options.tls_cert_file;
+    from_flags.tls_key_file = sim_options.tls_key_file;
+    return SimServerCommand(from_flags);
+  }
   return surge::app::kExitConfigError;
 }
 

@@ -4,16 +4,43 @@
 #ifndef SURGE_APP_RUN_OPTIONS_H_
 #define SURGE_APP_RUN_OPTIONS_H_
 
+#include <CLI/CLI.hpp>
 #include <map>
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
 #include "absl/status/statusor.h"
+#include "coordinator/config/option_table.h"
 #include "surge/v1/config.pb.h"
 
 namespace surge::app {
+
+// The flags of an option table (coordinator/config/option_table.h): one per
+// annotated field of `root` (name, help and kind from its OptionSpec), the
+// values kept as text so that a bad value gets the same field-named error as
+// a bad YAML value (R-CFG-1). Bool fields are switches (`--x` or
+// `--x=false`), repeated ones repeatable.
+class TableFlags {
+ public:
+  explicit TableFlags(const google::protobuf::Descriptor* root);
+  // Declares every flag on `command`.
+  void Register(CLI::App& command);
+  // Sets the fields of the flags given on `message` (a list flag adds its
+  // items); one line per bad value, "  <field> = \"<value>\": must be ...
+  // (flag --<name>)", appended to `errors`.
+  void Apply(google::protobuf::Message* message, std::vector<std::string>* errors) const;
+  // The flag names, without "--".
+  std::vector<std::string> Names() const;
+  // For a command whose options are the one message (`surge sim-server`):
+  // defaults, then the flags, then each field's own checks. Errors:
+  // INVALID_ARGUMENT "invalid configuration:" and one line per problem.
+  absl::Status Resolve(google::protobuf::Message* message) const;
+
+ private:
+  const coordinator::OptionTable& table_;
+  // flag name → (option, value as given)
+  std::map<std::string, std::pair<CLI::Option*, std::string>> values_;
+};
 
 // Raw flag values, kept as text so that a bad value gets the same
 // field-named error as a bad YAML value (R-CFG-1).
@@ -41,8 +68,8 @@ class RunOptions {
   std::string config_path_;
   // --goodput ttft:MS tpot:MS e2el:MS (vLLM's syntax).
   std::vector<std::string> goodput_;
-  // flag name without dashes → (option, value)
-  std::map<std::string, std::pair<CLI::Option*, std::string>> values_;
+  // One flag per RunConfig option (config.proto).
+  TableFlags flags_{surge::v1::RunConfig::descriptor()};
   mutable std::vector<std::string> notes_;
 };
 

@@ -16,11 +16,14 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "client/target_checks.h"
 #include "client/url.h"
 #include "common/utf8.h"
+#include "coordinator/config/option_table.h"
 #include "coordinator/plan/traffic.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "nlohmann/json.hpp"
 
 namespace surge::coordinator {
@@ -61,22 +64,28 @@ std::string DidYouMean(std::string_view word, const std::vector<std::string>& ca
 
 namespace {
 
-// The built-in server's fault fractions by their configuration key.
-std::array<std::pair<const char*, double>, 8> SimFaultFractions(
-    const surge::v1::SimServerConfig& sim) {
-  return {{
-      {"sim_fault_429", sim.fault_429()},
-      {"sim_fault_500", sim.fault_500()},
-      {"sim_fault_503", sim.fault_503()},
-      {"sim_fault_reset", sim.fault_reset()},
-      {"sim_fault_malformed", sim.fault_malformed()},
-      {"sim_fault_stall", sim.fault_stall()},
-      {"sim_fault_split", sim.fault_split()},
-      {"sim_fault_error_event", sim.fault_error_event()},
-  }};
-}
-
 using surge::v1::RunConfig;
+
+const OptionTable& Table() { return OptionTable::For(RunConfig::descriptor()); }
+
+// The built-in server's fault fractions by their configuration key: the
+// fault_* fields bounded to [0, 1] (config.proto), in field order.
+std::vector<std::pair<std::string, double>> SimFaultFractions(
+    const surge::v1::SimServerConfig& sim) {
+  std::vector<std::pair<std::string, double>> fractions;
+  const std::string prefix =
+      SpecOf(RunConfig::descriptor()->FindFieldByName("sim_server")).key_prefix();
+  const auto* d = surge::v1::SimServerConfig::descriptor();
+  for (int i = 0; i < d->field_count(); ++i) {
+    const auto* f = d->field(i);
+    const auto& spec = SpecOf(f);
+    if (f->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_DOUBLE &&
+        absl::StartsWith(f->name(), "fault_") && spec.has_max() && spec.max() == 1) {
+      fractions.emplace_back(prefix + f->name(), sim.GetReflection()->GetDouble(sim, f));
+    }
+  }
+  return fractions;
+}
 
 // Errors collected while reading one file, reported together. Unknown keys
 // get a suggestion each; the list of allowed keys is added once at the end.
@@ -87,340 +96,24 @@ class Errors {
   }
   // A line formatted elsewhere ("  <field> = <value>: ...").
   void AddRaw(std::string line) { lines_.push_back(std::move(line)); }
-  // `key` (under `section`, "" = top level) is not a configuration key.
-  void AddUnknownKey(const std::string& field, const std::string& value, const std::string& key,
-                     const std::string& section);
+  ErrorLines* lines() { return &lines_; }
+  // The text for `key` (under `section`, "" = top level), which is not a
+  // configuration key.
+  std::string UnknownKey(const std::string& section, const std::string& key);
   absl::Status ToStatus() const {
     if (lines_.empty()) return absl::OkStatus();
     std::vector<std::string> lines = lines_;
-    if (unknown_keys_) lines.push_back(AllowedKeysLine());
+    if (unknown_keys_) {
+      lines.push_back(absl::StrCat("  (allowed keys: ", Table().root().KeyList(), ")"));
+    }
     return absl::InvalidArgumentError(
         absl::StrCat("invalid configuration:\n", absl::StrJoin(lines, "\n")));
   }
 
  private:
-  static std::string AllowedKeysLine();
   std::vector<std::string> lines_;
   bool unknown_keys_ = false;
 };
-
-std::string Show(const YAML::Node& node) {
-  if (node.IsNull()) return "null";
-  if (node.IsScalar()) return absl::StrCat("\"", node.Scalar(), "\"");
-  if (node.IsSequence()) return "a list";
-  return "a mapping";
-}
-
-// Typed readers: on a wrong type they record an error naming the field.
-bool ReadDouble(const YAML::Node& node, const std::string& field, Errors& errors, double* out) {
-  double v;
-  // YAML's own spellings of infinity (`request_rate: .inf`, R-INST); "inf"
-  // and "infinity" are read by SimpleAtod. Each field's validator says
-  // whether an infinite value is allowed.
-  const std::string lower = node.IsScalar() ? absl::AsciiStrToLower(node.Scalar()) : "";
-  if (lower == ".inf" || lower == "+.inf") {
-    *out = std::numeric_limits<double>::infinity();
-    return true;
-  }
-  if (lower == "-.inf") {
-    *out = -std::numeric_limits<double>::infinity();
-    return true;
-  }
-  if (!node.IsScalar() || !absl::SimpleAtod(node.Scalar(), &v)) {
-    errors.Add(field, Show(node), "must be a number");
-    return false;
-  }
-  *out = v;
-  return true;
-}
-
-bool ReadUint(const YAML::Node& node, const std::string& field, Errors& errors, uint64_t* out) {
-  uint64_t v;
-  const std::string s = node.IsScalar() ? node.Scalar() : "";
-  if (!node.IsScalar() || s.empty() || s[0] == '-' || s[0] == '+' ||
-      !absl::SimpleAtoi(s, &v)) {
-    errors.Add(field, Show(node), "must be a whole number >= 0");
-    return false;
-  }
-  *out = v;
-  return true;
-}
-
-bool ReadString(const YAML::Node& node, const std::string& field, Errors& errors,
-                std::string* out) {
-  if (node.IsNull()) {  // "key:" with no value reads as empty
-    out->clear();
-    return true;
-  }
-  if (!node.IsScalar()) {
-    errors.Add(field, Show(node), "must be a string");
-    return false;
-  }
-  *out = node.Scalar();
-  return true;
-}
-
-bool ReadBool(const YAML::Node& node, const std::string& field, Errors& errors, bool* out) {
-  if (node.IsScalar()) {
-    const std::string s = absl::AsciiStrToLower(node.Scalar());
-    if (s == "true" || s == "yes" || s == "on") return *out = true, true;
-    if (s == "false" || s == "no" || s == "off") return *out = false, true;
-  }
-  errors.Add(field, Show(node), "must be true or false");
-  return false;
-}
-
-// A YAML value as JSON (for extra_body_json given as a mapping): plain
-// scalars by the YAML core schema (null, true/false, integers, floats),
-// quoted scalars as strings.
-nlohmann::json YamlToJson(const YAML::Node& node) {
-  if (node.IsMap()) {
-    nlohmann::json object = nlohmann::json::object();
-    for (const auto& item : node) object[item.first.as<std::string>()] = YamlToJson(item.second);
-    return object;
-  }
-  if (node.IsSequence()) {
-    nlohmann::json array = nlohmann::json::array();
-    for (const auto& item : node) array.push_back(YamlToJson(item));
-    return array;
-  }
-  if (!node.IsScalar()) return nullptr;
-  const std::string& s = node.Scalar();
-  if (node.Tag() == "!") return s;  // quoted
-  const std::string lower = absl::AsciiStrToLower(s);
-  if (lower == "null" || s == "~" || s.empty()) return nullptr;
-  if (lower == "true") return true;
-  if (lower == "false") return false;
-  int64_t i;
-  if (absl::SimpleAtoi(s, &i)) return i;
-  double d;
-  if (s.find_first_not_of("0123456789+-.eE") == std::string::npos && absl::SimpleAtod(s, &d)) {
-    return d;
-  }
-  return s;
-}
-
-using Setter = std::function<void(const YAML::Node&, const std::string&, Errors&, RunConfig*)>;
-
-Setter Double(std::function<void(RunConfig*, double)> set) {
-  return [set](const YAML::Node& n, const std::string& f, Errors& e, RunConfig* c) {
-    double v;
-    if (ReadDouble(n, f, e, &v)) set(c, v);
-  };
-}
-Setter Uint(std::function<void(RunConfig*, uint64_t)> set) {
-  return [set](const YAML::Node& n, const std::string& f, Errors& e, RunConfig* c) {
-    uint64_t v;
-    if (ReadUint(n, f, e, &v)) set(c, v);
-  };
-}
-Setter String(std::function<void(RunConfig*, const std::string&)> set) {
-  return [set](const YAML::Node& n, const std::string& f, Errors& e, RunConfig* c) {
-    std::string v;
-    if (ReadString(n, f, e, &v)) set(c, v);
-  };
-}
-
-const std::map<std::string, Setter>& TrafficKeys() {
-  static const auto* keys = new std::map<std::string, Setter>{
-      {"burstiness",
-       Double([](RunConfig* c, double v) { c->mutable_traffic_cfg()->set_burstiness(v); })},
-      {"ramp_up_strategy", String([](RunConfig* c, const std::string& v) {
-         c->mutable_traffic_cfg()->set_ramp_up_strategy(v);
-       })},
-      {"ramp_up_start_rps",
-       Double([](RunConfig* c, double v) { c->mutable_traffic_cfg()->set_ramp_up_start_rps(v); })},
-      {"ramp_up_end_rps",
-       Double([](RunConfig* c, double v) { c->mutable_traffic_cfg()->set_ramp_up_end_rps(v); })},
-  };
-  return *keys;
-}
-
-const std::map<std::string, Setter>& TopKeys() {
-  static const auto*
-      keys =
-          new std::map<std::string, Setter>{
-              {"request_rate", Double([](RunConfig* c, double v) { c->set_request_rate(v); })},
-              {"num_prompts", Uint([](RunConfig* c, uint64_t v) { c->set_num_prompts(v); })},
-              {"max_concurrency",
-               Uint([](RunConfig* c, uint64_t v) { c->set_max_concurrency(v); })},
-              {"seed", Uint([](RunConfig* c, uint64_t v) { c->set_seed(v); })},
-              {"workers", Uint([](RunConfig* c, uint64_t v) {
-                 c->set_workers(static_cast<uint32_t>(std::min<uint64_t>(v, 1u << 30)));
-               })},
-              {"abort_after_connect_failures", Uint([](RunConfig* c, uint64_t v) {
-                 c->set_abort_after_connect_failures(
-                     static_cast<uint32_t>(std::min<uint64_t>(v, 1u << 30)));
-               })},
-              {"assign", String([](RunConfig* c, const std::string& v) { c->set_assign(v); })},
-              {"late_policy",
-               String([](RunConfig* c, const std::string& v) { c->set_late_policy(v); })},
-              {"late_threshold_ms",
-               Double([](RunConfig* c, double v) { c->set_late_threshold_ms(v); })},
-              {"catch_up_rps", Double([](RunConfig* c, double v) { c->set_catch_up_rps(v); })},
-              {"lateness_alarm_ms",
-               Double([](RunConfig* c, double v) { c->set_lateness_alarm_ms(v); })},
-              {"stop_on_alarm",
-               [](const YAML::Node& n, const std::string& f, Errors& e, RunConfig* c) {
-                 bool v;
-                 if (ReadBool(n, f, e, &v)) c->set_stop_on_alarm(v);
-               }},
-              {"workers_force",
-               [](const YAML::Node& n, const std::string& f, Errors& e, RunConfig* c) {
-                 bool v;
-                 if (ReadBool(n, f, e, &v)) c->set_workers_force(v);
-               }},
-              {"output_dir",
-               String([](RunConfig* c, const std::string& v) { c->set_output_dir(v); })},
-              {"model", String([](RunConfig* c, const std::string& v) {
-                 c->mutable_target()->set_model(v);
-               })},
-              {"base_url", String([](RunConfig* c, const std::string& v) {
-                 c->mutable_target()->set_base_url(v);
-               })},
-              {"endpoint", String([](RunConfig* c, const std::string& v) {
-                 c->mutable_target()->set_endpoint(v);
-               })},
-              {"stream",
-               [](const YAML::Node& n, const std::string& f, Errors& e, RunConfig* c) {
-                 bool v;
-                 if (ReadBool(n, f, e, &v)) c->mutable_target()->set_stream(v);
-               }},
-              {"request_timeout_s", Double([](RunConfig* c, double v) {
-                 c->mutable_target()->set_request_timeout_s(v);
-               })},
-              {"dataset_name", String([](RunConfig* c, const std::string& v) {
-                 c->mutable_dataset()->set_dataset_name(v);
-               })},
-              {"dataset_path",
-               String([](RunConfig* c,
-                         const std::string& v) { c->mutable_dataset()->set_dataset_path(v); })},
-              {"random_input_len",
-               Uint(
-                   [](RunConfig* c, uint64_t v) {
-                     c->mutable_dataset()->set_random_input_len(
-                         static_cast<uint32_t>(std::min<uint64_t>(v, 1u << 30)));
-                   })},
-                  {"random_output_len", Uint([](RunConfig* c, uint64_t v) {
-                     c->mutable_dataset()->set_random_output_len(
-                         static_cast<uint32_t>(std::min<uint64_t>(v, 1u << 30)));
-                   })},
-                  // Datasets (R-MET-3, docs/DATASETS.md): synthetic length draws, replay.
-                  {"random_len_dist", String([](RunConfig* c, const std::string& v) {
-                     c->mutable_dataset()->set_random_len_dist(v);
-                   })},
-                  {"random_range_ratio", Double([](RunConfig* c, double v) {
-                     c->mutable_dataset()->set_random_range_ratio(v);
-                   })},
-                  {"random_len_stddev", Double([](RunConfig* c, double v) {
-                     c->mutable_dataset()->set_random_len_stddev(v);
-                   })},
-                  {"random_zipf_s", Double([](RunConfig* c, double v) {
-                     c->mutable_dataset()->set_random_zipf_s(v);
-                   })},
-                  {"trace_replay",
-                   [](const YAML::Node& n, const std::string& f, Errors& e, RunConfig* c) {
-                     bool v;
-                     if (ReadBool(n, f, e, &v)) c->mutable_dataset()->set_trace_replay(v);
-                   }},
-                  {"trace_time_scale", Double([](RunConfig* c, double v) {
-                     c->mutable_dataset()->set_trace_time_scale(v);
-                   })},
-                  {"sim_ttft_ms",
-                   Double([](RunConfig* c, double v) { c->mutable_sim_server()->set_ttft_ms(v); })},
-                  {"sim_itl_ms",
-                   Double([](RunConfig* c, double v) { c->mutable_sim_server()->set_itl_ms(v); })},
-                  // Target options of R-REQ-1 (the API key itself never: only its file).
-                  {"ca_cert_path", String([](RunConfig* c, const std::string& v) {
-                     c->mutable_target()->set_ca_cert_path(v);
-                   })},
-                  {"insecure_skip_verify",
-                   [](const YAML::Node& n, const std::string& f, Errors& e, RunConfig* c) {
-                     bool v;
-                     if (ReadBool(n, f, e, &v)) c->mutable_target()->set_insecure_skip_verify(v);
-                   }},
-                  {"api_key_file", String([](RunConfig* c, const std::string& v) {
-                     c->mutable_target()->set_api_key_file(v);
-                   })},
-                  {"headers",  // a list of "Name: value" strings
-                   [](const YAML::Node& n, const std::string& f, Errors& e, RunConfig* c) {
-                     if (n.IsNull()) return;
-                     if (!n.IsSequence()) {
-                       e.Add(f, Show(n), "must be a list of \"Name: value\" strings");
-                       return;
-                     }
-                     c->mutable_target()->clear_headers();
-                     for (size_t i = 0; i < n.size(); ++i) {
-                       std::string v;
-                       if (ReadString(n[i], absl::StrCat(f, "[", i, "]"), e, &v)) {
-                         c->mutable_target()->add_headers(v);
-                       }
-                     }
-                   }},
-                  {"extra_body_json",  // JSON text, or a mapping written as YAML
-                   [](const YAML::Node& n, const std::string& f, Errors& e, RunConfig* c) {
-                     if (n.IsMap()) {
-                       c->mutable_target()->set_extra_body_json(YamlToJson(n).dump());
-                       return;
-                     }
-                     std::string v;
-                     if (ReadString(n, f, e, &v)) c->mutable_target()->set_extra_body_json(v);
-                   }},
-                  // Built-in server fault injection (fractions of requests).
-                  {"sim_fault_429", Double([](RunConfig* c, double v) {
-                     c->mutable_sim_server()->set_fault_429(v);
-                   })},
-                  {"sim_fault_500", Double([](RunConfig* c, double v) {
-                     c->mutable_sim_server()->set_fault_500(v);
-                   })},
-                  {"sim_fault_503", Double([](RunConfig* c, double v) {
-                     c->mutable_sim_server()->set_fault_503(v);
-                   })},
-                  {"sim_fault_reset", Double([](RunConfig* c, double v) {
-                     c->mutable_sim_server()->set_fault_reset(v);
-                   })},
-                  {"sim_fault_malformed", Double([](RunConfig* c, double v) {
-                     c->mutable_sim_server()->set_fault_malformed(v);
-                   })},
-                  {"sim_fault_stall", Double([](RunConfig* c, double v) {
-                     c->mutable_sim_server()->set_fault_stall(v);
-                   })},
-                  {"sim_fault_split", Double([](RunConfig* c, double v) {
-                     c->mutable_sim_server()->set_fault_split(v);
-                   })},
-                  {"sim_fault_error_event", Double([](RunConfig* c, double v) {
-                     c->mutable_sim_server()->set_fault_error_event(v);
-                   })},
-                  {"sim_fault_after_tokens", Uint([](RunConfig* c, uint64_t v) {
-                     c->mutable_sim_server()->set_fault_after_tokens(
-                         static_cast<uint32_t>(std::min<uint64_t>(v, 1u << 30)));
-                   })},
-                  {"sim_fault_stall_ms", Double([](RunConfig* c, double v) {
-                     c->mutable_sim_server()->set_fault_stall_ms(v);
-                   })},
-                  {"sim_fault_seed", Uint([](RunConfig* c, uint64_t v) {
-                     c->mutable_sim_server()->set_fault_seed(v);
-                   })},
-              };
-  return *keys;
-}
-
-std::string KeyList(const std::map<std::string, Setter>& keys) {
-  std::vector<std::string> names;
-  for (const auto& [k, _] : keys) names.push_back(k);
-  return absl::StrJoin(names, ", ");
-}
-
-std::vector<std::string> KeyNames(const std::map<std::string, Setter>& keys) {
-  std::vector<std::string> names;
-  for (const auto& [k, _] : keys) names.push_back(k);
-  return names;
-}
-
-const std::vector<std::string>& GoodputKeys() {
-  static const auto* keys = new std::vector<std::string>{"e2el_ms", "tpot_ms", "ttft_ms"};
-  return *keys;
-}
 
 // AISBench's (and vLLM's) own names for what surge calls otherwise, with the
 // hint printed for them. Keys of AISBench model configs that surge has no use
@@ -467,10 +160,6 @@ const std::map<std::string, std::string>& ForeignKeyHints() {
       {"type", "an AISBench-only key; remove it"},
       {"trust_remote_code", "an AISBench-only key; surge does not load the model"},
       {"pred_postprocessor", "an AISBench-only key; surge does not score answers"},
-      {"burstiness", "burstiness belongs under traffic_cfg (AISBench's layout)"},
-      {"ramp_up_strategy", "ramp_up_strategy belongs under traffic_cfg (AISBench's layout)"},
-      {"ramp_up_start_rps", "ramp_up_start_rps belongs under traffic_cfg (AISBench's layout)"},
-      {"ramp_up_end_rps", "ramp_up_end_rps belongs under traffic_cfg (AISBench's layout)"},
       {"traffic_config", "surge's (and AISBench's) key is traffic_cfg"},
   };
   return *hints;
@@ -487,41 +176,49 @@ std::string ForeignNameHint(std::string_view name) {
 
 namespace {
 
-void Errors::AddUnknownKey(const std::string& field, const std::string& value,
-                           const std::string& key, const std::string& section) {
+// The section at a dotted key path ("traffic_cfg", "traffic_cfg.stages[0]").
+const OptionSection* SectionAt(const std::string& path) {
+  const OptionSection* section = &Table().root();
+  if (path.empty()) return section;
+  for (absl::string_view part : absl::StrSplit(path, '.')) {
+    const OptionEntry* e = section->Find(std::string(part.substr(0, part.find('['))));
+    if (e == nullptr || e->sub == nullptr) return nullptr;
+    section = e->sub.get();
+  }
+  return section;
+}
+
+std::string Errors::UnknownKey(const std::string& section_path, const std::string& key) {
   unknown_keys_ = true;
-  std::vector<std::string> candidates;
-  if (section == "traffic_cfg") {
-    candidates = KeyNames(TrafficKeys());
-  } else if (section == "goodput") {
-    candidates = GoodputKeys();
-  } else {
-    candidates = KeyNames(TopKeys());
-    candidates.push_back("traffic_cfg");
-    candidates.push_back("goodput");
+  const OptionSection* section = SectionAt(section_path);
+  std::vector<std::string> candidates = section->KeyNames();
+  for (const OptionEntry& e : section->entries) {
+    if (e.sub != nullptr) candidates.push_back(e.key);
+  }
+  if (section_path.empty()) {
     if (auto it = ForeignKeyHints().find(key); it != ForeignKeyHints().end()) {
-      Add(field, value, absl::StrCat("unknown key; ", it->second));
-      return;
+      return absl::StrCat("unknown key; ", it->second);
+    }
+    // A key of a nested mapping at the top level (vLLM's flat layout).
+    for (const OptionEntry& e : section->entries) {
+      if (e.sub != nullptr && !e.field->is_repeated() && e.sub->Find(key) != nullptr) {
+        return absl::StrCat("unknown key; ", key, " belongs under ", e.key,
+                            " (AISBench's layout)");
+      }
     }
   }
   const std::string guess = DidYouMean(key, candidates);
-  if (guess.empty() && section.empty()) {
-    // A misspelt traffic key at the top level (vLLM's flat layout).
-    if (const std::string traffic = DidYouMean(key, KeyNames(TrafficKeys())); !traffic.empty()) {
-      Add(field, value,
-          absl::StrCat("unknown key; did you mean `", traffic, "` (under traffic_cfg)?"));
-      return;
+  if (guess.empty() && section_path.empty()) {
+    // A misspelt key of a nested mapping at the top level.
+    for (const OptionEntry& e : section->entries) {
+      if (e.sub == nullptr || e.field->is_repeated()) continue;
+      if (const std::string nested = DidYouMean(key, e.sub->KeyNames()); !nested.empty()) {
+        return absl::StrCat("unknown key; did you mean `", nested, "` (under ", e.key, ")?");
+      }
     }
   }
-  Add(field, value,
-      guess.empty() ? std::string("unknown key")
-                    : absl::StrCat("unknown key; did you mean `", guess, "`?"));
-}
-
-std::string Errors::AllowedKeysLine() {
-  return absl::StrCat("  (allowed keys: ", KeyList(TopKeys()), ", traffic_cfg: {",
-                      KeyList(TrafficKeys()), "}, goodput: {", absl::StrJoin(GoodputKeys(), ", "),
-                      "})");
+  return guess.empty() ? std::string("unknown key")
+                       : absl::StrCat("unknown key; did you mean `", guess, "`?");
 }
 
 std::string Num(double v) { return absl::StrCat(v); }
@@ -549,25 +246,7 @@ bool IsHttps(const surge::v1::TargetConfig& target) {
 
 RunConfig DefaultRunConfig() {
   RunConfig c;
-  c.set_request_rate(0);
-  c.set_num_prompts(1000);
-  c.set_seed(0);
-  c.set_output_dir("outputs/default");
-  c.set_abort_after_connect_failures(10);
-  c.set_lateness_alarm_ms(10);
-  c.set_assign("round-robin");
-  c.set_late_policy("send");
-  c.set_late_threshold_ms(10);
-  c.mutable_target()->set_endpoint("/v1/chat/completions");
-  c.mutable_target()->set_stream(true);
-  c.mutable_target()->set_request_timeout_s(600);
-  c.mutable_dataset()->set_dataset_name("synthetic");
-  c.mutable_dataset()->set_random_input_len(1024);
-  c.mutable_dataset()->set_random_output_len(128);
-  c.mutable_sim_server()->set_ttft_ms(20);
-  c.mutable_sim_server()->set_itl_ms(2);
-  c.mutable_sim_server()->set_fault_after_tokens(1);
-  c.mutable_sim_server()->set_fault_stall_ms(1000);
+  Table().SetDefaults(&c);  // each field's default_value (config.proto)
   return c;
 }
 
@@ -615,87 +294,23 @@ absl::Status LoadYamlConfig(const std::string& given_path, RunConfig* config) {
   Errors errors;
   if (root.IsNull()) return absl::OkStatus();  // an empty file sets nothing
   if (!root.IsMap()) {
-    errors.Add("(top level)", Show(root), "must be a mapping of configuration keys");
+    errors.Add("(top level)", ShowYaml(root), "must be a mapping of configuration keys");
     return errors.ToStatus();
   }
-  for (const auto& item : root) {
-    const std::string key = item.first.as<std::string>();
-    if (key == "goodput") {
-      if (item.second.IsNull()) continue;
-      if (!item.second.IsMap()) {
-        errors.Add("goodput", Show(item.second), "must be a mapping of ttft_ms, tpot_ms, e2el_ms");
-        continue;
-      }
-      for (const auto& sub : item.second) {
-        const std::string sub_key = sub.first.as<std::string>();
-        const std::string field = absl::StrCat("goodput.", sub_key);
-        double v;
-        if (sub_key != "ttft_ms" && sub_key != "tpot_ms" && sub_key != "e2el_ms") {
-          errors.AddUnknownKey(field, Show(sub.second), sub_key, "goodput");
-        } else if (ReadDouble(sub.second, field, errors, &v)) {
-          auto* g = config->mutable_goodput();
-          if (sub_key == "ttft_ms") g->set_ttft_ms(v);
-          if (sub_key == "tpot_ms") g->set_tpot_ms(v);
-          if (sub_key == "e2el_ms") g->set_e2el_ms(v);
-        }
-      }
-      continue;
-    }
-    if (key == "traffic_cfg") {
-      if (item.second.IsNull()) continue;
-      if (!item.second.IsMap()) {
-        errors.Add("traffic_cfg", Show(item.second), "must be a mapping");
-        continue;
-      }
-      for (const auto& sub : item.second) {
-        const std::string sub_key = sub.first.as<std::string>();
-        const std::string field = absl::StrCat("traffic_cfg.", sub_key);
-        auto it = TrafficKeys().find(sub_key);
-        if (it == TrafficKeys().end()) {
-          errors.AddUnknownKey(field, Show(sub.second), sub_key, "traffic_cfg");
-          continue;
-        }
-        it->second(sub.second, field, errors, config);
-      }
-      continue;
-    }
-    auto it = TopKeys().find(key);
-    if (it == TopKeys().end()) {
-      errors.AddUnknownKey(key, Show(item.second), key, "");
-      continue;
-    }
-    it->second(item.second, key, errors, config);
-  }
+  Table().ReadYaml(
+      root,
+      [&errors](const std::string& section, const std::string& key) {
+        return errors.UnknownKey(section, key);
+      },
+      config, errors.lines());
   return errors.ToStatus();
 }
 
 absl::Status ValidateRunConfig(const RunConfig& c) {
   Errors errors;
-  auto non_negative = [&](const std::string& field, const std::string& flag, double v) {
-    if (!std::isfinite(v) || v < 0) {
-      errors.Add(field, Num(v), absl::StrCat("must be a finite number >= 0 (flag ", flag, ")"));
-    }
-  };
-  // request_rate: a finite rate >= 0, or +inf (vLLM's "all at once": instant
-  // mode, R-INST).
-  if (std::isnan(c.request_rate()) || c.request_rate() < 0) {
-    errors.Add("request_rate", Num(c.request_rate()),
-               "must be a number >= 0, or inf for all requests at once (instant mode) "
-               "(flag --request-rate)");
-  }
-  const auto& t = c.traffic_cfg();
-  non_negative("traffic_cfg.burstiness", "--burstiness", t.burstiness());
-  if (t.has_ramp_up_start_rps()) {
-    non_negative("traffic_cfg.ramp_up_start_rps", "--ramp-up-start-rps", t.ramp_up_start_rps());
-  }
-  if (t.has_ramp_up_end_rps()) {
-    non_negative("traffic_cfg.ramp_up_end_rps", "--ramp-up-end-rps", t.ramp_up_end_rps());
-  }
-  const std::string& s = t.ramp_up_strategy();
-  if (!(s.empty() || s == "none" || s == "linear" || s == "exponential")) {
-    errors.Add("traffic_cfg.ramp_up_strategy", absl::StrCat("\"", s, "\""),
-               "must be \"linear\", \"exponential\" or empty/\"none\" (flag --ramp-up-strategy)");
-  }
+  // Every single field's own rule (bounds, allowed values, UTF-8, files):
+  // declared in config.proto. What follows are the rules across fields.
+  Table().Check(c, errors.lines());
   // R-RAMP + R-INST: a configured ramp that is inactive must not fall back to
   // instant mode (one burst of every request).
   if (!c.dataset().trace_replay()) {
@@ -703,28 +318,8 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
       errors.AddRaw(std::string(absl::StripPrefix(s.message(), "invalid configuration:\n")));
     }
   }
-  if (c.num_prompts() < 1) {
-    errors.Add("num_prompts", absl::StrCat(c.num_prompts()), "must be >= 1 (flag --num-prompts)");
-  }
-  if (c.workers() > 1024) {
-    errors.Add("workers", absl::StrCat(c.workers()),
-               "must be 0 (one per core) to 1024 (flag --workers)");
-  }
-  if (!(c.assign().empty() || c.assign() == "round-robin" || c.assign() == "least-loaded")) {
-    errors.Add("assign", absl::StrCat("\"", ToValidUtf8(c.assign()), "\""),
-               "must be \"round-robin\" (default) or \"least-loaded\" (flag --assign)");
-  }
   // Late-send policy (docs/DESIGN.md "Late-send policy").
   const std::string& late = c.late_policy();
-  if (!(late.empty() || late == "send" || late == "skip" || late == "cap")) {
-    errors.Add("late_policy", absl::StrCat("\"", ToValidUtf8(late), "\""),
-               "must be \"send\" (default), \"skip\" or \"cap\" (flag --late-policy)");
-  }
-  if (c.has_late_threshold_ms() &&
-      !(std::isfinite(c.late_threshold_ms()) && c.late_threshold_ms() > 0)) {
-    errors.Add("late_threshold_ms", Num(c.late_threshold_ms()),
-               "must be a number of milliseconds > 0 (default 10) (flag --late-threshold-ms)");
-  }
   if (c.has_catch_up_rps()) {
     if (late != "cap") {
       errors.Add("catch_up_rps", Num(c.catch_up_rps()),
@@ -740,27 +335,7 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
                "is required with late_policy \"cap\": the fastest rate, requests/s, at which "
                "late requests are released (flag --catch-up-rps)");
   }
-  if (c.output_dir().empty()) {
-    errors.Add("output_dir", "\"\"", "must be a folder path (flag --output-dir)");
-  }
   const auto& target = c.target();
-  // These texts reach the workers inside proto messages, whose strings must
-  // be valid UTF-8 (a worker could not decode its Welcome otherwise).
-  auto utf8 = [&](const std::string& field, const std::string& v) {
-    if (!IsValidUtf8(v)) {
-      errors.Add(field, absl::StrCat("\"", ToValidUtf8(v), "\""),
-                 "must be valid UTF-8 text (shown with U+FFFD for the bad bytes)");
-    }
-  };
-  utf8("model", target.model());
-  utf8("endpoint", target.endpoint());
-  utf8("base_url", target.base_url());
-  utf8("extra_body_json", target.extra_body_json());
-  utf8("ca_cert_path", target.ca_cert_path());
-  utf8("api_key_file", target.api_key_file());
-  for (int i = 0; i < target.headers_size(); ++i) {
-    utf8(absl::StrCat("headers[", i, "]"), target.headers(i));
-  }
   const std::string& url = target.base_url();
   if (!url.empty()) {
     // The same parser the workers use, so a URL that passes here connects.
@@ -770,18 +345,6 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
                  absl::StrCat(std::string(parsed.status().message()), " (flag --base-url)"));
     }
   }
-  // Files the workers will read must exist now, before anything starts; their
-  // contents (the API key) are read by the workers only.
-  auto regular_file = [&](const std::string& field, const std::string& flag,
-                          const std::string& path) {
-    std::error_code ec;
-    if (!path.empty() && !std::filesystem::is_regular_file(path, ec)) {
-      errors.Add(field, absl::StrCat("\"", path, "\""),
-                 absl::StrCat("must be a readable file (flag ", flag, ")"));
-    }
-  };
-  regular_file("api_key_file", "--api-key-file", target.api_key_file());
-  regular_file("ca_cert_path", "--ca-cert", target.ca_cert_path());
   const std::string& ep = target.endpoint();
   auto ends_with = [](const std::string& a, const std::string& b) {
     return a.size() >= b.size() && a.compare(a.size() - b.size(), b.size(), b) == 0;
@@ -791,27 +354,13 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
                "must be an OpenAI-compatible path ending in /chat/completions or /completions, "
                "e.g. /v1/chat/completions (flag --endpoint)");
   }
-  if (!std::isfinite(c.lateness_alarm_ms()) || c.lateness_alarm_ms() < 0) {
-    errors.Add("lateness_alarm_ms", Num(c.lateness_alarm_ms()),
-               "must be a finite number >= 0 ms, 0 = no lateness alarm (flag --lateness-alarm-ms)");
-  }
   if (c.stop_on_alarm() && c.has_lateness_alarm_ms() && c.lateness_alarm_ms() == 0) {
     errors.Add("stop_on_alarm", "true",
                "needs a lateness alarm: lateness_alarm_ms is 0 (off); give it a threshold > 0 "
                "(flag --lateness-alarm-ms) or leave --stop-on-alarm out");
   }
-  if (!std::isfinite(target.request_timeout_s()) || target.request_timeout_s() < 0) {
-    errors.Add("request_timeout_s", Num(target.request_timeout_s()),
-               "must be a finite number >= 0 seconds, 0 = no timeout (flag --request-timeout-s)");
-  }
   const auto& d = c.dataset();
   const std::string& name = d.dataset_name();
-  if (name != "synthetic" && name != "random" && name != "jsonl" && name != "sharegpt" &&
-      name != "mooncake") {
-    errors.Add("dataset_name", absl::StrCat("\"", name, "\""),
-               "must be \"synthetic\" (alias \"random\"), \"jsonl\", \"sharegpt\" or "
-               "\"mooncake\" (flag --dataset-name)");
-  }
   if ((name == "jsonl" || name == "sharegpt" || name == "mooncake") && d.dataset_path().empty()) {
     const char* file = name == "jsonl"      ? "a JSONL file of prompts"
                        : name == "sharegpt" ? "a ShareGPT JSON file"
@@ -828,32 +377,7 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
                               "(flag --dataset-name)"));
     }
   }
-  // Lengths: 1 .. 16,777,216 tokens (2^24, the Mooncake reader's bound): a
-  // prompt of that many tokens is already 64 MB of text.
-  constexpr uint32_t kMaxTokens = 1u << 24;
-  if (d.random_input_len() < 1 || d.random_input_len() > kMaxTokens) {
-    errors.Add("random_input_len", absl::StrCat(d.random_input_len()),
-               "must be 1..16777216 tokens (flag --random-input-len)");
-  }
-  if (d.random_output_len() < 1 || d.random_output_len() > kMaxTokens) {
-    errors.Add("random_output_len", absl::StrCat(d.random_output_len()),
-               "must be 1..16777216 tokens (flag --random-output-len)");
-  }
   const std::string& dist = d.random_len_dist();
-  if (!(dist.empty() || dist == "fixed" || dist == "uniform" || dist == "gaussian" ||
-        dist == "zipf")) {
-    errors.Add("random_len_dist", absl::StrCat("\"", dist, "\""),
-               "must be \"fixed\", \"uniform\", \"gaussian\" or \"zipf\" (flag --random-len-dist)");
-  }
-  if (!(d.random_range_ratio() >= 0 && d.random_range_ratio() < 1)) {
-    errors.Add("random_range_ratio", Num(d.random_range_ratio()),
-               "must be a number in [0, 1) (flag --random-range-ratio)");
-  }
-  non_negative("random_len_stddev", "--random-len-stddev", d.random_len_stddev());
-  if (d.has_random_zipf_s() && !(std::isfinite(d.random_zipf_s()) && d.random_zipf_s() > 0)) {
-    errors.Add("random_zipf_s", Num(d.random_zipf_s()),
-               "must be a finite number > 0 (flag --random-zipf-s)");
-  }
   // A distribution's parameter with another distribution named explicitly:
   // which one was meant is unclear, so it is refused (given alone, the
   // parameter implies its distribution: ApplyImpliedOptions).
@@ -890,16 +414,6 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
                absl::StrCat("only the \"mooncake\" dataset has timestamps to replay, not \"",
                             name, "\" (flag --trace-replay)"));
   }
-  if (d.has_trace_time_scale() &&
-      !(std::isfinite(d.trace_time_scale()) && d.trace_time_scale() > 0)) {
-    errors.Add("trace_time_scale", Num(d.trace_time_scale()),
-               "must be a finite number > 0 (flag --trace-time-scale)");
-  }
-  if (c.goodput().has_ttft_ms()) non_negative("goodput.ttft_ms", "--goodput ttft:MS", c.goodput().ttft_ms());
-  if (c.goodput().has_tpot_ms()) non_negative("goodput.tpot_ms", "--goodput tpot:MS", c.goodput().tpot_ms());
-  if (c.goodput().has_e2el_ms()) non_negative("goodput.e2el_ms", "--goodput e2el:MS", c.goodput().e2el_ms());
-  non_negative("sim_ttft_ms", "--sim-ttft-ms", c.sim_server().ttft_ms());
-  non_negative("sim_itl_ms", "--sim-itl-ms", c.sim_server().itl_ms());
   // R-REQ-1 target options: the same checks as the HTTP client's.
   for (int i = 0; i < target.headers_size(); ++i) {
     absl::StatusOr<surge::client::HeaderLine> header =
@@ -922,20 +436,11 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
   }
   const auto fractions = SimFaultFractions(c.sim_server());
   double fault_sum = 0;
-  for (const auto& [field, fraction] : fractions) {
-    fault_sum += fraction;
-    if (!(fraction >= 0 && fraction <= 1)) {
-      std::string flag(field);
-      for (char& ch : flag) ch = ch == '_' ? '-' : ch;
-      errors.Add(field, Num(fraction),
-                 absl::StrCat("must be a fraction in [0, 1] (flag --", flag, ")"));
-    }
-  }
+  for (const auto& [field, fraction] : fractions) fault_sum += fraction;
   if (fault_sum > 1 + 1e-9) {
     errors.Add("sim_fault_*", Num(fault_sum),
                "the fault fractions must add up to at most 1 (one fault per request)");
   }
-  non_negative("sim_fault_stall_ms", "--sim-fault-stall-ms", c.sim_server().fault_stall_ms());
   return errors.ToStatus();
 }
 
@@ -1053,19 +558,20 @@ std::vector<std::string> ConfigWarnings(const RunConfig& c) {
     }
   }
   if (!target.base_url().empty()) {
+    // Every built-in server option changed from its default.
     const auto& sim = c.sim_server();
     const auto defaults = DefaultRunConfig().sim_server();
+    const std::string prefix =
+        SpecOf(RunConfig::descriptor()->FindFieldByName("sim_server")).key_prefix();
     std::vector<std::string> keys;
-    if (sim.ttft_ms() != defaults.ttft_ms()) keys.push_back("sim_ttft_ms");
-    if (sim.itl_ms() != defaults.itl_ms()) keys.push_back("sim_itl_ms");
-    for (const auto& [key, fraction] : SimFaultFractions(sim)) {
-      if (fraction != 0) keys.push_back(key);
+    const auto* descriptor = surge::v1::SimServerConfig::descriptor();
+    for (int i = 0; i < descriptor->field_count(); ++i) {
+      const auto* f = descriptor->field(i);
+      if (!google::protobuf::util::MessageDifferencer().CompareWithFields(sim, defaults, {f},
+                                                                          {f})) {
+        keys.push_back(prefix + f->name());
+      }
     }
-    if (sim.fault_after_tokens() != defaults.fault_after_tokens()) {
-      keys.push_back("sim_fault_after_tokens");
-    }
-    if (sim.fault_stall_ms() != defaults.fault_stall_ms()) keys.push_back("sim_fault_stall_ms");
-    if (sim.fault_seed() != defaults.fault_seed()) keys.push_back("sim_fault_seed");
     if (!keys.empty()) {
       warnings.push_back(absl::StrCat(
           absl::StrJoin(keys, ", "), " ignored: they set up the built-in server, and base_url ",
@@ -1089,7 +595,10 @@ bool SecretHeaderName(std::string_view line) {
 }  // namespace
 
 std::string SavedConfigJson(const RunConfig& c, std::vector<std::string>* left_out) {
-  nlohmann::ordered_json j;
+  // Every option as its save policy says (config.proto), then the keys that
+  // had no effect in this run are taken out and the values that were implied
+  // are written as used.
+  nlohmann::ordered_json j = Table().Save(c);
   const auto& t = c.traffic_cfg();
   const bool replay = c.dataset().trace_replay();
   const std::string& strategy = t.ramp_up_strategy();
@@ -1098,105 +607,84 @@ std::string SavedConfigJson(const RunConfig& c, std::vector<std::string>* left_o
   // the schedule. request_rate has no effect under an active ramp (R-TGT).
   // An inactive ramp's keys had no effect (R-RAMP: request_rate was used),
   // nor has burstiness in instant mode (R-INST: every offset is 0).
-  if (!replay) {
+  if (replay) {
+    j.erase("request_rate");
+    j.erase("traffic_cfg");
+  } else {
     const ResolvedTraffic traffic_used = ResolveTraffic(c);
-    if (!traffic_used.ramp_active) {
-      // JSON has no infinity: vLLM's "inf", which --config reads back.
-      if (std::isinf(c.request_rate())) {
-        j["request_rate"] = "inf";
+    if (traffic_used.ramp_active) j.erase("request_rate");
+    if (j.contains("traffic_cfg")) {
+      nlohmann::ordered_json& traffic = j["traffic_cfg"];
+      if (traffic_used.instant) traffic.erase("burstiness");
+      if (!(strategy_set && traffic_used.ramp_active)) {
+        for (const char* key : {"ramp_up_strategy", "ramp_up_start_rps", "ramp_up_end_rps"}) {
+          traffic.erase(key);
+        }
+      }
+      if (traffic.empty()) j.erase("traffic_cfg");
+    }
+  }
+  const auto& target = c.target();
+  if (!IsHttps(target)) {
+    j.erase("ca_cert_path");
+    j.erase("insecure_skip_verify");
+  }
+  // Headers whose name suggests a credential are never saved.
+  if (j.contains("headers")) {
+    nlohmann::ordered_json headers = nlohmann::ordered_json::array();
+    for (const std::string& line : target.headers()) {
+      if (SecretHeaderName(line)) {
+        if (left_out != nullptr) left_out->push_back(line.substr(0, line.find(':')));
       } else {
-        j["request_rate"] = c.request_rate();
+        headers.push_back(line);
       }
     }
-    nlohmann::ordered_json traffic = nlohmann::ordered_json::object();
-    if (!traffic_used.instant) traffic["burstiness"] = t.burstiness();
-    if (strategy_set && traffic_used.ramp_active) {
-      traffic["ramp_up_strategy"] = strategy;
-      traffic["ramp_up_start_rps"] = t.ramp_up_start_rps();
-      traffic["ramp_up_end_rps"] = t.ramp_up_end_rps();
-    }
-    if (!traffic.empty()) j["traffic_cfg"] = traffic;
-  }
-  j["num_prompts"] = c.num_prompts();
-  j["seed"] = c.seed();
-  j["max_concurrency"] = c.max_concurrency();
-  j["workers"] = c.workers();
-  if (c.workers_force()) j["workers_force"] = true;
-  // Only when not the default, so older run_config.json files read the same.
-  if (!c.assign().empty() && c.assign() != "round-robin") j["assign"] = c.assign();
-  // The late-send policy likewise only when not the default.
-  if (!c.late_policy().empty() && c.late_policy() != "send") j["late_policy"] = c.late_policy();
-  if (c.has_late_threshold_ms() && c.late_threshold_ms() != 10) {
-    j["late_threshold_ms"] = c.late_threshold_ms();
-  }
-  if (c.has_catch_up_rps()) j["catch_up_rps"] = c.catch_up_rps();
-  j["abort_after_connect_failures"] = c.abort_after_connect_failures();
-  if (c.has_lateness_alarm_ms()) j["lateness_alarm_ms"] = c.lateness_alarm_ms();
-  if (c.stop_on_alarm()) j["stop_on_alarm"] = true;
-  j["output_dir"] = c.output_dir();
-  const auto& target = c.target();
-  if (!target.model().empty()) j["model"] = target.model();
-  if (!target.base_url().empty()) j["base_url"] = target.base_url();
-  j["endpoint"] = target.endpoint();
-  j["stream"] = target.stream();
-  j["request_timeout_s"] = target.request_timeout_s();
-  if (IsHttps(target) && !target.ca_cert_path().empty()) j["ca_cert_path"] = target.ca_cert_path();
-  if (IsHttps(target) && target.insecure_skip_verify()) j["insecure_skip_verify"] = true;
-  // The key file's path only; the key itself is never in a configuration.
-  if (!target.api_key_file().empty()) j["api_key_file"] = target.api_key_file();
-  nlohmann::ordered_json headers = nlohmann::ordered_json::array();
-  for (const std::string& line : target.headers()) {
-    if (SecretHeaderName(line)) {
-      if (left_out != nullptr) left_out->push_back(line.substr(0, line.find(':')));
+    if (headers.empty()) {
+      j.erase("headers");
     } else {
-      headers.push_back(line);
+      j["headers"] = headers;
     }
   }
-  if (!headers.empty()) j["headers"] = headers;
-  if (!target.extra_body_json().empty()) j["extra_body_json"] = target.extra_body_json();
   const auto& d = c.dataset();
-  j["dataset_name"] = d.dataset_name();
-  if (!d.dataset_path().empty()) j["dataset_path"] = d.dataset_path();
-  const bool synthetic = d.dataset_name() == "synthetic" || d.dataset_name() == "random";
-  if (synthetic) j["random_input_len"] = d.random_input_len();
+  const bool synthetic = IsSynthetic(d);
+  if (!synthetic) j.erase("random_input_len");
   // A Mooncake trace gives every request's output length itself.
-  if (d.dataset_name() != "mooncake") j["random_output_len"] = d.random_output_len();
-  if (synthetic) {
-    const std::string& dist = d.random_len_dist();
-    j["random_len_dist"] = dist.empty() ? std::string("fixed") : dist;
+  if (d.dataset_name() == "mooncake") j.erase("random_output_len");
+  // Only the distribution used, with its one parameter (as used).
+  const std::string& dist = d.random_len_dist();
+  for (const auto& [param, owner] : std::vector<std::pair<std::string, std::string>>{
+           {"random_range_ratio", "uniform"},
+           {"random_len_stddev", "gaussian"},
+           {"random_zipf_s", "zipf"}}) {
+    if (!synthetic || dist != owner) j.erase(param);
+  }
+  if (!synthetic) {
+    j.erase("random_len_dist");
+  } else {
+    if (dist.empty()) j["random_len_dist"] = "fixed";
     if (dist == "uniform") j["random_range_ratio"] = d.random_range_ratio();
     if (dist == "gaussian") j["random_len_stddev"] = d.random_len_stddev();
     if (dist == "zipf") j["random_zipf_s"] = d.has_random_zipf_s() ? d.random_zipf_s() : 1.0;
   }
   if (replay) {
-    j["trace_replay"] = true;
     j["trace_time_scale"] = d.has_trace_time_scale() ? d.trace_time_scale() : 1.0;
+  } else {
+    j.erase("trace_time_scale");
   }
-  // The built-in server's options only when it served the run.
-  if (target.base_url().empty()) {
-    const auto& sim = c.sim_server();
-    j["sim_ttft_ms"] = sim.ttft_ms();
-    j["sim_itl_ms"] = sim.itl_ms();
-    bool faults = false;
-    for (const auto& [key, fraction] : SimFaultFractions(sim)) {
-      if (fraction != 0) {
-        j[key] = fraction;
-        faults = true;
-      }
+  // The built-in server's options only when it served the run, and its
+  // fault settings only when it injected faults.
+  const std::string sim_prefix =
+      SpecOf(RunConfig::descriptor()->FindFieldByName("sim_server")).key_prefix();
+  bool faults = false;
+  for (const auto& [key, fraction] : SimFaultFractions(c.sim_server())) faults |= fraction != 0;
+  for (auto it = j.begin(); it != j.end();) {
+    const bool sim_key = absl::StartsWith(it.key(), sim_prefix);
+    const bool fault_setting = absl::StartsWith(it.key(), sim_prefix + "fault_");
+    if (sim_key && (!target.base_url().empty() || (fault_setting && !faults))) {
+      it = j.erase(it);
+    } else {
+      ++it;
     }
-    if (faults) {
-      j["sim_fault_after_tokens"] = sim.fault_after_tokens();
-      j["sim_fault_stall_ms"] = sim.fault_stall_ms();
-      j["sim_fault_seed"] = sim.fault_seed();
-    }
-  }
-  const auto& g = c.goodput();
-  if (g.has_ttft_ms() || g.has_tpot_ms() || g.has_e2el_ms()) {
-    nlohmann::ordered_json goodput;
-    if (g.has_ttft_ms()) goodput["ttft_ms"] = g.ttft_ms();
-    if (g.has_tpot_ms()) goodput["tpot_ms"] = g.tpot_ms();
-    if (g.has_e2el_ms()) goodput["e2el_ms"] = g.e2el_ms();
-    j["goodput"] = goodput;
   }
   return j.dump(2) + "\n";
 }
@@ -1205,24 +693,20 @@ std::vector<std::string> PlanDefiningDifferences(const RunConfig& made_with,
                                                  const RunConfig& given) {
   const nlohmann::json a = nlohmann::json::parse(SavedConfigJson(made_with, nullptr));
   const nlohmann::json b = nlohmann::json::parse(SavedConfigJson(given, nullptr));
-  static const std::pair<const char*, const char*> kKeys[] = {
-      {"request_rate", "--request-rate"},
-      {"traffic_cfg", "--burstiness, --ramp-up-*"},
-      {"num_prompts", "--num-prompts"},
-      {"seed", "--seed"},
-      {"dataset_name", "--dataset-name"},
-      {"dataset_path", "--dataset-path"},
-      {"random_input_len", "--random-input-len"},
-      {"random_output_len", "--random-output-len"},
-      {"random_len_dist", "--random-len-dist"},
-      {"random_range_ratio", "--random-range-ratio"},
-      {"random_len_stddev", "--random-len-stddev"},
-      {"random_zipf_s", "--random-zipf-s"},
-      {"trace_replay", "--trace-replay"},
-      {"trace_time_scale", "--trace-time-scale"},
+  // The keys that make the plan or the payloads; their flags from the table.
+  static const char* const kKeys[] = {
+      "request_rate",     "traffic_cfg",        "num_prompts",       "seed",
+      "dataset_name",     "dataset_path",       "random_input_len",  "random_output_len",
+      "random_len_dist",  "random_range_ratio", "random_len_stddev", "random_zipf_s",
+      "trace_replay",     "trace_time_scale",
   };
   std::vector<std::string> out;
-  for (const auto& [key, flag] : kKeys) {
+  for (const std::string key : kKeys) {
+    std::vector<std::string> flags;
+    for (const OptionFlag& f : Table().flags()) {
+      if (f.field == key || absl::StartsWith(f.field, key + ".")) flags.push_back("--" + f.name);
+    }
+    const std::string flag = absl::StrJoin(flags, ", ");
     const nlohmann::json none = "(not set)";
     const nlohmann::json& va = a.contains(key) ? a[key] : none;
     const nlohmann::json& vb = b.contains(key) ? b[key] : none;

@@ -12,22 +12,22 @@
 
 namespace surge::coordinator {
 
-// Every default of SPEC R-UI-2 and config.proto: num_prompts 1000, seed 0,
-// endpoint /v1/chat/completions, streaming, 600 s request timeout, dataset
-// "synthetic" with 1024 input / 128 output tokens, output_dir
-// "outputs/default", sim server TTFT 20 ms and 2 ms per token, request_rate 0.
+// Every default of SPEC R-UI-2: each field's default_value in config.proto
+// (num_prompts 1000, seed 0, endpoint /v1/chat/completions, streaming, 600 s
+// request timeout, dataset "synthetic" with 1024 input / 128 output tokens,
+// output_dir "outputs/default", sim server TTFT 20 ms and 2 ms per token,
+// request_rate 0, ...), set by OptionTable::SetDefaults.
 surge::v1::RunConfig DefaultRunConfig();
 
 // Reads the YAML file at `path` into `config`, overwriting only the keys the
-// file sets. A run folder holding a run_config.json stands for that file. Keys are flat AISBench
-// names (request_rate, traffic_cfg.{...}, num_prompts, max_concurrency, seed, workers, output_dir,
-// model, base_url, endpoint, stream, request_timeout_s, dataset_name, dataset_path,
-// random_input_len, random_output_len, sim_ttft_ms, sim_itl_ms; datasets:
-// random_len_dist, random_range_ratio, random_len_stddev, random_zipf_s,
-// trace_replay, trace_time_scale).
+// file sets. A run folder holding a run_config.json stands for that file.
+// The keys are those of config.proto's option table (option_table.h): flat
+// AISBench names (request_rate, num_prompts, model, base_url, dataset_name,
+// sim_ttft_ms, ...) plus the traffic_cfg and goodput mappings.
 // Errors: INVALID_ARGUMENT listing every problem, one per line, each naming
-// the field path, the value and what is allowed (unknown key, wrong type,
-// unreadable file, YAML syntax with its line).
+// the field path, the value and what is allowed (unknown key with a hint,
+// wrong type, unreadable file, YAML syntax with its line), then once the
+// allowed keys.
 absl::Status LoadYamlConfig(const std::string& path, surge::v1::RunConfig* config);
 
 // Applies the options that imply another, as vLLM does: a synthetic dataset
@@ -39,9 +39,10 @@ absl::Status LoadYamlConfig(const std::string& path, surge::v1::RunConfig* confi
 // ValidateRunConfig to refuse.
 std::vector<std::string> ApplyImpliedOptions(surge::v1::RunConfig* config);
 
-// Checks every field against its valid set (R-CFG-1). Errors:
-// INVALID_ARGUMENT listing every problem, one per line, as
-// "<field path> = <value>: <what is allowed>".
+// Checks every field against its valid set (R-CFG-1): each field's own
+// spec (OptionTable::Check: bounds, allowed values, UTF-8, files), then the
+// rules across fields. Errors: INVALID_ARGUMENT listing every problem, one
+// per line, as "<field path> = <value>: <what is allowed> (flag --x)".
 absl::Status ValidateRunConfig(const surge::v1::RunConfig& config);
 
 // The candidate closest to `word` by edit distance (case-insensitive, '-'
@@ -81,14 +82,16 @@ std::vector<std::string> PlanDefiningDifferences(const surge::v1::RunConfig& mad
 std::vector<std::string> ConfigWarnings(const surge::v1::RunConfig& config);
 
 // The configuration as `--config` reads it back (flat AISBench keys plus the
-// traffic_cfg and goodput mappings; JSON, which is YAML), so that
+// traffic_cfg and goodput mappings; JSON, which is YAML; each field as its
+// spec's save policy says, in config.proto's field order), so that
 // `--config run_config.json` reproduces the run and its plan byte for byte.
 // Keys that had no effect are left out: request_rate under an active ramp,
 // the traffic keys in a trace replay, the ramp keys of an absent or inactive
 // ramp, burstiness in instant mode, the synthetic length keys for file
 // datasets (random_output_len too for Mooncake), the other distributions'
 // parameters, trace_time_scale without replay, the TLS keys without https,
-// the built-in server's keys when a base_url is given. request_rate +inf is
+// the built-in server's keys when a base_url is given (its fault settings
+// when no fault is asked). A +inf value (request_rate) is
 // written "inf" (JSON has no infinity; LoadYamlConfig reads it back). Never holds a secret: no API key (only api_key_file's
 // path), and headers whose name suggests a credential (auth, key, token,
 // secret, cookie, password) are left out, their names appended to

@@ -124,5 +124,30 @@ TEST(RunOptionsTest, InactiveRampIntoInstantModeIsAConfigurationError) {
                   .ok());
 }
 
+// Issue 10 item 2: `surge sim-server`'s flags are SimServerConfig's options
+// (config.proto), with their defaults and checks, named without "sim-".
+TEST(RunOptionsTest, SimServerFlagsComeFromTheSameDeclarations) {
+  auto resolve = [](const std::string& command_line, surge::v1::SimServerConfig* config) {
+    CLI::App app;
+    TableFlags flags(surge::v1::SimServerConfig::descriptor());
+    CLI::App* sim = app.add_subcommand("sim-server");
+    flags.Register(*sim);
+    app.parse("sim-server " + command_line);
+    return flags.Resolve(config);
+  };
+  surge::v1::SimServerConfig config;
+  ASSERT_TRUE(resolve("--ttft-ms 5 --fault-429=0.25", &config).ok());
+  EXPECT_EQ(config.ttft_ms(), 5);
+  EXPECT_EQ(config.itl_ms(), 2);  // default_value
+  EXPECT_EQ(config.fault_429(), 0.25);
+  EXPECT_EQ(config.fault_stall_ms(), 1000);
+  const absl::Status bad = resolve("--itl-ms x --fault-500 1.5", &config);
+  ASSERT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bad.message()),
+              HasSubstr("  itl_ms = \"x\": must be a number (flag --itl-ms)"));
+  EXPECT_THAT(std::string(bad.message()),
+              HasSubstr("  fault_500 = 1.5: must be a fraction in [0, 1] (flag --fault-500)"));
+}
+
 }  // namespace
 }  // namespace surge::app
