@@ -2,6 +2,7 @@
 // command (run, plan, report, keygen, worker, sim-server). Nothing else
 // lives here.
 #include <signal.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -23,8 +24,18 @@ namespace {
 
 std::atomic<bool> g_stop_sim{false};
 
-int SimServerCommand(const surge::simserver::SimServerOptions& options) {
-  signal(SIGINT, [](int) { g_stop_sim.store(true); });
+int SimServerCommand(const surge::simserver::SimServerOptions& options, int parent_pid) {
+  if (parent_pid > 0) {
+    // `surge run`'s built-in server (app/sim_server_process.h): dies with
+    // the coordinator, and leaves Ctrl-C to it (it stops this one with
+    // SIGTERM once its workers are done).
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent_pid) return 1;
+    signal(SIGINT, SIG_IGN);
+    surge::SetLogTag("sim-server");
+  } else {
+    signal(SIGINT, [](int) { g_stop_sim.store(true); });
+  }
   signal(SIGTERM, [](int) { g_stop_sim.store(true); });
   signal(SIGPIPE, SIG_IGN);
   auto server = surge::simserver::SimServer::Create(options);
@@ -196,6 +207,10 @@ int Main(int argc, char** argv) {
                   "Length of a stall, ms (default 1000)");
   sim->add_option("--fault-seed", sim_options.fault_seed,
                   "Seed of the fault draws: same seed, same faults (default 0)");
+  int sim_parent_pid = 0;
+  sim->add_option("--parent-pid", sim_parent_pid,
+                  "Exit when this process (surge run, which started it) is gone; ignore Ctrl-C")
+      ->group("");
 
   try {
     app.parse(argc, argv);
@@ -235,7 +250,7 @@ int Main(int argc, char** argv) {
   if (*report) return surge::app::ReportCommand(report_folder);
   if (*keygen) return surge::app::KeygenCommand(keygen_out, keygen_name);
   if (*worker) return surge::worker::WorkerCommand(worker_args);
-  if (*sim) return SimServerCommand(sim_options);
+  if (*sim) return SimServerCommand(sim_options, sim_parent_pid);
   return surge::app::kExitConfigError;
 }
 
