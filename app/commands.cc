@@ -701,7 +701,7 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe,
   if (config.target().base_url().empty()) {
     const surge::simserver::SimServerOptions options =
         surge::simserver::SimServerOptionsFromConfig(config.sim_server());
-    auto server = SimServerProcess::Start(clock, self_exe, options, {});
+    auto server = SimServerProcess::Start(clock, self_exe, options);
     if (!server.ok()) return Fail(server.status(), kExitFailure);
     sim = *std::move(server);
     config.mutable_target()->set_base_url(absl::StrCat("http://127.0.0.1:", sim->port()));
@@ -819,6 +819,11 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe,
   std::unique_ptr<WorkerPool> pool;
   if (role != nullptr) {
     pool = std::make_unique<RemoteWorkerPool>();
+    if (config.has_pacer_cpu() || config.pacer_realtime()) {
+      LogWarning(
+          "pacer_cpu / pacer_realtime apply to the workers `surge run` starts; give "
+          "--pacer-cpu / --pacer-realtime to each `surge worker` instead");
+    }
     options.hello_timeout =
         std::chrono::milliseconds(static_cast<int64_t>(std::ceil(role->join_timeout_s * 1000)));
     // A wildcard bind is no address to connect to: name the host instead.
@@ -834,10 +839,39 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe,
         role->join_timeout_s, workers, connect));
   } else {
     auto local = std::make_unique<LocalProcessPool>(clock, self_exe);
+    std::vector<std::vector<std::string>> extra_args(workers);
     if (test.worker0_clock_offset_ms != 0 || test.worker0_clock_drift_ppm != 0) {
-      local->SetExtraArgs(
-          {{"--simulate-clock-offset-ms", absl::StrCat(test.worker0_clock_offset_ms),
-            "--simulate-clock-drift-ppm", absl::StrCat(test.worker0_clock_drift_ppm)}});
+      extra_args[0] = {"--simulate-clock-offset-ms", absl::StrCat(test.worker0_clock_offset_ms),
+                       "--simulate-clock-drift-ppm", absl::StrCat(test.worker0_clock_drift_ppm)};
+    }
+    // Issue 9 item 2: the pacer threads' scheduling (docs/PERFORMANCE.md
+    // "Pacer thread"); the built-in server is kept off the pacers' CPUs.
+    const int cpus = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    std::vector<bool> pacer_cpu_used(cpus, false);
+    for (int k = 0; k < workers; ++k) {
+      if (config.has_pacer_cpu()) {
+        const int cpu = static_cast<int>((config.pacer_cpu() + k) % cpus);
+        pacer_cpu_used[cpu] = true;
+        extra_args[k].insert(extra_args[k].end(), {"--pacer-cpu", absl::StrCat(cpu)});
+      }
+      if (config.pacer_realtime()) extra_args[k].push_back("--pacer-realtime");
+    }
+    local->SetExtraArgs(std::move(extra_args));
+    if (sim && config.has_pacer_cpu()) {
+      std::vector<int> others;
+      for (int cpu = 0; cpu < cpus; ++cpu) {
+        if (!pacer_cpu_used[cpu]) others.push_back(cpu);
+      }
+      if (others.empty()) {
+        LogWarning(absl::StrCat("--pacer-cpu: the ", workers, " pacers use every CPU (", cpus,
+                                "); the built-in server shares them"));
+      } else if (absl::Status s = sim->KeepOnCpus(others); !s.ok()) {
+        LogWarning(absl::StrCat("the built-in server could not be kept off the pacers' CPUs: ",
+                                s.message()));
+      } else {
+        LogInfo(absl::StrCat("built-in server on CPUs ", absl::StrJoin(others, ","),
+                             ", off the pacers' CPUs"));
+      }
     }
     pool = std::move(local);
   }

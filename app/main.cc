@@ -162,6 +162,11 @@ int Main(int argc, char** argv) {
   worker->add_flag("--insecure,--insecure-transport", worker_args.insecure,
                    "Connect to a non-loopback coordinator without CurveZMQ (no authentication, "
                    "no encryption)");
+  worker->add_option("--pacer-cpu", worker_args.pacer_cpu,
+                     "Pin the pacer thread to this CPU (default: no pinning)");
+  worker->add_flag("--pacer-realtime", worker_args.pacer_realtime,
+                   "Run the pacer thread SCHED_FIFO (needs CAP_SYS_NICE or ulimit -r >= 1; "
+                   "refused: a warning, normal priority)");
   worker
       ->add_option("--simulate-clock-offset-ms", worker_args.simulate_clock_offset_ms,
                    "Test only: shift this worker's clock by this many ms")

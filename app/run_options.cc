@@ -116,6 +116,14 @@ const std::vector<Flag>& Flags() {
       {"stop-on-alarm", "stop_on_alarm", Kind::kSwitch,
        "End the run at the first lateness alarm, all files written (exit 3).",
        [](RunConfig* c, const std::string& v) { c->set_stop_on_alarm(v == "true"); }},
+      {"pacer-cpu", "pacer_cpu", Kind::kCount,
+       "Pin local worker k's pacer thread to CPU (N + k) mod CPUs; the built-in server is kept "
+       "off those CPUs. Default: no pinning.",
+       [](RunConfig* c, const std::string& v) { c->set_pacer_cpu(static_cast<int32_t>(U32(v))); }},
+      {"pacer-realtime", "pacer_realtime", Kind::kSwitch,
+       "Run local workers' pacer threads SCHED_FIFO (needs CAP_SYS_NICE or ulimit -r >= 1; "
+       "refused: a warning, normal priority).",
+       [](RunConfig* c, const std::string& v) { c->set_pacer_realtime(v == "true"); }},
       {"output-dir", "output_dir", Kind::kText,
        "Root of the run folders (default outputs/default).",
        [](RunConfig* c, const std::string& v) { c->set_output_dir(v); }},

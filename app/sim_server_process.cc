@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -84,7 +85,7 @@ uint16_t PortFromListeningLine(const std::string& line) {
 
 absl::StatusOr<std::unique_ptr<SimServerProcess>> SimServerProcess::Start(
     Clock& clock, const std::string& executable, const surge::simserver::SimServerOptions& options,
-    const std::vector<int>& cpus, std::chrono::milliseconds start_timeout) {
+    std::chrono::milliseconds start_timeout) {
   int pipe_fds[2];
   if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
     return absl::InternalError(absl::StrCat("built-in server: pipe: ", std::strerror(errno)));
@@ -105,17 +106,6 @@ absl::StatusOr<std::unique_ptr<SimServerProcess>> SimServerProcess::Start(
     close(pipe_fds[0]);
     return absl::InternalError(absl::StrCat("cannot start the built-in server (", executable,
                                             " sim-server): ", std::strerror(rc)));
-  }
-  if (!cpus.empty()) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    const long online = sysconf(_SC_NPROCESSORS_ONLN);
-    for (int cpu : cpus) {
-      if (cpu >= 0 && cpu < online && cpu < CPU_SETSIZE) CPU_SET(cpu, &set);
-    }
-    // Best effort: its threads start after this (they wait for the port
-    // line to be read), and a refused mask leaves it on every CPU.
-    if (CPU_COUNT(&set) > 0) sched_setaffinity(pid, sizeof(set), &set);
   }
   auto process =
       std::unique_ptr<SimServerProcess>(new SimServerProcess(clock, pid, pipe_fds[0], 0));
@@ -155,6 +145,31 @@ absl::StatusOr<std::unique_ptr<SimServerProcess>> SimServerProcess::Start(
                                                "\", not where it listens"));
   }
   return process;
+}
+
+absl::Status SimServerProcess::KeepOnCpus(const std::vector<int>& cpus) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  const long online = sysconf(_SC_NPROCESSORS_ONLN);
+  for (int cpu : cpus) {
+    if (cpu >= 0 && cpu < online && cpu < CPU_SETSIZE) CPU_SET(cpu, &set);
+  }
+  if (CPU_COUNT(&set) == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("none of the CPUs given exists (CPUs 0..", online - 1, ")"));
+  }
+  std::error_code ec;
+  for (const auto& task :
+       std::filesystem::directory_iterator(absl::StrCat("/proc/", pid_, "/task"), ec)) {
+    pid_t tid = 0;
+    if (!absl::SimpleAtoi(task.path().filename().string(), &tid)) continue;
+    if (sched_setaffinity(tid, sizeof(set), &set) != 0) {
+      return absl::InternalError(absl::StrCat("sched_setaffinity on the built-in server's thread ",
+                                              tid, ": ", std::strerror(errno)));
+    }
+  }
+  if (ec) return absl::InternalError(absl::StrCat("/proc/", pid_, "/task: ", ec.message()));
+  return absl::OkStatus();
 }
 
 SimServerProcess::~SimServerProcess() {

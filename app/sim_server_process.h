@@ -34,17 +34,21 @@ uint16_t PortFromListeningLine(const std::string& line);
 class SimServerProcess {
  public:
   // Starts `executable sim-server` with SimServerArgs(options, getpid()) and
-  // waits up to `start_timeout` for its listening line. `cpus`, when not
-  // empty, is the set of CPUs it may run on (sched_setaffinity on the
-  // child; CPUs the machine lacks are ignored, and an empty result keeps
-  // every CPU). The child dies with this process (PR_SET_PDEATHSIG) and
-  // ignores Ctrl-C (the coordinator stops it). Errors: INTERNAL when it
-  // cannot be started; UNAVAILABLE when it exits or stays silent before
-  // listening (its own message is on stderr).
+  // waits up to `start_timeout` for its listening line. The child dies with
+  // this process (PR_SET_PDEATHSIG) and ignores Ctrl-C (the coordinator
+  // stops it). Errors: INTERNAL when it cannot be started; UNAVAILABLE when
+  // it exits or stays silent before listening (its own message is on
+  // stderr).
   static absl::StatusOr<std::unique_ptr<SimServerProcess>> Start(
       Clock& clock, const std::string& executable,
-      const surge::simserver::SimServerOptions& options, const std::vector<int>& cpus,
+      const surge::simserver::SimServerOptions& options,
       std::chrono::milliseconds start_timeout = std::chrono::milliseconds(10000));
+  // Lets every thread of the server run only on `cpus`
+  // (sched_setaffinity on each of /proc/PID/task; its threads all exist
+  // once it listens). CPUs the machine lacks are ignored. Errors:
+  // INVALID_ARGUMENT when none of `cpus` exists; INTERNAL naming the errno
+  // when the kernel refuses.
+  absl::Status KeepOnCpus(const std::vector<int>& cpus);
   // Stop(0 grace is not used: 2 s).
   ~SimServerProcess();
   SimServerProcess(const SimServerProcess&) = delete;

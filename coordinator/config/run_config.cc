@@ -265,6 +265,14 @@ const std::map<std::string, Setter>& TopKeys() {
                  bool v;
                  if (ReadBool(n, f, e, &v)) c->set_stop_on_alarm(v);
                }},
+              {"pacer_cpu", Uint([](RunConfig* c, uint64_t v) {
+                 c->set_pacer_cpu(static_cast<int32_t>(std::min<uint64_t>(v, 1u << 30)));
+               })},
+              {"pacer_realtime",
+               [](const YAML::Node& n, const std::string& f, Errors& e, RunConfig* c) {
+                 bool v;
+                 if (ReadBool(n, f, e, &v)) c->set_pacer_realtime(v);
+               }},
               {"workers_force",
                [](const YAML::Node& n, const std::string& f, Errors& e, RunConfig* c) {
                  bool v;
@@ -795,6 +803,10 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
     errors.Add("lateness_alarm_ms", Num(c.lateness_alarm_ms()),
                "must be a finite number >= 0 ms, 0 = no lateness alarm (flag --lateness-alarm-ms)");
   }
+  if (c.has_pacer_cpu() && c.pacer_cpu() < 0) {
+    errors.Add("pacer_cpu", absl::StrCat(c.pacer_cpu()),
+               "must be a CPU number >= 0 (flag --pacer-cpu); leave it out for no pinning");
+  }
   if (c.stop_on_alarm() && c.has_lateness_alarm_ms() && c.lateness_alarm_ms() == 0) {
     errors.Add("stop_on_alarm", "true",
                "needs a lateness alarm: lateness_alarm_ms is 0 (off); give it a threshold > 0 "
@@ -1133,6 +1145,8 @@ std::string SavedConfigJson(const RunConfig& c, std::vector<std::string>* left_o
   j["abort_after_connect_failures"] = c.abort_after_connect_failures();
   if (c.has_lateness_alarm_ms()) j["lateness_alarm_ms"] = c.lateness_alarm_ms();
   if (c.stop_on_alarm()) j["stop_on_alarm"] = true;
+  if (c.has_pacer_cpu()) j["pacer_cpu"] = c.pacer_cpu();
+  if (c.pacer_realtime()) j["pacer_realtime"] = true;
   j["output_dir"] = c.output_dir();
   const auto& target = c.target();
   if (!target.model().empty()) j["model"] = target.model();
