@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "app/sim_server_process.h"
 #include "client/model_lister.h"
 #include "common/clock.h"
 #include "common/fd_limit.h"
@@ -64,6 +65,7 @@ using coordinator::ConfigWarnings;
 using coordinator::CreateRunFolder;
 using coordinator::DefaultRunConfig;
 using coordinator::DetailsWriter;
+using coordinator::DetailsWriterOptions;
 using coordinator::Dispatcher;
 using coordinator::DispatcherOptions;
 using coordinator::DispatchOutcome;
@@ -692,18 +694,20 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe,
   signal(SIGTERM, OnSignal);
   signal(SIGPIPE, SIG_IGN);
 
-  // R-UI-1: no target → the built-in simulated server, started and stopped here.
-  std::unique_ptr<surge::simserver::SimServer> sim;
+  // R-UI-1: no target → the built-in simulated server, started and stopped
+  // here, in a process of its own (issue 9 item 2: its threads are not the
+  // coordinator's, docs/PERFORMANCE.md).
+  std::unique_ptr<SimServerProcess> sim;
   if (config.target().base_url().empty()) {
     const surge::simserver::SimServerOptions options =
         surge::simserver::SimServerOptionsFromConfig(config.sim_server());
-    auto server = surge::simserver::SimServer::Create(options);
+    auto server = SimServerProcess::Start(clock, self_exe, options);
     if (!server.ok()) return Fail(server.status(), kExitFailure);
     sim = *std::move(server);
-    sim->Start();
     config.mutable_target()->set_base_url(absl::StrCat("http://127.0.0.1:", sim->port()));
     LogInfo(absl::StrCat("built-in simulated server on ", config.target().base_url(),
-                         " (TTFT ", options.ttft_ms, " ms, ", options.itl_ms, " ms per token)"));
+                         " (TTFT ", options.ttft_ms, " ms, ", options.itl_ms,
+                         " ms per token; process ", sim->pid(), ")"));
     if (role != nullptr && !IsLoopbackEndpoint(role->bind)) {
       LogWarning(
           absl::StrCat("the built-in server listens on 127.0.0.1 only: workers on other "
@@ -815,6 +819,11 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe,
   std::unique_ptr<WorkerPool> pool;
   if (role != nullptr) {
     pool = std::make_unique<RemoteWorkerPool>();
+    if (config.has_pacer_cpu() || config.pacer_realtime()) {
+      LogWarning(
+          "pacer_cpu / pacer_realtime apply to the workers `surge run` starts; give "
+          "--pacer-cpu / --pacer-realtime to each `surge worker` instead");
+    }
     options.hello_timeout =
         std::chrono::milliseconds(static_cast<int64_t>(std::ceil(role->join_timeout_s * 1000)));
     // A wildcard bind is no address to connect to: name the host instead.
@@ -830,10 +839,39 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe,
         role->join_timeout_s, workers, connect));
   } else {
     auto local = std::make_unique<LocalProcessPool>(clock, self_exe);
+    std::vector<std::vector<std::string>> extra_args(workers);
     if (test.worker0_clock_offset_ms != 0 || test.worker0_clock_drift_ppm != 0) {
-      local->SetExtraArgs(
-          {{"--simulate-clock-offset-ms", absl::StrCat(test.worker0_clock_offset_ms),
-            "--simulate-clock-drift-ppm", absl::StrCat(test.worker0_clock_drift_ppm)}});
+      extra_args[0] = {"--simulate-clock-offset-ms", absl::StrCat(test.worker0_clock_offset_ms),
+                       "--simulate-clock-drift-ppm", absl::StrCat(test.worker0_clock_drift_ppm)};
+    }
+    // Issue 9 item 2: the pacer threads' scheduling (docs/PERFORMANCE.md
+    // "Pacer thread"); the built-in server is kept off the pacers' CPUs.
+    const int cpus = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    std::vector<bool> pacer_cpu_used(cpus, false);
+    for (int k = 0; k < workers; ++k) {
+      if (config.has_pacer_cpu()) {
+        const int cpu = static_cast<int>((config.pacer_cpu() + k) % cpus);
+        pacer_cpu_used[cpu] = true;
+        extra_args[k].insert(extra_args[k].end(), {"--pacer-cpu", absl::StrCat(cpu)});
+      }
+      if (config.pacer_realtime()) extra_args[k].push_back("--pacer-realtime");
+    }
+    local->SetExtraArgs(std::move(extra_args));
+    if (sim && config.has_pacer_cpu()) {
+      std::vector<int> others;
+      for (int cpu = 0; cpu < cpus; ++cpu) {
+        if (!pacer_cpu_used[cpu]) others.push_back(cpu);
+      }
+      if (others.empty()) {
+        LogWarning(absl::StrCat("--pacer-cpu: the ", workers, " pacers use every CPU (", cpus,
+                                "); the built-in server shares them"));
+      } else if (absl::Status s = sim->KeepOnCpus(others); !s.ok()) {
+        LogWarning(absl::StrCat("the built-in server could not be kept off the pacers' CPUs: ",
+                                s.message()));
+      } else {
+        LogInfo(absl::StrCat("built-in server on CPUs ", absl::StrJoin(others, ","),
+                             ", off the pacers' CPUs"));
+      }
     }
     pool = std::move(local);
   }
@@ -843,12 +881,17 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe,
 
   ProgressReporter progress(stderr, isatty(fileno(stderr)) != 0);
   options.on_progress = [&progress](const DispatchProgress& p) { progress.Update(p); };
-  auto details = DetailsWriter::Create(p.folder / (p.dataset + "_details.jsonl"));
+  // The details file is formatted and written on the writer's own thread
+  // (issue 9 item 3, docs/PERFORMANCE.md): the dispatcher's loop only
+  // queues a copy of each record. Written within milliseconds; an
+  // interrupted run writes everything before the summary (R-OUT-1).
+  DetailsWriterOptions details_options;
+  details_options.writer_thread = true;
+  auto details =
+      DetailsWriter::Create(p.folder / (p.dataset + "_details.jsonl"), details_options);
   if (!details.ok()) return Fail(details.status(), kExitFailure);
-  // Each record goes to the details file (flushed per record: an
-  // interrupted or crashed run leaves every record received so far
-  // readable, R-OUT-1), the summary and the actual page's send list; none
-  // keeps the records themselves.
+  // Each record goes to the details file, the summary and the actual
+  // page's send list; none keeps the records themselves.
   SummaryAccumulator summary(&config.goodput());
   ActualPageInputs page(p.plan.size());
   RecordFanOut sinks({details->get(), &summary, &page});
@@ -858,6 +901,11 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe,
   g_dispatcher.store(&dispatcher);
   if (g_interrupted.load()) dispatcher.RequestStop();
   auto outcome = dispatcher.Run();
+  // Every record on disk before anything reads the folder.
+  if (absl::Status s = (*details)->Flush(); !s.ok()) {
+    LogError(absl::StrCat(s.message(), ": some records may be missing from it (the summary "
+                          "counts them all)"));
+  }
   progress.Finish();
   g_dispatcher.store(nullptr);
   pool->Stop(std::chrono::milliseconds(3000));

@@ -2,6 +2,7 @@
 // command (run, plan, report, keygen, worker, sim-server). Nothing else
 // lives here.
 #include <signal.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -23,8 +24,18 @@ namespace {
 
 std::atomic<bool> g_stop_sim{false};
 
-int SimServerCommand(const surge::simserver::SimServerOptions& options) {
-  signal(SIGINT, [](int) { g_stop_sim.store(true); });
+int SimServerCommand(const surge::simserver::SimServerOptions& options, int parent_pid) {
+  if (parent_pid > 0) {
+    // `surge run`'s built-in server (app/sim_server_process.h): dies with
+    // the coordinator, and leaves Ctrl-C to it (it stops this one with
+    // SIGTERM once its workers are done).
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent_pid) return 1;
+    signal(SIGINT, SIG_IGN);
+    surge::SetLogTag("sim-server");
+  } else {
+    signal(SIGINT, [](int) { g_stop_sim.store(true); });
+  }
   signal(SIGTERM, [](int) { g_stop_sim.store(true); });
   signal(SIGPIPE, SIG_IGN);
   auto server = surge::simserver::SimServer::Create(options);
@@ -151,6 +162,11 @@ int Main(int argc, char** argv) {
   worker->add_flag("--insecure,--insecure-transport", worker_args.insecure,
                    "Connect to a non-loopback coordinator without CurveZMQ (no authentication, "
                    "no encryption)");
+  worker->add_option("--pacer-cpu", worker_args.pacer_cpu,
+                     "Pin the pacer thread to this CPU (default: no pinning)");
+  worker->add_flag("--pacer-realtime", worker_args.pacer_realtime,
+                   "Run the pacer thread SCHED_FIFO (needs CAP_SYS_NICE or ulimit -r >= 1; "
+                   "refused: a warning, normal priority)");
   worker
       ->add_option("--simulate-clock-offset-ms", worker_args.simulate_clock_offset_ms,
                    "Test only: shift this worker's clock by this many ms")
@@ -177,6 +193,10 @@ int Main(int argc, char** argv) {
   // (config.proto), named as there (--ttft-ms, --fault-429, ...).
   surge::app::TableFlags sim_flags(surge::v1::SimServerConfig::descriptor());
   sim_flags.Register(*sim);
+  int sim_parent_pid = 0;
+  sim->add_option("--parent-pid", sim_parent_pid,
+                  "Exit when this process (surge run, which started it) is gone; ignore Ctrl-C")
+      ->group("");
 
   try {
     app.parse(argc, argv);
@@ -230,7 +250,7 @@ int Main(int argc, char** argv) {
     from_flags.model = sim_options.model;
     from_flags.tls_cert_file = sim_options.tls_cert_file;
     from_flags.tls_key_file = sim_options.tls_key_file;
-    return SimServerCommand(from_flags);
+    return SimServerCommand(from_flags, sim_parent_pid);
   }
   return surge::app::kExitConfigError;
 }

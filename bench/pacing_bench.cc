@@ -6,7 +6,10 @@
 // Usage: pacing_bench [--requests=3000] [--rps=200] [--burstiness=0.5]
 //   [--input_tokens=64] [--max_tokens=64] [--ttft_ms=20] [--itl_ms=2]
 //   [--workers=1] [--prepare_lead_ms=50] [--seed=1] [--max_seconds=120]
-//   [--show_worst=0]
+//   [--show_worst=0] [--timer_slack_ns=0] [--pacer_cpu=-1] [--pacer_realtime=0]
+// timer_slack_ns, pacer_cpu and pacer_realtime set each pacer thread's
+// scheduling (worker/pacer_thread.h; 0, -1, 0 = leave it as it is; worker
+// w is pinned to pacer_cpu + w).
 // burstiness 0 = fixed intervals, else Gamma(burstiness) intervals (surge's
 // β); prepare_lead_ms 0 turns Prepare off (every Send builds and connects on
 // the I/O thread). Each worker is one BeastRequestSender (1 I/O thread) and
@@ -32,6 +35,7 @@
 #include "surge/v1/record.pb.h"
 #include "surge/v1/wire.pb.h"
 #include "worker/http/beast_request_sender.h"
+#include "worker/pacer_thread.h"
 #include "worker/send_loop.h"
 
 namespace {
@@ -49,6 +53,9 @@ struct Flags {
   uint64_t seed = 1;
   double max_seconds = 120;
   int show_worst = 0;
+  double timer_slack_ns = 0;
+  double pacer_cpu = -1;
+  double pacer_realtime = 0;
 };
 
 bool ParseFlags(int argc, char** argv, Flags& f) {
@@ -57,7 +64,10 @@ bool ParseFlags(int argc, char** argv, Flags& f) {
                                             {"ttft_ms", &f.ttft_ms},
                                             {"itl_ms", &f.itl_ms},
                                             {"max_seconds", &f.max_seconds},
-                                            {"prepare_lead_ms", &f.prepare_lead_ms}};
+                                            {"prepare_lead_ms", &f.prepare_lead_ms},
+                                            {"timer_slack_ns", &f.timer_slack_ns},
+                                            {"pacer_cpu", &f.pacer_cpu},
+                                            {"pacer_realtime", &f.pacer_realtime}};
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     const size_t eq = arg.find('=');
@@ -224,7 +234,15 @@ int main(int argc, char** argv) {
   for (int w = 0; w < flags.workers; ++w) {
     loops[w]->Enqueue(std::move(batches[w]));
     loops[w]->SetStart(t0);
-    pacers.emplace_back([&loop = *loops[w]] { loop.Run(); });
+    surge::worker::PacerThreadOptions pacer;
+    pacer.timer_slack_ns = static_cast<uint64_t>(flags.timer_slack_ns);
+    pacer.cpu = flags.pacer_cpu < 0 ? -1 : static_cast<int>(flags.pacer_cpu) + w;
+    pacer.realtime = flags.pacer_realtime != 0;
+    pacers.emplace_back([&loop = *loops[w], pacer] {
+      const std::string refused = surge::worker::ConfigurePacerThread(pacer);
+      if (!refused.empty()) std::fprintf(stderr, "%s\n", refused.c_str());
+      loop.Run();
+    });
   }
 
   // Bounded: the plan's length plus the time the last answers need, at most

@@ -94,6 +94,8 @@ int WorkerCommand(const WorkerArgs& args) {
           r.set_simulated_drift_ppm(ppm);
         };
   }
+  options.pacer.cpu = args.pacer_cpu;
+  options.pacer.realtime = args.pacer_realtime;
   WorkerSession session(
       *clock, **transport,
       [clock](const surge::v1::Welcome& welcome) -> absl::StatusOr<std::unique_ptr<RequestSender>> {

@@ -29,6 +29,10 @@ struct WorkerArgs {
   // (common/skewed_clock.h). 0 and 0 = the real clock.
   double simulate_clock_offset_ms = 0;
   double simulate_clock_drift_ppm = 0;
+  // The pacer thread's scheduling (worker/pacer_thread.h): --pacer-cpu
+  // (-1 = no pinning) and --pacer-realtime (SCHED_FIFO).
+  int pacer_cpu = -1;
+  bool pacer_realtime = false;
 };
 
 // Runs one worker to the end; returns the exit code (worker_session.h):

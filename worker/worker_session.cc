@@ -317,7 +317,11 @@ int WorkerSession::Run() {
   // heartbeat ack still stops this worker (DISTRIBUTED.md §3).
   int64_t lease_expiry_ns = ToNanos(clock_.Now()) + lease_ns;
   loop.SetLeaseExpiry(lease_expiry_ns);
-  std::thread pacer([&loop] { loop.Run(); });
+  std::thread pacer([&loop, pacer_options = options_.pacer] {
+    const std::string refused = ConfigurePacerThread(pacer_options);
+    if (!refused.empty()) LogWarning(refused);
+    loop.Run();
+  });
 
   uint64_t hb_seq = 0;
   Clock::TimePoint next_heartbeat = clock_.Now();

@@ -16,6 +16,7 @@
 #include "common/clock_sync.h"
 #include "common/transport.h"
 #include "surge/v1/wire.pb.h"
+#include "worker/pacer_thread.h"
 #include "worker/request_sender.h"
 
 namespace surge::worker {
@@ -68,6 +69,9 @@ struct WorkerSessionOptions {
   // Test-only: called for every heartbeat's ClockReport to add the
   // simulated truth (SkewedClock); empty = the clock is not simulated.
   std::function<void(surge::v1::ClockReport&)> describe_simulated_clock;
+  // The pacer thread's scheduling, applied on that thread before it runs
+  // (issue 9 item 2); a refused setting is logged once as a warning.
+  PacerThreadOptions pacer;
 };
 
 // Makes the HTTP sender once the Welcome names the target.

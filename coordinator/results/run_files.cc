@@ -1,20 +1,26 @@
 #include "coordinator/results/run_files.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <array>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "common/log.h"
 #include "common/time_units.h"
+#include "coordinator/results/details_json.h"
 #include "coordinator/results/summary.h"
 
 namespace surge::coordinator {
@@ -29,11 +35,6 @@ void AppendDouble(std::string& out, double v) {
   char buf[32];
   auto result = std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::general, 17);
   out.append(buf, result.ptr);
-}
-
-nlohmann::json SecondsOrNull(bool reached, int64_t ns) {
-  if (!reached) return nullptr;
-  return NanosToSeconds(ns);
 }
 
 }  // namespace
@@ -272,73 +273,149 @@ std::string StatusName(RequestStatus status) {
   }
 }
 
-absl::StatusOr<std::unique_ptr<DetailsWriter>> DetailsWriter::Create(const fs::path& path) {
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (f == nullptr) return absl::InternalError(absl::StrCat("cannot write ", path.string()));
-  return std::unique_ptr<DetailsWriter>(new DetailsWriter(f));
+struct DetailsWriter::Queue {
+  std::mutex mu;
+  std::condition_variable work_cv;  // the writer thread waits for records
+  std::condition_variable done_cv;  // Add (queue full) and Flush wait for it
+  std::vector<RequestRecord> pending;
+  size_t pending_count = 0;
+  uint64_t added = 0;
+  uint64_t written = 0;
+  bool writer_waiting = false;
+  bool stop = false;
+  bool failed = false;
+  std::thread thread;
+};
+
+absl::StatusOr<std::unique_ptr<DetailsWriter>> DetailsWriter::Create(const fs::path& path,
+                                                                     DetailsWriterOptions options) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return absl::InternalError(
+        absl::StrCat("cannot write ", path.string(), ": ", std::strerror(errno)));
+  }
+  return std::unique_ptr<DetailsWriter>(new DetailsWriter(fd, options));
+}
+
+DetailsWriter::DetailsWriter(int fd, DetailsWriterOptions options) : fd_(fd), options_(options) {
+  if (options_.max_queued == 0) options_.max_queued = 1;
+  if (options_.writer_thread) {
+    queue_ = std::make_unique<Queue>();
+    queue_->thread = std::thread([this] { WriterLoop(); });
+  }
 }
 
 DetailsWriter::~DetailsWriter() {
-  if (file_ != nullptr) std::fclose(file_);
+  if (queue_ != nullptr) {
+    {
+      std::lock_guard<std::mutex> lock(queue_->mu);
+      queue_->stop = true;
+    }
+    queue_->work_cv.notify_one();
+    queue_->thread.join();  // the loop writes everything queued first
+  } else if (buffer_.size() > 0) {
+    WriteAll(buffer_.data(), buffer_.size());
+  }
+  ::close(fd_);
+}
+
+bool DetailsWriter::WriteAll(const char* bytes, size_t size) {
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::write(fd_, bytes + done, size - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+void DetailsWriter::WriterLoop() {
+  Queue& q = *queue_;
+  std::vector<RequestRecord> batch;
+  LineBuffer out;
+  for (;;) {
+    size_t n = 0;
+    {
+      std::unique_lock<std::mutex> lock(q.mu);
+      while (q.pending_count == 0 && !q.stop) {
+        q.writer_waiting = true;
+        q.work_cv.wait(lock);
+      }
+      if (q.pending_count == 0) return;  // stopped, everything written
+      // Take the filled slots; Add refills the (older) other vector's.
+      std::swap(q.pending, batch);
+      n = q.pending_count;
+      q.pending_count = 0;
+    }
+    // Written in pieces of about 1 MB: bounded memory, and the first lines
+    // of a large batch reach the file early.
+    bool ok = true;
+    out.clear();
+    for (size_t i = 0; i < n; ++i) {
+      AppendDetailsLine(batch[i], &out);
+      if (out.size() >= (1u << 20) || i + 1 == n) {
+        ok &= WriteAll(out.data(), out.size());
+        out.clear();
+      }
+    }
+    {
+      std::lock_guard<std::mutex> lock(q.mu);
+      q.written += n;
+      q.failed |= !ok;
+    }
+    q.done_cv.notify_all();
+  }
 }
 
 void DetailsWriter::Append(const RequestRecord& r) {
-  const bool sent = r.sent();
-  nlohmann::json j;
-  j["index"] = r.index();
-  j["attempt"] = r.attempt();
-  j["worker"] = r.worker();
-  j["status"] = StatusName(r.status());
-  j["planned_offset_s"] = NanosToSeconds(r.planned_ns());
-  j["released_offset_s"] = SecondsOrNull(r.released(), r.released_ns());
-  j["actual_offset_s"] = SecondsOrNull(sent, r.sent_ns());
-  j["lateness_s"] = SecondsOrNull(sent, r.sent_ns() - r.planned_ns());
-  j["blocked_s"] = NanosToSeconds(r.blocked_ns());
-  // Late-send policy: released more than late_threshold_ms after its planned
-  // send, and (cap) how long the catch-up spacing held it back.
-  j["late"] = r.late();
-  j["catch_up_delay_s"] = NanosToSeconds(r.catch_up_delay_ns());
-  j["http_status"] = r.http_status();
-  j["ttft_s"] = SecondsOrNull(r.ttft_ns() != 0, r.ttft_ns());
-  j["ttfc_s"] = SecondsOrNull(r.ttfc_ns() != 0, r.ttfc_ns());
-  j["e2el_s"] = SecondsOrNull(r.e2el_ns() != 0, r.e2el_ns());
-  // The same from the planned send (lateness added; FromPlannedNs).
-  j["ttft_from_planned_s"] = SecondsOrNull(sent && r.ttft_ns() != 0, FromPlannedNs(r, r.ttft_ns()));
-  j["e2el_from_planned_s"] = SecondsOrNull(sent && r.e2el_ns() != 0, FromPlannedNs(r, r.e2el_ns()));
-  // Interrupted requests: when they were cut off, seconds from t0.
-  j["interrupted_offset_s"] = SecondsOrNull(r.interrupted_ns() != 0, r.interrupted_ns());
-  nlohmann::json itl = nlohmann::json::array();
-  for (int64_t gap : r.itl_ns()) itl.push_back(NanosToSeconds(gap));
-  j["itl_s"] = std::move(itl);
-  j["input_tokens"] = r.input_tokens();
-  j["output_tokens"] = r.output_tokens();
-  j["output_tokens_estimated"] = r.output_tokens_estimated();
-  j["max_tokens"] = r.max_tokens();
-  j["finish_reason"] =
-      r.finish_reason().empty() ? nlohmann::json() : nlohmann::json(r.finish_reason());
-  j["short_output"] = r.short_output();
-  j["http_retries"] = r.http_retries();
-  j["retry_reason"] = r.retry_reason();
-  j["retry_offset_s"] = SecondsOrNull(r.retry_sent_ns() != 0, r.retry_sent_ns());
-  j["error"] = r.error();
-  const std::string line = j.dump() + "\n";
-  std::fwrite(line.data(), 1, line.size(), file_);
+  if (queue_ == nullptr) {
+    AppendDetailsLine(r, &buffer_);
+    return;
+  }
+  Queue& q = *queue_;
+  bool wake = false;
+  {
+    std::unique_lock<std::mutex> lock(q.mu);
+    q.done_cv.wait(lock, [&] { return q.added - q.written < options_.max_queued; });
+    if (q.pending_count < q.pending.size()) {
+      q.pending[q.pending_count].CopyFrom(r);
+    } else {
+      q.pending.push_back(r);
+    }
+    ++q.pending_count;
+    ++q.added;
+    wake = q.writer_waiting;
+    q.writer_waiting = false;
+    write_failed_ = q.failed;
+  }
+  if (wake) q.work_cv.notify_one();
 }
 
 absl::Status DetailsWriter::Flush() {
-  if (std::fflush(file_) != 0 || std::ferror(file_)) {
-    return absl::InternalError("cannot write the details file");
+  if (queue_ != nullptr) {
+    std::unique_lock<std::mutex> lock(queue_->mu);
+    queue_->done_cv.wait(lock, [&] { return queue_->written == queue_->added; });
+    write_failed_ = queue_->failed;
+  } else if (buffer_.size() > 0) {
+    write_failed_ |= !WriteAll(buffer_.data(), buffer_.size());
+    buffer_.clear();
   }
+  if (write_failed_) return absl::InternalError("cannot write the details file");
   return absl::OkStatus();
+}
+
+void DetailsWriter::ReportFailure(uint64_t from_index) {
+  if (failure_logged_) return;
+  failure_logged_ = true;
+  LogError(absl::StrCat("cannot write the details file: records from index ", from_index,
+                        " on may be missing from it (the summary still counts them)"));
 }
 
 void DetailsWriter::Add(const RequestRecord& record) {
   Append(record);
-  if (absl::Status s = Flush(); !s.ok() && !write_failed_) {
-    write_failed_ = true;
-    LogError(absl::StrCat(s.message(), ": records from index ", record.index(),
-                          " on may be missing from it (the summary still counts them)"));
-  }
+  if (queue_ == nullptr) (void)Flush();
+  if (write_failed_) ReportFailure(record.index());
 }
 
 absl::StatusOr<RequestRecord> ParseDetailsLine(const std::string& line) {

@@ -70,6 +70,28 @@ TEST(RunOptionsTest, AssignFlagTakesTheTwoPolicyNames) {
                         "\"least-loaded\" (flag --assign)"));
 }
 
+// Issue 9 item 2: the pacer thread's scheduling, as flags and YAML keys;
+// unset by default; a negative CPU is refused naming the flag.
+TEST(RunOptionsTest, PacerCpuAndRealtimeFlagsAndKeys) {
+  auto config = Resolve("--pacer-cpu 1 --pacer-realtime");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(config->has_pacer_cpu());
+  EXPECT_EQ(config->pacer_cpu(), 1);
+  EXPECT_TRUE(config->pacer_realtime());
+  config = Resolve("--num-prompts 5");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_FALSE(config->has_pacer_cpu());
+  EXPECT_FALSE(config->pacer_realtime());
+  config = Resolve("--config " + WriteYaml("pacer_cpu: 3\npacer_realtime: true\n"));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->pacer_cpu(), 3);
+  EXPECT_TRUE(config->pacer_realtime());
+  config = Resolve("--config " + WriteYaml("pacer_cpu: -2\n"));
+  ASSERT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(config.status().message()),
+              HasSubstr("pacer_cpu = \"-2\": must be a whole number >= 0"));
+}
+
 // AISBench's and vLLM's names get the same pointer to surge's name as
 // flags as they do as YAML keys.
 TEST(RunOptionsTest, ForeignFlagNamesPointToSurgesFlags) {
