@@ -116,6 +116,15 @@ const std::vector<Flag>& Flags() {
       {"stop-on-alarm", "stop_on_alarm", Kind::kSwitch,
        "End the run at the first lateness alarm, all files written (exit 3).",
        [](RunConfig* c, const std::string& v) { c->set_stop_on_alarm(v == "true"); }},
+      {"metrics-port", "metrics_port", Kind::kCount,
+       "Serve live metrics (Prometheus text format) at http://HOST:PORT/metrics during the "
+       "run; 0 = off (default). docs/METRICS.md.",
+       [](RunConfig* c, const std::string& v) {
+         c->set_metrics_port(static_cast<uint32_t>(std::min<uint64_t>(U(v), 1u << 30)));
+       }},
+      {"metrics-host", "metrics_host", Kind::kText,
+       "Address --metrics-port listens on (default 127.0.0.1).",
+       [](RunConfig* c, const std::string& v) { c->set_metrics_host(v); }},
       {"output-dir", "output_dir", Kind::kText,
        "Root of the run folders (default outputs/default).",
        [](RunConfig* c, const std::string& v) { c->set_output_dir(v); }},

@@ -265,6 +265,11 @@ const std::map<std::string, Setter>& TopKeys() {
                  bool v;
                  if (ReadBool(n, f, e, &v)) c->set_stop_on_alarm(v);
                }},
+              {"metrics_port", Uint([](RunConfig* c, uint64_t v) {
+                 c->set_metrics_port(static_cast<uint32_t>(std::min<uint64_t>(v, 1u << 30)));
+               })},
+              {"metrics_host",
+               String([](RunConfig* c, const std::string& v) { c->set_metrics_host(v); })},
               {"workers_force",
                [](const YAML::Node& n, const std::string& f, Errors& e, RunConfig* c) {
                  bool v;
@@ -795,6 +800,14 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
     errors.Add("lateness_alarm_ms", Num(c.lateness_alarm_ms()),
                "must be a finite number >= 0 ms, 0 = no lateness alarm (flag --lateness-alarm-ms)");
   }
+  if (c.metrics_port() > 65535) {
+    errors.Add("metrics_port", absl::StrCat(c.metrics_port()),
+               "must be a TCP port 1..65535, or 0 = no live metrics (flag --metrics-port)");
+  }
+  if (c.metrics_host().find_first_of(" \t/") != std::string::npos) {
+    errors.Add("metrics_host", absl::StrCat("\"", c.metrics_host(), "\""),
+               "must be an IP address or a host name, e.g. 127.0.0.1 (flag --metrics-host)");
+  }
   if (c.stop_on_alarm() && c.has_lateness_alarm_ms() && c.lateness_alarm_ms() == 0) {
     errors.Add("stop_on_alarm", "true",
                "needs a lateness alarm: lateness_alarm_ms is 0 (off); give it a threshold > 0 "
@@ -966,6 +979,11 @@ std::vector<std::string> ConfigWarnings(const RunConfig& c) {
             last_segment, " from base_url (flag --base-url) if that is not meant"));
       }
     }
+  }
+  if (!c.metrics_host().empty() && c.metrics_port() == 0) {
+    warnings.push_back(absl::StrCat("metrics_host \"", c.metrics_host(),
+                                    "\" is unused: live metrics are off without a metrics_port "
+                                    "(flag --metrics-port)"));
   }
   // Overrides of surge's own request fields that are allowed, but change
   // what the run measures (ParseExtraBody refuses model, stream, messages,
