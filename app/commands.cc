@@ -579,6 +579,10 @@ int PlanCommand(const RunConfig& config) {
                             : config.target().base_url().empty() ? "surge-sim"
                                                                  : "model";
   int code = kExitOk;
+  if (config.metrics_port() > 0) {
+    LogWarning("--metrics-port is unused by surge plan: nothing is sent, so there are no live "
+               "metrics (surge run and surge coordinator serve them)");
+  }
   // Saved as given: the folder's placeholder model name is not a setting.
   auto prepared = Prepare(config, model, config, &code);
   if (!prepared.ok()) return Fail(prepared.status(), code);
