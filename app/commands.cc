@@ -24,6 +24,7 @@
 #include "app/sim_server_process.h"
 #include "client/model_lister.h"
 #include "common/clock.h"
+#include "common/failure_kind.h"
 #include "common/fd_limit.h"
 #include "common/log.h"
 #include "common/time_units.h"
@@ -33,6 +34,7 @@
 #include "coordinator/dataset/payload_source.h"
 #include "coordinator/dispatch/dispatcher.h"
 #include "coordinator/dispatch/worker_pool.h"
+#include "coordinator/metrics_http/metrics_http_server.h"
 #include "coordinator/plan/arrival_schedule.h"
 #include "coordinator/plan/replay_schedule.h"
 #include "coordinator/plan/traffic.h"
@@ -41,6 +43,7 @@
 #include "coordinator/report/run_context.h"
 #include "coordinator/report/schedule_verdict.h"
 #include "coordinator/report/worker_losses.h"
+#include "coordinator/results/live_metrics.h"
 #include "coordinator/results/progress.h"
 #include "coordinator/results/run_files.h"
 #include "coordinator/results/summary.h"
@@ -77,9 +80,11 @@ using coordinator::FormatSummaryTable;
 using coordinator::IntendedRateRps;
 using coordinator::kInstantModeBelowRps;
 using coordinator::LateMark;
+using coordinator::LiveMetrics;
 using coordinator::LoadYamlConfig;
 using coordinator::LocalProcessPool;
 using coordinator::MakePayloadSource;
+using coordinator::MetricsHttpServer;
 using coordinator::PageContext;
 using coordinator::ParseDetailsLine;
 using coordinator::PayloadSource;
@@ -576,6 +581,10 @@ int PlanCommand(const RunConfig& config) {
                             : config.target().base_url().empty() ? "surge-sim"
                                                                  : "model";
   int code = kExitOk;
+  if (config.metrics_port() > 0) {
+    LogWarning("--metrics-port is unused by surge plan: nothing is sent, so there are no live "
+               "metrics (surge run and surge coordinator serve them)");
+  }
   // Saved as given: the folder's placeholder model name is not a setting.
   auto prepared = Prepare(config, model, config, &code);
   if (!prepared.ok()) return Fail(prepared.status(), code);
@@ -693,6 +702,28 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe,
   signal(SIGINT, OnSignal);
   signal(SIGTERM, OnSignal);
   signal(SIGPIPE, SIG_IGN);
+
+  // Issue 10 item 7: live metrics on --metrics-port, listening before
+  // anything is started or created, so a port in use stops here.
+  LiveMetrics live_metrics;
+  std::unique_ptr<MetricsHttpServer> metrics_server;
+  if (config.metrics_port() > 0) {
+    const std::string host =
+        config.metrics_host().empty() ? std::string("127.0.0.1") : config.metrics_host();
+    auto server = MetricsHttpServer::Start(host, static_cast<uint16_t>(config.metrics_port()),
+                                           [&live_metrics] { return live_metrics.Render(); });
+    if (!server.ok()) {
+      return Fail(
+          absl::Status(server.status().code(),
+                       absl::StrCat("--metrics-port ", config.metrics_port(), " (--metrics-host ",
+                                    host, "): ", server.status().message(),
+                                    "; choose another port, or 0 for no live metrics")),
+          kExitConfigError);
+    }
+    metrics_server = *std::move(server);
+    LogInfo(absl::StrCat("live metrics on http://", host, ":", metrics_server->port(),
+                         "/metrics (docs/METRICS.md)"));
+  }
 
   // R-UI-1: no target → the built-in simulated server, started and stopped
   // here, in a process of its own (issue 9 item 2: its threads are not the
@@ -880,7 +911,12 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe,
   }
 
   ProgressReporter progress(stderr, isatty(fileno(stderr)) != 0);
-  options.on_progress = [&progress](const DispatchProgress& p) { progress.Update(p); };
+  live_metrics.SetPlan(&p.plan);
+  const bool live = metrics_server != nullptr;
+  options.on_progress = [&progress, &live_metrics, live](const DispatchProgress& p) {
+    progress.Update(p);
+    if (live) live_metrics.OnProgress(p);
+  };
   // The details file is formatted and written on the writer's own thread
   // (issue 9 item 3, docs/PERFORMANCE.md): the dispatcher's loop only
   // queues a copy of each record. Written within milliseconds; an
@@ -894,7 +930,8 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe,
   // page's send list; none keeps the records themselves.
   SummaryAccumulator summary(&config.goodput());
   ActualPageInputs page(p.plan.size());
-  RecordFanOut sinks({details->get(), &summary, &page});
+  RecordFanOut sinks({details->get(), &summary, &page, &progress});
+  if (live) sinks.Attach(&live_metrics);
   Dispatcher dispatcher(
       clock, **transport, p.plan, *p.payloads, options,
       [&sinks](const surge::v1::RequestRecord& r) { sinks.Add(r); }, pool.get());
@@ -907,6 +944,7 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe,
                           "counts them all)"));
   }
   progress.Finish();
+  live_metrics.OnRunEnded();
   g_dispatcher.store(nullptr);
   pool->Stop(std::chrono::milliseconds(3000));
   if (sim) sim->Stop();
@@ -982,6 +1020,13 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe,
         outcome->records_lost_in_transit, " requests recorded as record_lost)"));
   }
   WriteRunResults(p.folder, p.dataset, p.plan, summary.Finish(), page, context, p.context);
+  if (live) {
+    // The metrics as a last scrape would read them, beside the summary.
+    const fs::path last = p.folder / (p.dataset + "_metrics.prom");
+    if (absl::Status s = WriteTextFile(live_metrics.Render(), last); !s.ok()) {
+      LogWarning(std::string(s.message()));
+    }
+  }
   std::cout << "results: " << p.folder.string() << std::endl;
   if (!outcome.ok()) return Fail(outcome.status(), kExitFailure);
   if (outcome->interrupted) return InterruptedExitCode();
@@ -1084,8 +1129,8 @@ int ReportCommand(const std::string& folder_arg) {
     r.set_index(i);
     r.set_worker(-1);
     r.set_planned_ns(SecondsToNanos(plan->offset_s[i]));
-    r.set_status(surge::v1::LOST);
-    r.set_error("no_record: the run ended before this request's record was written");
+    SetFailure(r, surge::v1::LOST, surge::v1::FAILURE_KIND_NO_RECORD,
+               "no_record: the run ended before this request's record was written");
     sinks.Add(r);
   }
   if (skipped > 0) LogWarning(absl::StrCat(skipped, " unreadable or duplicate details lines skipped"));

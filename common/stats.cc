@@ -220,4 +220,22 @@ double StreamingStats::Percentile(double p) {
   return a + frac * (at(lo + 1) - a);
 }
 
+BucketCounts::BucketCounts(std::vector<double> upper_bounds)
+    : bounds_(std::move(upper_bounds)), counts_(bounds_.size(), 0) {}
+
+void BucketCounts::Add(double value) {
+  if (std::isnan(value)) return;
+  ++count_;
+  sum_ += value;
+  const auto it = std::lower_bound(bounds_.begin(), bounds_.end(), value);
+  if (it != bounds_.end()) ++counts_[static_cast<size_t>(it - bounds_.begin())];
+}
+
+std::vector<uint64_t> BucketCounts::Cumulative() const {
+  std::vector<uint64_t> out(counts_.size());
+  uint64_t running = 0;
+  for (size_t i = 0; i < counts_.size(); ++i) out[i] = running += counts_[i];
+  return out;
+}
+
 }  // namespace surge

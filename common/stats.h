@@ -107,6 +107,30 @@ class StreamingStats {
   std::unique_ptr<Histogram> histogram_;
 };
 
+// Counts of values at or below each of a few fixed upper bounds, plus the
+// count and sum of all: a Prometheus histogram's `_bucket{le=...}`, `_count`
+// and `_sum` (the live metrics, docs/METRICS.md). A value lands in the first
+// bucket whose bound is >= it (`le`, "less or equal"); values above the last
+// bound only in the count (the "+Inf" bucket). Counts are not cumulative
+// here; Cumulative() makes them so. Not thread-safe. NaN is ignored.
+class BucketCounts {
+ public:
+  // `upper_bounds`: strictly increasing, finite.
+  explicit BucketCounts(std::vector<double> upper_bounds);
+  void Add(double value);
+  const std::vector<double>& upper_bounds() const { return bounds_; }
+  // Values <= upper_bounds()[i] for each i (Prometheus' `le` buckets).
+  std::vector<uint64_t> Cumulative() const;
+  uint64_t count() const { return count_; }
+  double sum() const { return sum_; }
+
+ private:
+  std::vector<double> bounds_;
+  std::vector<uint64_t> counts_;  // per bucket, not cumulative
+  uint64_t count_ = 0;
+  double sum_ = 0;
+};
+
 }  // namespace surge
 
 #endif  // SURGE_COMMON_STATS_H_

@@ -47,6 +47,10 @@ class RequestSender {
   virtual size_t inflight() const = 0;
   // Connections opened so far; default: none counted.
   virtual ConnectTotals connect_totals() const { return {}; }
+  // Requests whose first byte was handed to the socket so far (each of
+  // them gets a record with sent_ns), for the heartbeat's sent_total and
+  // the live metrics (docs/METRICS.md); default: none counted (0).
+  virtual uint64_t sent_total() const { return 0; }
   // Waits up to `drain` for in-flight requests to finish; then cuts off the
   // rest and stops the I/O threads. Idempotent. A cut-off request whose first
   // byte was sent gets status INTERRUPTED ("interrupted: ...") with sent_ns,

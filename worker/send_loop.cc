@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_format.h"
+#include "common/failure_kind.h"
 
 namespace surge::worker {
 
@@ -211,12 +212,13 @@ void SendLoop::Skip(const surge::v1::Assignment& assignment, int64_t lateness_ns
   record.set_worker(options_.worker_index);
   record.set_planned_ns(assignment.offset_ns());
   record.set_max_tokens(assignment.max_tokens());
-  record.set_status(surge::v1::SKIPPED);
-  record.set_error(absl::StrFormat(
-      "skipped_late: reached %.3f ms after its planned send, more than late_threshold_ms %g "
-      "(late_policy skip)",
-      static_cast<double>(lateness_ns) / 1e6,
-      static_cast<double>(options_.late_threshold_ns) / 1e6));
+  SetFailure(
+      record, surge::v1::SKIPPED, surge::v1::FAILURE_KIND_SKIPPED_LATE,
+      absl::StrFormat(
+          "skipped_late: reached %.3f ms after its planned send, more than late_threshold_ms %g "
+          "(late_policy skip)",
+          static_cast<double>(lateness_ns) / 1e6,
+          static_cast<double>(options_.late_threshold_ns) / 1e6));
   on_record_(std::move(record));
 }
 

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/failure_kind.h"
 #include "common/fd_limit.h"
 #include "common/log.h"
 #include "common/utf8.h"
@@ -341,6 +342,7 @@ int WorkerSession::Run() {
     h->set_hb_seq(++hb_seq);
     h->set_t1_worker_ns(ToNanos(now));
     h->set_inflight(static_cast<uint32_t>(sender->inflight()));
+    h->set_sent_total(sender->sent_total());
     h->set_queued(static_cast<uint32_t>(loop.queued()));
     h->set_horizon_ns(loop.horizon_ns());
     *h->mutable_clock() = ClockReportNow();
@@ -439,8 +441,8 @@ int WorkerSession::Run() {
     r.set_attempt(a.attempt());
     r.set_worker(welcome.worker_index());
     r.set_planned_ns(a.offset_ns());
-    r.set_status(surge::v1::NOT_SENT);
-    r.set_error(absl::StrCat("not_sent: ", stop_reason.empty() ? "stopped" : stop_reason));
+    SetFailure(r, surge::v1::NOT_SENT, surge::v1::FAILURE_KIND_NOT_SENT,
+               absl::StrCat("not_sent: ", stop_reason.empty() ? "stopped" : stop_reason));
     AddToOutbox(std::move(r));
   }
   Clock::TimePoint drain_end = clock_.Now() + std::chrono::milliseconds(drain_ms);

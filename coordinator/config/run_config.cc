@@ -335,6 +335,11 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
                "is required with late_policy \"cap\": the fastest rate, requests/s, at which "
                "late requests are released (flag --catch-up-rps)");
   }
+  // A host name has no spaces or slashes (a URL given by mistake).
+  if (c.metrics_host().find_first_of(" \t/") != std::string::npos) {
+    errors.Add("metrics_host", absl::StrCat("\"", ToValidUtf8(c.metrics_host()), "\""),
+               "must be an IP address or a host name, e.g. 127.0.0.1 (flag --metrics-host)");
+  }
   const auto& target = c.target();
   const std::string& url = target.base_url();
   if (!url.empty()) {
@@ -471,6 +476,11 @@ std::vector<std::string> ConfigWarnings(const RunConfig& c) {
             last_segment, " from base_url (flag --base-url) if that is not meant"));
       }
     }
+  }
+  if (!c.metrics_host().empty() && c.metrics_port() == 0) {
+    warnings.push_back(absl::StrCat("metrics_host \"", c.metrics_host(),
+                                    "\" is unused: live metrics are off without a metrics_port "
+                                    "(flag --metrics-port)"));
   }
   // Overrides of surge's own request fields that are allowed, but change
   // what the run measures (ParseExtraBody refuses model, stream, messages,

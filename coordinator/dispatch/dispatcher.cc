@@ -4,9 +4,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/failure_kind.h"
 #include "common/log.h"
-#include "coordinator/dispatch/clock_stamps.h"
 #include "common/time_units.h"
+#include "coordinator/dispatch/clock_stamps.h"
 
 namespace surge::coordinator {
 namespace {
@@ -223,9 +224,11 @@ void Dispatcher::CountConnectFailure(const surge::v1::RequestRecord& r) {
   if (options_.abort_after_connect_failures == 0 || connect_rule_settled_ || stopping_) return;
   if (r.status() == surge::v1::NOT_SENT) return;  // says nothing about the target
   const std::string& e = r.error();
-  auto starts = [&e](const char* p) { return e.rfind(p, 0) == 0; };
-  const bool no_response = r.status() == surge::v1::FAILED && r.http_status() == 0 &&
-                           (starts("connect:") || starts("tls:") || starts("connection_closed:"));
+  const surge::v1::FailureKind kind = FailureKindOf(r);
+  const bool no_response =
+      r.status() == surge::v1::FAILED && r.http_status() == 0 &&
+      (kind == surge::v1::FAILURE_KIND_CONNECT || kind == surge::v1::FAILURE_KIND_TLS ||
+       kind == surge::v1::FAILURE_KIND_CONNECTION_CLOSED);
   if (!no_response) {
     connect_rule_settled_ = true;  // the target answered (or the run is past its start)
     return;
@@ -242,9 +245,6 @@ void Dispatcher::CountConnectFailure(const surge::v1::RequestRecord& r) {
 
 void Dispatcher::Deliver(surge::v1::RequestRecord record) {
   ++outcome_.records;
-  sent_records_ += record.sent();
-  ok_records_ += record.status() == surge::v1::OK;
-  not_sent_records_ += record.status() == surge::v1::NOT_SENT;
   outcome_.send_unknown += record.status() == surge::v1::LOST;
   CountConnectFailure(record);
   sink_(record);
@@ -414,15 +414,21 @@ absl::StatusOr<DispatchOutcome> Dispatcher::Run() {
       DispatchProgress p;
       p.elapsed_s = NanosToSeconds(NowRelNs(now));
       p.planned = n;
-      p.records = outcome_.records;
-      p.sent = sent_records_;
-      p.ok = ok_records_;
-      p.not_sent = not_sent_records_;
       p.stopping = stopping_;
       p.inflight = registry_.inflight();
       p.last_planned_s = n > 0 ? NanosToSeconds(ledger_.offset_ns(n - 1)) : 0;
       p.lateness = lateness_.latest();
       p.behind = !lateness_.verdict().kept;
+      for (const Worker& w : registry_.workers()) {
+        if (static_cast<size_t>(w.index) >= p.worker_sent_total.size()) {
+          p.worker_sent_total.resize(static_cast<size_t>(w.index) + 1, 0);
+        }
+        p.worker_sent_total[w.index] = w.sent_total;
+        if (w.alive && w.window_ns > 0) {
+          p.window_send_rate_rps +=
+              static_cast<double>(w.window_sends) / NanosToSeconds(w.window_ns);
+        }
+      }
       options_.on_progress(p);
     }
     if (stop_requests_.load() > 0 && !user_stop_seen) {

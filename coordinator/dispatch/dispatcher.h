@@ -39,11 +39,13 @@ struct DispatchProgress {
   // Seconds since t0 (negative before the start).
   double elapsed_s = 0;
   uint64_t planned = 0;
-  // Final records so far, and how many of them were sent / OK.
+  // Final records so far, and how many of them were sent / OK, and never
+  // sent (NOT_SENT, e.g. after a stop). Counted from the records by their
+  // sink (ProgressReporter, coordinator/results/progress.h), not by the
+  // dispatcher: 0 in the dispatcher's snapshots.
   uint64_t records = 0;
   uint64_t sent = 0;
   uint64_t ok = 0;
-  // Final records that were never sent (NOT_SENT), e.g. after a stop.
   uint64_t not_sent = 0;
   // The run is stopping (Ctrl-C, or the target is unreachable).
   bool stopping = false;
@@ -56,6 +58,13 @@ struct DispatchProgress {
   std::vector<WorkerLateness> lateness;
   // A lateness alarm has fired in this run.
   bool behind = false;
+  // By worker index: requests whose first byte it has written, from its
+  // last heartbeat (Heartbeat.sent_total; 0 before its first report or when
+  // its sender does not count). For the live metrics (docs/METRICS.md).
+  std::vector<uint64_t> worker_sent_total;
+  // Σ over live workers of (sends in its last SendHealth window / window
+  // length), requests/s: the rate the pacers released at lately.
+  double window_send_rate_rps = 0;
 };
 
 struct DispatcherOptions {
@@ -264,9 +273,6 @@ class Dispatcher {
   uint64_t seq_ = 0;
   int64_t t0_ns_ = 0;
   DispatchOutcome outcome_;
-  uint64_t sent_records_ = 0;
-  uint64_t ok_records_ = 0;
-  uint64_t not_sent_records_ = 0;
   // The connect-failure rule: records counted so far, and whether a record
   // other than a connection failure has settled it (rule off).
   uint32_t connect_failures_ = 0;

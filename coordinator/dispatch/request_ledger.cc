@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/failure_kind.h"
 
 namespace surge::coordinator {
 
@@ -61,13 +62,12 @@ surge::v1::RequestRecord RequestLedger::Finalize(surge::v1::RequestRecord record
 
 surge::v1::RequestRecord RequestLedger::Made(uint64_t i, int32_t worker,
                                              surge::v1::RequestStatus status,
-                                             std::string error) const {
+                                             surge::v1::FailureKind kind, std::string error) const {
   surge::v1::RequestRecord r;
   r.set_index(i);
   r.set_attempt(attempt_[i]);
   r.set_worker(worker);
-  r.set_status(status);
-  r.set_error(std::move(error));
+  SetFailure(r, status, kind, std::move(error));
   return r;
 }
 
@@ -90,7 +90,7 @@ RequestLedger::TakeBackCounts RequestLedger::TakeBack(int32_t owner, int64_t may
   for (uint64_t i = 0; i < cursor_; ++i) {
     if (state_[i] != State::kAssigned || owner_[i] != owner) continue;
     if (offset_ns_[i] <= may_have_sent_until_ns) {
-      emit(Finalize(Made(i, owner, surge::v1::LOST,
+      emit(Finalize(Made(i, owner, surge::v1::LOST, surge::v1::FAILURE_KIND_SEND_UNKNOWN,
                          absl::StrCat("send_unknown: worker ", owner, " lost (", why, ")"))));
       ++counts.lost;
     } else if (offset_ns_[i] > reassign_after_ns && may_reassign) {
@@ -101,7 +101,7 @@ RequestLedger::TakeBackCounts RequestLedger::TakeBack(int32_t owner, int64_t may
       ++reassigned_;
       ++counts.reassigned;
     } else {
-      emit(Finalize(Made(i, owner, surge::v1::NOT_SENT,
+      emit(Finalize(Made(i, owner, surge::v1::NOT_SENT, surge::v1::FAILURE_KIND_NOT_SENT,
                          absl::StrCat("not_sent: worker ", owner,
                                       " lost before this request could be sent (", why, ")"))));
       ++counts.not_sent;
@@ -120,7 +120,7 @@ uint64_t RequestLedger::GiveUpIdle(int32_t owner, int64_t due_before_ns, Emit em
     if (state_[i] != State::kAssigned || owner_[i] != owner || offset_ns_[i] > due_before_ns) {
       continue;
     }
-    emit(Finalize(Made(i, owner, surge::v1::LOST,
+    emit(Finalize(Made(i, owner, surge::v1::LOST, surge::v1::FAILURE_KIND_RECORD_LOST,
                        absl::StrCat("record_lost: worker ", owner,
                                     " has been idle without reporting this request"))));
     ++given_up;
@@ -130,11 +130,13 @@ uint64_t RequestLedger::GiveUpIdle(int32_t owner, int64_t due_before_ns, Emit em
 
 void RequestLedger::CloseUnassigned(absl::string_view reason, Emit emit) {
   for (uint64_t i : reassign_) {
-    emit(Finalize(Made(i, -1, surge::v1::NOT_SENT, std::string(reason))));
+    emit(Finalize(
+        Made(i, -1, surge::v1::NOT_SENT, surge::v1::FAILURE_KIND_NOT_SENT, std::string(reason))));
   }
   reassign_.clear();
   for (; cursor_ < size(); ++cursor_) {
-    emit(Finalize(Made(cursor_, -1, surge::v1::NOT_SENT, std::string(reason))));
+    emit(Finalize(Made(cursor_, -1, surge::v1::NOT_SENT, surge::v1::FAILURE_KIND_NOT_SENT,
+                       std::string(reason))));
   }
 }
 
@@ -142,11 +144,14 @@ void RequestLedger::CloseOpen(bool stopping, Emit emit) {
   for (uint64_t i = 0; i < size(); ++i) {
     if (state_[i] == State::kFinal) continue;
     if (state_[i] != State::kAssigned) {
-      emit(Finalize(Made(i, owner_[i], surge::v1::NOT_SENT, "not_sent: run_ended")));
+      emit(Finalize(Made(i, owner_[i], surge::v1::NOT_SENT, surge::v1::FAILURE_KIND_NOT_SENT,
+                         "not_sent: run_ended")));
     } else if (stopping) {
-      emit(Finalize(Made(i, owner_[i], surge::v1::INTERRUPTED, "interrupted: no_record")));
+      emit(Finalize(Made(i, owner_[i], surge::v1::INTERRUPTED, surge::v1::FAILURE_KIND_INTERRUPTED,
+                         "interrupted: no_record")));
     } else {
-      emit(Finalize(Made(i, owner_[i], surge::v1::LOST, "lost: no_record_before_drain_deadline")));
+      emit(Finalize(Made(i, owner_[i], surge::v1::LOST, surge::v1::FAILURE_KIND_LOST,
+                         "lost: no_record_before_drain_deadline")));
     }
   }
   // Nothing is left to assign.

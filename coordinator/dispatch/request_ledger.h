@@ -110,7 +110,7 @@ class RequestLedger {
   // Makes `record` the final one of its request (state, planned_ns, counts).
   surge::v1::RequestRecord Finalize(surge::v1::RequestRecord record);
   surge::v1::RequestRecord Made(uint64_t i, int32_t worker, surge::v1::RequestStatus status,
-                                std::string error) const;
+                                surge::v1::FailureKind kind, std::string error) const;
 
   std::vector<int64_t> offset_ns_;
   std::vector<State> state_;

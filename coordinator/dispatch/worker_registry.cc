@@ -51,6 +51,11 @@ surge::v1::HeartbeatAck WorkerRegistry::OnHeartbeat(Worker& w, const surge::v1::
                                                     Clock::TimePoint received) {
   w.ready = true;
   w.inflight = hb.inflight();
+  w.sent_total = std::max(w.sent_total, hb.sent_total());
+  if (hb.has_send_health()) {
+    w.window_sends = hb.send_health().sends();
+    w.window_ns = hb.send_health().window_ns();
+  }
   const bool idle = hb.inflight() == 0 && hb.queued() == 0;
   if (idle && !w.idle) w.idle_since = received;
   w.idle = idle;

@@ -54,6 +54,11 @@ class WorkerRegistry {
     Clock::TimePoint last_heard{};
     // In flight, from the last heartbeat.
     uint32_t inflight = 0;
+    // First bytes written so far (the largest Heartbeat.sent_total seen),
+    // and the last SendHealth window: its sends and length, ns.
+    uint64_t sent_total = 0;
+    uint64_t window_sends = 0;
+    int64_t window_ns = 0;
     // Since when every heartbeat says nothing in flight and nothing queued,
     // with no assignment sent since (idle = false otherwise).
     bool idle = false;

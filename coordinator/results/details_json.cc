@@ -5,6 +5,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "common/failure_kind.h"
 #include "common/time_units.h"
 #include "common/utf8.h"
 #include "coordinator/results/run_files.h"
@@ -242,10 +243,10 @@ void AppendDetailsLine(const RequestRecord& r, std::string* out) {
 void AppendDetailsLine(const RequestRecord& r, LineBuffer* out) {
   const bool sent = r.sent();
   const std::string status = StatusName(r.status());
-  // Room for the longest line these fields can make: 29 keys with their
-  // punctuation (< 600 bytes), 23 numbers, each ITL value and its comma,
+  // Room for the longest line these fields can make: 30 keys with their
+  // punctuation and the failure kind's label (< 700 bytes), 23 numbers, each ITL value and its comma,
   // and the strings escaped at worst.
-  const size_t room = 600 + 23 * kMaxNumber +
+  const size_t room = 700 + 23 * kMaxNumber +
                       static_cast<size_t>(r.itl_ns_size()) * (kMaxNumber + 1) +
                       StringRoom(r.error()) + StringRoom(r.finish_reason()) +
                       StringRoom(r.retry_reason()) + StringRoom(status);
@@ -265,6 +266,9 @@ void AppendDetailsLine(const RequestRecord& r, LineBuffer* out) {
   w.SecondsOrNull(r.e2el_ns() != 0, r.e2el_ns());
   w.Raw(",\"error\":");
   w.String(r.error());
+  // The failure kind as a label ("http_5xx", "not_sent"; "" for ok).
+  w.Raw(",\"failure_kind\":");
+  w.String(FailureKindLabel(FailureKindOf(r)));
   w.Raw(",\"finish_reason\":");
   if (r.finish_reason().empty()) {
     w.Raw("null");

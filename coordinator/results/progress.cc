@@ -50,7 +50,19 @@ std::string FormatProgress(const DispatchProgress& p) {
       not_sent, p.inflight, rate, FormatLateness(p.lateness, p.behind), eta);
 }
 
-void ProgressReporter::Update(const DispatchProgress& p) {
+void ProgressReporter::Add(const surge::v1::RequestRecord& r) {
+  ++records_;
+  sent_ += r.sent();
+  ok_ += r.status() == surge::v1::OK;
+  not_sent_ += r.status() == surge::v1::NOT_SENT;
+}
+
+void ProgressReporter::Update(const DispatchProgress& live) {
+  DispatchProgress p = live;
+  p.records = records_;
+  p.sent = sent_;
+  p.ok = ok_;
+  p.not_sent = not_sent_;
   if (terminal_) {
     std::fprintf(out_, "\r%s\033[K", FormatProgress(p).c_str());
     std::fflush(out_);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "coordinator/dispatch/dispatcher.h"
+#include "coordinator/results/record_sink.h"
 
 namespace surge::coordinator {
 
@@ -27,13 +28,19 @@ std::string FormatProgress(const DispatchProgress& p);
 std::string FormatLateness(const std::vector<WorkerLateness>& workers, bool behind);
 
 // Writes FormatProgress lines to `out`: every update on a terminal (with
-// "\r", cleared by Finish), else one line per `plain_period_s`. Not
-// thread-safe; used from the dispatcher thread.
-class ProgressReporter {
+// "\r", cleared by Finish), else one line per `plain_period_s`. A record
+// sink (issue 10 item 6): it counts the final records (done, sent, OK, not
+// sent) itself; the dispatcher's snapshots bring the live part (elapsed, in
+// flight, lateness, stopping). Not thread-safe; used from the dispatcher
+// thread.
+class ProgressReporter : public RecordSink {
  public:
   ProgressReporter(std::FILE* out, bool terminal, double plain_period_s = 5.0)
       : out_(out), terminal_(terminal), plain_period_s_(plain_period_s) {}
-  void Update(const DispatchProgress& p);
+  void Add(const surge::v1::RequestRecord& record) override;
+  // Shows `live` with this sink's record counts in its records, sent, ok and
+  // not_sent.
+  void Update(const DispatchProgress& live);
   // Ends the in-place line on a terminal.
   void Finish();
 
@@ -43,6 +50,7 @@ class ProgressReporter {
   double plain_period_s_;
   double next_plain_s_ = -1e9;
   bool dirty_ = false;
+  uint64_t records_ = 0, sent_ = 0, ok_ = 0, not_sent_ = 0;
 };
 
 }  // namespace surge::coordinator

@@ -18,6 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "common/failure_kind.h"
 #include "common/log.h"
 #include "common/time_units.h"
 #include "coordinator/results/details_json.h"
@@ -474,6 +475,12 @@ absl::StatusOr<RequestRecord> ParseDetailsLine(const std::string& line) {
   r.set_retry_reason(j.value("retry_reason", std::string()));
   r.set_retry_sent_ns(ns("retry_offset_s"));
   r.set_error(j.value("error", std::string()));
+  // Details files from before failure_kind: the kind from the error text.
+  const std::string kind = j.value("failure_kind", std::string());
+  r.set_failure_kind(kind.empty() ? FailureKindOf(r) : FailureKindFromLabel(kind));
+  if (!kind.empty() && r.failure_kind() == surge::v1::FAILURE_KIND_UNSPECIFIED) {
+    r.set_failure_kind(surge::v1::FAILURE_KIND_OTHER);  // a label this release does not know
+  }
   return r;
 }
 

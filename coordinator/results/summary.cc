@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/failure_kind.h"
 #include "common/stats.h"
 #include "common/time_units.h"
 
@@ -102,6 +103,30 @@ double IntendedRateRps(const std::vector<double>& planned_offsets_s) {
   return RateOverSpan(planned_offsets_s.size(), *lo, *hi);
 }
 
+std::string ReasonKey(const surge::v1::RequestRecord& r) {
+  const surge::v1::FailureKind kind = FailureKindOf(r);
+  switch (kind) {
+    case surge::v1::FAILURE_KIND_UNSPECIFIED:
+      return "unknown";
+    case surge::v1::FAILURE_KIND_HTTP_4XX:
+    case surge::v1::FAILURE_KIND_HTTP_5XX:
+    case surge::v1::FAILURE_KIND_HTTP_OTHER:
+      // The status itself says more than its class (from the error text
+      // when a record has no status code).
+      if (r.http_status() > 0) return absl::StrCat("http_", r.http_status());
+      if (r.error().rfind("http_", 0) == 0) return r.error().substr(0, r.error().find(':'));
+      return FailureKindLabel(kind);
+    case surge::v1::FAILURE_KIND_OTHER: {
+      // An error text this release does not know (an older file): its own
+      // prefix, as earlier releases counted it.
+      const std::string& e = r.error();
+      return e.empty() ? std::string("unknown") : e.substr(0, e.find(':'));
+    }
+    default:
+      return FailureKindLabel(kind);
+  }
+}
+
 int64_t FromPlannedNs(const surge::v1::RequestRecord& r, int64_t metric_ns) {
   return metric_ns + (r.sent_ns() - r.planned_ns());
 }
@@ -177,10 +202,7 @@ void SummaryAccumulator::Add(const surge::v1::RequestRecord& r) {
     const std::string& why = r.retry_reason();
     ++s.retry_reasons[why.empty() ? std::string("unknown") : why.substr(0, why.find(':'))];
   }
-  if (r.status() != surge::v1::OK) {
-    const std::string& e = r.error();
-    ++s.reasons[e.empty() ? std::string("unknown") : e.substr(0, e.find(':'))];
-  }
+  if (r.status() != surge::v1::OK) ++s.reasons[ReasonKey(r)];
   if (!r.sent()) return;
   ++s.sent;
   const double sent = NanosToSeconds(r.sent_ns());

@@ -44,6 +44,14 @@ MetricStats StatsOf(StreamingStats& values);
 // record.sent() and the metric was measured.
 int64_t FromPlannedNs(const surge::v1::RequestRecord& record, int64_t metric_ns);
 
+// The key a not-OK record is counted under in RunSummary::reasons: its
+// failure kind's label (common/failure_kind.h: "timeout", "not_sent",
+// "send_unknown", ...), for an HTTP kind "http_<status>" ("http_503"), and
+// for an error text of unknown kind (FAILURE_KIND_OTHER) the text before its
+// first ':' as earlier releases counted it; "unknown" when there is none.
+// Pure.
+std::string ReasonKey(const surge::v1::RequestRecord& record);
+
 struct RunSummary {
   // Records by final state; total = all six.
   uint64_t total = 0, succeeded = 0, failed = 0, lost = 0, not_sent = 0, interrupted = 0;
@@ -124,8 +132,8 @@ struct RunSummary {
   double goodput_rps = 0;
   // True when every metric's percentiles are exact (MetricStats::exact).
   bool percentiles_exact = true;
-  // Failed, lost, not-sent and interrupted records by reason (the error
-  // text before its first ':'), e.g. {"http_503": 3, "interrupted": 80}.
+  // Failed, lost, not-sent, interrupted and skipped records by reason
+  // (ReasonKey: the failure kind), e.g. {"http_503": 3, "interrupted": 80}.
   std::map<std::string, uint64_t> reasons;
 };
 

@@ -11,6 +11,7 @@
 #include <boost/random/mersenne_twister.hpp>
 #include <boost/random/normal_distribution.hpp>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <vector>
 
@@ -197,6 +198,18 @@ TEST(StreamingStatsTest, ValuesOutsideTheRangeClampToMinAndMax) {
   EXPECT_EQ(s.Percentile(0), 1e-15);
   EXPECT_EQ(s.Percentile(100), 5e13);
   EXPECT_NEAR(s.Percentile(50), 1.0, kStreamingRelativeError);
+}
+
+// Prometheus-style buckets for the live metrics (issue 10 item 7): a value
+// counts in the first bucket whose bound is >= it ("le").
+TEST(BucketCountsTest, LessOrEqualBucketsCumulativeCountAndSum) {
+  BucketCounts b({0.1, 1, 10});
+  for (double v : {0.05, 0.1, 0.5, 1.0, 2.0, 20.0, -1.0}) b.Add(v);
+  b.Add(std::numeric_limits<double>::quiet_NaN());
+  EXPECT_EQ(b.Cumulative(), (std::vector<uint64_t>{3, 5, 6}));
+  EXPECT_EQ(b.count(), 7u);
+  EXPECT_DOUBLE_EQ(b.sum(), 0.05 + 0.1 + 0.5 + 1.0 + 2.0 + 20.0 - 1.0);
+  EXPECT_EQ(b.upper_bounds(), (std::vector<double>{0.1, 1, 10}));
 }
 
 }  // namespace

@@ -37,6 +37,7 @@
 #include "client/target_checks.h"
 #include "client/tls_client.h"
 #include "client/url.h"
+#include "common/failure_kind.h"
 #include "common/log.h"
 #include "common/prompt_builder.h"
 #include "common/utf8.h"
@@ -87,6 +88,16 @@ constexpr char kDefaultEndpoint[] = "/v1/chat/completions";
 // Errors of requests cut off by Shutdown after the drain window.
 constexpr char kInterruptedError[] = "interrupted: cut_off_at_stop";
 constexpr char kNotSentInterruptedError[] = "not_sent: stopped_before_first_byte";
+
+// The failure kind of an I/O error met in `phase` (FailIo's phases).
+surge::v1::FailureKind PhaseKind(std::string_view phase) {
+  if (phase == "connect") return surge::v1::FAILURE_KIND_CONNECT;
+  if (phase == "tls") return surge::v1::FAILURE_KIND_TLS;
+  if (phase == "send") return surge::v1::FAILURE_KIND_SEND;
+  if (phase == "connection_closed") return surge::v1::FAILURE_KIND_CONNECTION_CLOSED;
+  if (phase == "stream_error") return surge::v1::FAILURE_KIND_STREAM_ERROR;
+  return surge::v1::FAILURE_KIND_OTHER;
+}
 
 // One connection of the pool: TCP, or TLS over TCP when `tls_context` is
 // given. Only the coroutine of the request that holds it touches it, on
@@ -339,8 +350,7 @@ class BeastRequestSender::Impl {
     }
     if (!st->strand.has_value()) {
       RequestRecord record = BaseRecord(*st);
-      record.set_status(surge::v1::NOT_SENT);
-      record.set_error("sender_shut_down");
+      SetFailure(record, surge::v1::NOT_SENT, surge::v1::FAILURE_KIND_NOT_SENT, "sender_shut_down");
       if (st->on_done) st->on_done(std::move(record));
       return;
     }
@@ -368,6 +378,7 @@ class BeastRequestSender::Impl {
   }
 
   uint64_t connections_opened() const { return connections_opened_.load(); }
+  uint64_t sent_total() const { return sent_total_.load(); }
   int64_t connect_ns_total() const { return connect_ns_total_.load(); }
 
   void Shutdown(std::chrono::milliseconds drain) {
@@ -411,8 +422,8 @@ class BeastRequestSender::Impl {
     // must get exactly one callback even if a coroutine is stuck.
     for (auto& st : leftovers) {
       RequestRecord record = BaseRecord(*st);
-      record.set_status(surge::v1::INTERRUPTED);
-      record.set_error("interrupted: no_record");
+      SetFailure(record, surge::v1::INTERRUPTED, surge::v1::FAILURE_KIND_INTERRUPTED,
+                 "interrupted: no_record");
       record.set_interrupted_ns(ToNanos(clock_.Now()));
       Finish(st, std::move(record));
     }
@@ -528,14 +539,13 @@ class BeastRequestSender::Impl {
                      RequestRecord& record, const std::string& message = "") {
     if (st.aborted.load()) {
       // Cut off by Shutdown; Run() makes it NOT_SENT when nothing went out.
-      record.set_status(surge::v1::INTERRUPTED);
-      record.set_error(kInterruptedError);
+      SetFailure(record, surge::v1::INTERRUPTED, surge::v1::FAILURE_KIND_INTERRUPTED,
+                 kInterruptedError);
     } else if (st.timed_out) {
-      record.set_status(surge::v1::FAILED);
-      record.set_error("timeout");
+      SetFailure(record, surge::v1::FAILED, surge::v1::FAILURE_KIND_TIMEOUT, "timeout");
     } else {
-      record.set_status(surge::v1::FAILED);
-      record.set_error(absl::StrCat(phase, ": ", message.empty() ? ec.message() : message));
+      SetFailure(record, surge::v1::FAILED, PhaseKind(phase),
+                 absl::StrCat(phase, ": ", message.empty() ? ec.message() : message));
     }
   }
 
@@ -632,16 +642,16 @@ class BeastRequestSender::Impl {
     try {
       reusable = co_await Execute(st, record);
     } catch (const std::exception& e) {
-      record.set_status(surge::v1::FAILED);
-      record.set_error(absl::StrCat("internal: ", e.what()));
+      SetFailure(record, surge::v1::FAILED, surge::v1::FAILURE_KIND_INTERNAL,
+                 absl::StrCat("internal: ", e.what()));
     }
     if (st->watchdog.has_value()) st->watchdog->cancel();
     if (record.status() == surge::v1::INTERRUPTED) {
       // Cut off by Shutdown: sent → keeps sent_ns, TTFT, ITL and tokens so
       // far; never written → provably not sent.
       if (record.sent_ns() == 0) {
-        record.set_status(surge::v1::NOT_SENT);
-        record.set_error(kNotSentInterruptedError);
+        SetFailure(record, surge::v1::NOT_SENT, surge::v1::FAILURE_KIND_NOT_SENT,
+                   kNotSentInterruptedError);
       } else {
         record.set_interrupted_ns(ToNanos(clock_.Now()));
       }
@@ -731,8 +741,8 @@ class BeastRequestSender::Impl {
     const bool opened = co_await Connect(conn, st.get(), nullptr, error);
     if (opened) co_return true;
     if (error.phase.empty()) {
-      record.set_status(surge::v1::FAILED);
-      record.set_error(error.message);
+      // TLS set-up (certificates, SNI) before any handshake.
+      SetFailure(record, surge::v1::FAILED, surge::v1::FAILURE_KIND_TLS, error.message);
     } else {
       FailIo(*st, error.phase.c_str(), error.ec, record, error.message);
     }
@@ -812,6 +822,7 @@ class BeastRequestSender::Impl {
       st->retry_sent_ns = write_ns;
     } else {
       st->first_sent_ns = write_ns;
+      sent_total_.fetch_add(1);  // its record will have sent_ns: sent
     }
     ResponseMetrics metrics(st->first_sent_ns);
     if (written < request_bytes.size()) {
@@ -868,6 +879,7 @@ class BeastRequestSender::Impl {
     SseParser sse_parser;
     std::string body;  // non-SSE body (kept whole for 200, a prefix otherwise)
     std::string stream_error;
+    surge::v1::FailureKind stream_error_kind = surge::v1::FAILURE_KIND_STREAM_ERROR;
     // The stream's own end marks: "data: [DONE]", a choice's finish_reason.
     bool saw_done = false;
     bool saw_finish = false;
@@ -881,9 +893,10 @@ class BeastRequestSender::Impl {
       absl::StatusOr<ParsedAnswer> parsed = ParseStreamEvent(kind_, event);
       if (!parsed.ok()) {
         // Not JSON: a bad chunk; an {"error": ...} event: the server's.
-        stream_error = absl::StrCat(parsed.status().code() == absl::StatusCode::kInvalidArgument
-                                        ? "bad_chunk: "
-                                        : "stream_error: ",
+        const bool bad_chunk = parsed.status().code() == absl::StatusCode::kInvalidArgument;
+        stream_error_kind =
+            bad_chunk ? surge::v1::FAILURE_KIND_BAD_CHUNK : surge::v1::FAILURE_KIND_STREAM_ERROR;
+        stream_error = absl::StrCat(bad_chunk ? "bad_chunk: " : "stream_error: ",
                                     std::string(parsed.status().message()));
         return false;
       }
@@ -891,6 +904,7 @@ class BeastRequestSender::Impl {
         // n > 1 (or best_of): the choices' chunks interleave, and their
         // gaps are not inter-token latencies. Refused at start; a server
         // that sends them anyway fails the request rather than mixing them.
+        stream_error_kind = surge::v1::FAILURE_KIND_MULTIPLE_CHOICES;
         stream_error = absl::StrCat("multiple_choices: an event of choice ", parsed->choice_index,
                                     "; surge measures one choice per request (n = 1)");
         return false;
@@ -938,8 +952,7 @@ class BeastRequestSender::Impl {
     if (!stream_error.empty()) {
       metrics.FillRecord(estimated_input, record);
       record.set_e2el_ns(0);
-      record.set_status(surge::v1::FAILED);
-      record.set_error(stream_error);
+      SetFailure(record, surge::v1::FAILED, stream_error_kind, stream_error);
       co_return false;
     }
     if (ec) {
@@ -952,11 +965,16 @@ class BeastRequestSender::Impl {
       }
       record.set_e2el_ns(0);
       if (IsClosedByPeer(ec) && !st->aborted.load() && !st->timed_out) {
-        record.set_status(surge::v1::FAILED);
         // A whole answer cut before its Content-Length or its last chunk:
         // incomplete_body (it would otherwise surface as bad JSON, or even
         // parse when the cut falls after a complete JSON value).
-        record.set_error(ok_status && !sse ? "incomplete_body" : "closed_mid_stream");
+        if (ok_status && !sse) {
+          SetFailure(record, surge::v1::FAILED, surge::v1::FAILURE_KIND_INCOMPLETE_BODY,
+                     "incomplete_body");
+        } else {
+          SetFailure(record, surge::v1::FAILED, surge::v1::FAILURE_KIND_CLOSED_MID_STREAM,
+                     "closed_mid_stream");
+        }
       } else {
         FailIo(*st, "stream_error", ec, record);
       }
@@ -966,11 +984,11 @@ class BeastRequestSender::Impl {
     const bool keep_alive = parser.keep_alive();
     if (!ok_status) {
       metrics.FillRecord(estimated_input, record);
-      record.set_status(surge::v1::FAILED);
       // Redacted before it is cut short, so no piece of the key survives.
       std::string quoted = body;
       RedactApiKey(&quoted, api_key_);
-      record.set_error(absl::StrCat("http_", status, ": ", ToValidUtf8(quoted, kErrorBodyChars)));
+      SetFailure(record, surge::v1::FAILED, HttpFailureKind(status),
+                 absl::StrCat("http_", status, ": ", ToValidUtf8(quoted, kErrorBodyChars)));
       co_return keep_alive;
     }
     if (sse) {
@@ -982,11 +1000,10 @@ class BeastRequestSender::Impl {
         // answer may be cut; keep what arrived (TTFT, ITL, tokens) but do
         // not call it a success, and no E2EL for an answer not known whole.
         record.set_e2el_ns(0);
-        record.set_status(surge::v1::FAILED);
-        record.set_error("incomplete_stream");
+        SetFailure(record, surge::v1::FAILED, surge::v1::FAILURE_KIND_INCOMPLETE_STREAM,
+                   "incomplete_stream");
       } else if (metrics.content_events() == 0) {
-        record.set_status(surge::v1::FAILED);
-        record.set_error("no_content");
+        SetFailure(record, surge::v1::FAILED, surge::v1::FAILURE_KIND_NO_CONTENT, "no_content");
       } else {
         record.set_status(surge::v1::OK);
       }
@@ -995,8 +1012,8 @@ class BeastRequestSender::Impl {
     absl::StatusOr<ParsedAnswer> answer = ParseCompletionBody(kind_, body);
     if (!answer.ok()) {
       metrics.FillRecord(estimated_input, record);
-      record.set_status(surge::v1::FAILED);
-      record.set_error(absl::StrCat("bad_response: ", std::string(answer.status().message())));
+      SetFailure(record, surge::v1::FAILED, surge::v1::FAILURE_KIND_BAD_RESPONSE,
+                 absl::StrCat("bad_response: ", std::string(answer.status().message())));
       co_return keep_alive;
     }
     if (!answer->content.empty()) {
@@ -1007,8 +1024,7 @@ class BeastRequestSender::Impl {
     if (answer->finished) metrics.OnFinishReason(answer->finish_reason);
     metrics.FillRecord(estimated_input, record);
     if (answer->content.empty() && record.output_tokens() == 0) {
-      record.set_status(surge::v1::FAILED);
-      record.set_error("no_content");
+      SetFailure(record, surge::v1::FAILED, surge::v1::FAILURE_KIND_NO_CONTENT, "no_content");
     } else {
       record.set_status(surge::v1::OK);
     }
@@ -1036,6 +1052,9 @@ class BeastRequestSender::Impl {
   std::optional<net::executor_work_guard<net::io_context::executor_type>> work_;
   std::vector<std::thread> threads_;
   std::atomic<uint64_t> connections_opened_{0};
+  // Requests whose first write was stamped (record sent_ns set): the live
+  // metrics' sent counter (RequestSender::sent_total).
+  std::atomic<uint64_t> sent_total_{0};
   std::atomic<int64_t> connect_ns_total_{0};
 
   std::mutex shutdown_mu_;  // serialises Shutdown calls
@@ -1135,6 +1154,8 @@ size_t BeastRequestSender::inflight() const { return impl_->inflight(); }
 void BeastRequestSender::Shutdown(std::chrono::milliseconds drain) { impl_->Shutdown(drain); }
 
 uint64_t BeastRequestSender::connections_opened() const { return impl_->connections_opened(); }
+
+uint64_t BeastRequestSender::sent_total() const { return impl_->sent_total(); }
 
 ConnectTotals BeastRequestSender::connect_totals() const {
   return ConnectTotals{impl_->connections_opened(), impl_->connect_ns_total()};

@@ -164,6 +164,9 @@ class BeastRequestSender final : public RequestSender {
   // Those connections and their total set-up time (TCP connect + TLS
   // handshake), for the worker's SendHealth report.
   ConnectTotals connect_totals() const override;
+  // Requests whose first byte was written (counted once, at the first
+  // write; a keep-alive retry does not count again).
+  uint64_t sent_total() const override;
 
  private:
   class Impl;

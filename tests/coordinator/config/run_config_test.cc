@@ -433,5 +433,26 @@ TEST(LatePolicyConfigTest, ParsesValidatesAndSavesOnlyNonDefaults) {
             "--late-policy, --request-rate)");
 }
 
+// Live metrics (issue 10 item 7): the YAML keys, their range, the unused
+// host warned, and neither saved in run_config.json.
+TEST(RunConfigTest, MetricsPortAndHost) {
+  surge::v1::RunConfig c;
+  ASSERT_TRUE(LoadText("metrics_port: 9464\nmetrics_host: 0.0.0.0\n", &c).ok());
+  EXPECT_EQ(c.metrics_port(), 9464u);
+  EXPECT_EQ(c.metrics_host(), "0.0.0.0");
+  EXPECT_TRUE(ValidateRunConfig(c).ok());
+  EXPECT_TRUE(ConfigWarnings(c).empty());
+  EXPECT_EQ(SavedConfigJson(c, nullptr).find("metrics"), std::string::npos);
+  c.set_metrics_port(70000);
+  EXPECT_THAT(std::string(ValidateRunConfig(c).message()),
+              HasSubstr("  metrics_port = 70000: must be a TCP port 1..65535, or 0 = no live "
+                        "metrics (flag --metrics-port)"));
+  c.set_metrics_port(0);
+  const std::vector<std::string> w = ConfigWarnings(c);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0], "metrics_host \"0.0.0.0\" is unused: live metrics are off without a "
+                  "metrics_port (flag --metrics-port)");
+}
+
 }  // namespace
 }  // namespace surge::coordinator

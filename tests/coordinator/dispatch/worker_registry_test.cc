@@ -84,6 +84,28 @@ TEST(WorkerRegistryTest, HeartbeatMakesReadyAndIsAcknowledgedWithEchoAndReceiptT
   EXPECT_FALSE(w->idle);
 }
 
+// The live metrics' inputs (issue 10 item 7): the first bytes a worker has
+// written (never lowered by an older count) and its last send window.
+TEST(WorkerRegistryTest, HeartbeatKeepsSentTotalAndTheLastSendWindow) {
+  WorkerRegistry registry(Options(1));
+  bool fresh = false;
+  registry.Join("a", 1, 0, kT, &fresh);
+  auto* w = registry.Find("a");
+  surge::v1::Heartbeat hb = Beat(1, 0, 2, 0);
+  hb.set_sent_total(7);
+  hb.mutable_send_health()->set_sends(5);
+  hb.mutable_send_health()->set_window_ns(1'000'000'000);
+  registry.OnHeartbeat(*w, hb, kT);
+  EXPECT_EQ(w->sent_total, 7u);
+  EXPECT_EQ(w->window_sends, 5u);
+  EXPECT_EQ(w->window_ns, 1'000'000'000);
+  hb = Beat(2, 0, 0, 0);  // an older count, no SendHealth (before Start)
+  hb.set_sent_total(6);
+  registry.OnHeartbeat(*w, hb, kT + milliseconds(250));
+  EXPECT_EQ(w->sent_total, 7u);
+  EXPECT_EQ(w->window_sends, 5u);
+}
+
 TEST(WorkerRegistryTest, SilenceLongerThanDeadAfterIsDeath) {
   WorkerRegistry registry(Options(2));
   bool fresh = false;

@@ -17,6 +17,7 @@
 #include <sstream>
 #include <string>
 
+#include "common/failure_kind.h"
 #include "common/time_units.h"
 #include "coordinator/results/run_files.h"
 #include "coordinator/results/summary.h"
@@ -70,6 +71,7 @@ std::string ReferenceLine(const RequestRecord& r) {
   j["retry_reason"] = r.retry_reason();
   j["retry_offset_s"] = SecondsOrNull(r.retry_sent_ns() != 0, r.retry_sent_ns());
   j["error"] = r.error();
+  j["failure_kind"] = surge::FailureKindLabel(surge::FailureKindOf(r));
   return j.dump() + "\n";
 }
 

@@ -9,9 +9,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <utility>
 
+#include "common/failure_kind.h"
 #include "coordinator/dataset/payload_source.h"
 #include "coordinator/results/progress.h"
 #include "coordinator/results/run_files.h"
@@ -92,6 +94,63 @@ TEST(DetailsTest, RoundTripsARecord) {
   EXPECT_TRUE(back->sent());
   EXPECT_EQ(back->ttft_ns(), 50000000);
   EXPECT_EQ(back->itl_ns_size(), 1);
+}
+
+// Issue 10 item 6: the failure kind is written as a label and read back; a
+// details line from before failure_kind gets it from the error's prefix,
+// and a label this release does not know reads as OTHER.
+TEST(DetailsTest, FailureKindRoundTripsAndOlderLinesDeriveIt) {
+  surge::v1::RequestRecord r;
+  r.set_index(3);
+  r.set_planned_ns(1000);
+  SetFailure(r, surge::v1::FAILED, surge::v1::FAILURE_KIND_TLS, "cannot load the CA file");
+  const fs::path path = FreshDir("details_kind") / "d.jsonl";
+  {
+    auto w = DetailsWriter::Create(path);
+    ASSERT_TRUE(w.ok());
+    (*w)->Append(r);
+    ASSERT_TRUE((*w)->Flush().ok());
+  }
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_THAT(line, HasSubstr("\"failure_kind\":\"tls\""));
+  EXPECT_THAT(line, HasSubstr("\"error\":\"cannot load the CA file\""));
+  auto back = ParseDetailsLine(line);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->failure_kind(), surge::v1::FAILURE_KIND_TLS);
+  EXPECT_EQ(back->error(), "cannot load the CA file");
+
+  auto old = ParseDetailsLine(
+      R"({"index": 4, "status": "failed", "http_status": 503, "error": "http_503: busy"})");
+  ASSERT_TRUE(old.ok());
+  EXPECT_EQ(old->failure_kind(), surge::v1::FAILURE_KIND_HTTP_5XX);
+  auto ok = ParseDetailsLine(R"({"index": 5, "status": "ok", "error": ""})");
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(ok->failure_kind(), surge::v1::FAILURE_KIND_UNSPECIFIED);
+  auto future = ParseDetailsLine(
+      R"({"index": 6, "status": "failed", "error": "x: y", "failure_kind": "quantum_noise"})");
+  ASSERT_TRUE(future.ok());
+  EXPECT_EQ(future->failure_kind(), surge::v1::FAILURE_KIND_OTHER);
+}
+
+// Reasons are counted by kind, not by the text: a TLS set-up failure whose
+// text has no "tls:" prefix still counts as "tls"; HTTP errors keep their
+// status; an unknown old text keeps its own prefix.
+TEST(SummaryTest, ReasonsComeFromTheFailureKind) {
+  std::vector<surge::v1::RequestRecord> records(4);
+  for (size_t i = 0; i < records.size(); ++i) records[i].set_index(i);
+  SetFailure(records[0], surge::v1::FAILED, surge::v1::FAILURE_KIND_TLS, "cannot load the CA file");
+  SetFailure(records[1], surge::v1::FAILED, surge::v1::FAILURE_KIND_HTTP_4XX, "http_429: slow");
+  records[1].set_http_status(429);
+  records[2].set_status(surge::v1::FAILED);
+  records[2].set_error("brand_new_reason: from an older release");
+  SetFailure(records[3], surge::v1::LOST, surge::v1::FAILURE_KIND_SEND_UNKNOWN,
+             "send_unknown: worker 1 lost (silent for 1500 ms)");
+  const RunSummary s = Summarize(records);
+  EXPECT_EQ(s.reasons,
+            (std::map<std::string, uint64_t>{
+                {"brand_new_reason", 1}, {"http_429", 1}, {"send_unknown", 1}, {"tls", 1}}));
 }
 
 TEST(SummaryTest, PercentilesAreNumpyLinear) {
@@ -781,6 +840,34 @@ TEST(ProgressTest, LineShowsCountsRateAndEta) {
     // Before any report: nothing.
     live.lateness = {{0, false, 0, 0, 0, 0}};
     EXPECT_EQ(FormatLateness(live.lateness, false), "");
+  }
+  // Issue 10 item 6: the reporter is a record sink; it counts the records
+  // itself and shows them with the dispatcher's live part.
+  {
+    char* sink_text = nullptr;
+    size_t sink_size = 0;
+    std::FILE* sink_out = open_memstream(&sink_text, &sink_size);
+    ProgressReporter sink(sink_out, /*terminal=*/false);
+    surge::v1::RequestRecord r;
+    r.set_status(surge::v1::OK);
+    r.set_sent(true);
+    sink.Add(r);
+    r.set_status(surge::v1::FAILED);
+    sink.Add(r);
+    r.set_status(surge::v1::NOT_SENT);
+    r.set_sent(false);
+    sink.Add(r);
+    DispatchProgress live;  // the dispatcher's snapshot: no record counts
+    live.elapsed_s = 1;
+    live.planned = 10;
+    live.inflight = 2;
+    live.last_planned_s = 5;
+    sink.Update(live);
+    std::fclose(sink_out);
+    EXPECT_EQ(std::string(sink_text, sink_size),
+              "[surge] progress [    1.0 s] done 3/10  ok 1  failed 1  not sent 1  in flight 2  "
+              "sent 4.0 RPS  ETA 4 s\n");
+    std::free(sink_text);
   }
   p.elapsed_s = 21;
   // Not a terminal: one line per period, not per update.

@@ -15,6 +15,7 @@
 
 #include "client/model_lister.h"
 #include "common/clock.h"
+#include "common/failure_kind.h"
 #include "common/prompt_builder.h"
 #include "common/utf8.h"
 #include "gmock/gmock.h"
@@ -118,6 +119,9 @@ TEST(BeastRequestSenderTest, StreamingChatTimings) {
 
   EXPECT_EQ(r.status(), surge::v1::OK) << r.error();
   EXPECT_EQ(r.error(), "");
+  EXPECT_EQ(r.failure_kind(), surge::v1::FAILURE_KIND_UNSPECIFIED);
+  // Counted once as sent (the heartbeat's sent_total, docs/METRICS.md).
+  EXPECT_EQ(sender->sent_total(), 1u);
   EXPECT_EQ(r.index(), 41u);
   EXPECT_EQ(r.attempt(), 2u);
   EXPECT_EQ(r.http_status(), 200u);
@@ -237,6 +241,7 @@ TEST(BeastRequestSenderTest, UnknownEndpointIsHttp404) {
   EXPECT_EQ(r.status(), surge::v1::FAILED);
   EXPECT_EQ(r.http_status(), 404u);
   EXPECT_THAT(r.error(), StartsWith("http_404: "));
+  EXPECT_EQ(r.failure_kind(), surge::v1::FAILURE_KIND_HTTP_4XX);
   EXPECT_THAT(r.error(), HasSubstr("no route"));
   EXPECT_GT(r.sent_ns(), 0);
 }
@@ -252,8 +257,10 @@ TEST(BeastRequestSenderTest, ClosedPortIsConnectError) {
   const RequestRecord r = SendAndWait(*sender, MakeAssignment(9, 2));
   EXPECT_EQ(r.status(), surge::v1::FAILED);
   EXPECT_THAT(r.error(), StartsWith("connect: "));
+  EXPECT_EQ(r.failure_kind(), surge::v1::FAILURE_KIND_CONNECT);
   EXPECT_EQ(r.http_status(), 0u);
   EXPECT_EQ(r.sent_ns(), 0);  // nothing was sent
+  EXPECT_EQ(sender->sent_total(), 0u);
   EXPECT_EQ(sender->connections_opened(), 0u);
 }
 
@@ -266,6 +273,7 @@ TEST(BeastRequestSenderTest, RequestTimeout) {
   const RequestRecord r = SendAndWait(*sender, MakeAssignment(0, 2));
   EXPECT_EQ(r.status(), surge::v1::FAILED);
   EXPECT_EQ(r.error(), "timeout");
+  EXPECT_EQ(r.failure_kind(), surge::v1::FAILURE_KIND_TIMEOUT);
   EXPECT_EQ(r.http_status(), 200u);  // the header came at once, tokens did not
   EXPECT_EQ(r.e2el_ns(), 0);
 }
@@ -291,6 +299,7 @@ TEST(BeastRequestSenderTest, ShutdownCutsOffInflightAsInterruptedAndRefusesNewSe
     const RequestRecord r = f.get();
     EXPECT_EQ(r.status(), surge::v1::INTERRUPTED);
     EXPECT_EQ(r.error(), "interrupted: cut_off_at_stop");
+    EXPECT_EQ(r.failure_kind(), surge::v1::FAILURE_KIND_INTERRUPTED);
     EXPECT_GT(r.sent_ns(), 0);
     // Cut off after the 100 ms drain, long before the 5 s answer.
     EXPECT_GE(r.interrupted_ns() - r.sent_ns(), 50'000'000);
@@ -301,6 +310,7 @@ TEST(BeastRequestSenderTest, ShutdownCutsOffInflightAsInterruptedAndRefusesNewSe
   const RequestRecord late = SendAndWait(*sender, MakeAssignment(7, 2));
   EXPECT_EQ(late.status(), surge::v1::NOT_SENT);
   EXPECT_EQ(late.error(), "sender_shut_down");
+  EXPECT_EQ(late.failure_kind(), surge::v1::FAILURE_KIND_NOT_SENT);
   EXPECT_EQ(late.index(), 7u);
   sender->Shutdown(std::chrono::milliseconds(0));  // idempotent
 }
@@ -470,6 +480,8 @@ TEST_P(BeastRequestSenderFailureTest, MapsToRecord) {
   const RequestRecord r = SendAndWait(*sender, MakeAssignment(0, 4));
   EXPECT_EQ(r.status(), c.status) << r.error();
   EXPECT_THAT(r.error(), StartsWith(c.error_prefix));
+  // The kind set by the sender is the one its text names (issue 10 item 6).
+  EXPECT_EQ(r.failure_kind(), FailureKindFromError(r.error())) << r.error();
   EXPECT_EQ(r.http_status(), c.http_status);
 }
 
@@ -538,6 +550,7 @@ TEST(BeastRequestSenderWireTest, BadNonStreamingJsonIsBadResponse) {
   const RequestRecord r = SendAndWait(*sender, MakeAssignment(0, 4));
   EXPECT_EQ(r.status(), surge::v1::FAILED);
   EXPECT_THAT(r.error(), StartsWith("bad_response: "));
+  EXPECT_EQ(r.failure_kind(), surge::v1::FAILURE_KIND_BAD_RESPONSE);
 }
 
 TEST(BeastRequestSenderWireTest, KeepAliveRaceIsRetriedOnceOnAFreshConnection) {
@@ -558,6 +571,8 @@ TEST(BeastRequestSenderWireTest, KeepAliveRaceIsRetriedOnceOnAFreshConnection) {
   EXPECT_EQ(r.status(), surge::v1::OK) << r.error();
   EXPECT_EQ(server.requests().size(), 3u);
   EXPECT_EQ(sender->connections_opened(), 2u);
+  // Two requests sent; the retry is not a third.
+  EXPECT_EQ(sender->sent_total(), 2u);
 }
 
 TEST(BeastRequestSenderWireTest, ConnectionsClosedByTheServerAreNotReused) {
@@ -667,6 +682,7 @@ TEST(BeastRequestSenderWireTest, ErrorBodyIsQuotedAsValidUtf8CutAtACharacter) {
   const RequestRecord r = SendAndWait(*sender, MakeAssignment(0, 4));
   EXPECT_EQ(r.status(), surge::v1::FAILED);
   EXPECT_EQ(r.error(), "http_500: " + std::string(199, 'z'));
+  EXPECT_EQ(r.failure_kind(), surge::v1::FAILURE_KIND_HTTP_5XX);
   EXPECT_TRUE(IsValidUtf8(r.error()));
   CannedServer raw([&](const std::string&) {
     return HttpAnswer(502, "Bad",
@@ -697,6 +713,7 @@ TEST(BeastRequestSenderWireTest, StreamClosedCleanlyWithoutEndMarkIsIncompleteSt
   const RequestRecord r = SendAndWait(*sender, MakeAssignment(0, 4));
   EXPECT_EQ(r.status(), surge::v1::FAILED);
   EXPECT_EQ(r.error(), "incomplete_stream");
+  EXPECT_EQ(r.failure_kind(), surge::v1::FAILURE_KIND_INCOMPLETE_STREAM);
   EXPECT_EQ(r.http_status(), 200u);
   EXPECT_GE(r.ttft_ns(), 95 * kMs);
   EXPECT_LT(r.ttft_ns(), 100 * kMs + kSlackNs);
@@ -718,6 +735,7 @@ TEST(BeastRequestSenderWireTest, ShortContentLengthBodyIsIncompleteBody) {
   const RequestRecord r = SendAndWait(*sender, MakeAssignment(0, 4));
   EXPECT_EQ(r.status(), surge::v1::FAILED);
   EXPECT_EQ(r.error(), "incomplete_body");
+  EXPECT_EQ(r.failure_kind(), surge::v1::FAILURE_KIND_INCOMPLETE_BODY);
   EXPECT_EQ(r.http_status(), 200u);
 }
 
@@ -821,6 +839,7 @@ TEST(BeastRequestSenderWireTest, SeveralChoicesInOneStreamAreRefusedNotMerged) {
   const RequestRecord r = SendAndWait(*sender, MakeAssignment(0, 8));
   EXPECT_EQ(r.status(), surge::v1::FAILED);
   EXPECT_THAT(r.error(), StartsWith("multiple_choices: an event of choice 1"));
+  EXPECT_EQ(r.failure_kind(), surge::v1::FAILURE_KIND_MULTIPLE_CHOICES);
   EXPECT_EQ(r.itl_ns_size(), 0);  // no gap between choice 0's "A" and choice 1's "B"
   EXPECT_GE(r.ttft_ns(), 295 * kMs);
 

@@ -9,6 +9,7 @@
 #include <tuple>
 #include <vector>
 
+#include "common/failure_kind.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "simserver/sim_server.h"
@@ -84,6 +85,7 @@ TEST_P(SimFaultTest, BecomesTheRightRecord) {
     EXPECT_EQ(r.error(), "");
   } else {
     EXPECT_THAT(r.error(), StartsWith(c.error_prefix));
+    EXPECT_EQ(r.failure_kind(), FailureKindFromError(r.error())) << r.error();
   }
   EXPECT_EQ(r.http_status(), c.http_status);
   EXPECT_EQ(r.index(), 4u);
@@ -147,6 +149,7 @@ TEST(SimFaultEndToEndTest, ThreeRequestsAllServiceUnavailable) {
     EXPECT_EQ(records[i].status(), surge::v1::FAILED);
     EXPECT_EQ(records[i].http_status(), 503u);
     EXPECT_THAT(records[i].error(), StartsWith("http_503: "));
+    EXPECT_EQ(records[i].failure_kind(), surge::v1::FAILURE_KIND_HTTP_5XX);
     EXPECT_THAT(records[i].error(), ::testing::HasSubstr("simulated overload"));
   }
   // Error answers keep the connection alive.
@@ -166,6 +169,7 @@ TEST(SimFaultEndToEndTest, ResetAfterKTokensKeepsTheTokensCounted) {
   const RequestRecord r = SendOne(*sender, Request(0, 6));
   EXPECT_EQ(r.status(), surge::v1::FAILED);
   EXPECT_EQ(r.error(), "closed_mid_stream");
+  EXPECT_EQ(r.failure_kind(), surge::v1::FAILURE_KIND_CLOSED_MID_STREAM);
   EXPECT_EQ(r.output_tokens(), 3u);  // the content events that did arrive
   EXPECT_EQ(r.itl_ns_size(), 2);
   // The next request gets a new connection and the same fault.

@@ -12,6 +12,7 @@
 #include "client/api_key.h"
 #include "client/model_lister.h"
 #include "client/target_checks.h"
+#include "common/failure_kind.h"
 #include "common/log.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -134,6 +135,7 @@ TEST_F(HttpsTest, VerificationIsOnByDefault) {
   const RequestRecord r = SendOne(*sender, Request(0, 2));
   EXPECT_EQ(r.status(), surge::v1::FAILED);
   EXPECT_THAT(r.error(), StartsWith("tls: "));
+  EXPECT_EQ(r.failure_kind(), surge::v1::FAILURE_KIND_TLS);
   EXPECT_THAT(r.error(), HasSubstr("certificate verify failed"));
   EXPECT_THAT(r.error(), HasSubstr("self-signed certificate"));
   EXPECT_EQ(r.sent_ns(), 0);  // nothing was sent
