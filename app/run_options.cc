@@ -77,7 +77,24 @@ const std::vector<Flag>& Flags() {
        [](RunConfig* c, const std::string& v) {
          c->mutable_traffic_cfg()->set_ramp_up_end_rps(D(v));
        }},
-      {"num-prompts", "num_prompts", Kind::kCount, "Number of requests N (default 1000).",
+      // Composed traffic (docs/TRAFFIC.md); --stage and --spike are parsed
+      // by ParseStageFlag / ParseSpikeFlag in Resolve.
+      {"stage", "traffic_cfg.stages", Kind::kList,
+       "A traffic stage LENGTH@RATE, repeatable, in order; replaces the --config file's "
+       "stages. LENGTH 30s or 500r (requests), RATE 10, 10-50 (linear ramp) or 10-50:exp. "
+       "With stages --num-prompts caps the run.",
+       nullptr},
+      {"spike", "traffic_cfg.spikes", Kind::kList,
+       "A rate spike AT_S:DURATION_S:MULTIPLIER laid over the traffic, repeatable; replaces "
+       "the --config file's spikes. E.g. 40:3:4.",
+       nullptr},
+      {"sampler", "traffic_cfg.sampler", Kind::kText,
+       "Interval sampler: fixed, gamma (Gamma(--burstiness)) or mmpp (states from the "
+       "--config file's traffic_cfg.mmpp_states). Default: gamma when --burstiness > 0, else "
+       "fixed.",
+       [](RunConfig* c, const std::string& v) { c->mutable_traffic_cfg()->set_sampler(v); }},
+      {"num-prompts", "num_prompts", Kind::kCount,
+       "Number of requests N (default 1000); with --stage the cap on the run's requests.",
        [](RunConfig* c, const std::string& v) { c->set_num_prompts(U(v)); }},
       {"max-concurrency", "max_concurrency", Kind::kCount,
        "Cap on requests in flight over all workers; 0 = no cap (default).",
@@ -366,6 +383,17 @@ absl::StatusOr<RunConfig> RunOptions::Resolve() const {
   for (const Flag& f : Flags()) {
     const auto& [option, value] = values_.at(f.name);
     if (option == nullptr || option->count() == 0) continue;
+    if (f.kind == Kind::kList && f.set == nullptr) {
+      // --stage, --spike: the flags' list replaces the file's.
+      const bool stage = std::string(f.name) == "stage";
+      auto* traffic = config.mutable_traffic_cfg();
+      stage ? traffic->clear_stages() : traffic->clear_spikes();
+      for (const std::string& item : option->results()) {
+        add_status(stage ? coordinator::ParseStageFlag(item, traffic)
+                         : coordinator::ParseSpikeFlag(item, traffic));
+      }
+      continue;
+    }
     if (f.kind == Kind::kList) {
       for (const std::string& item : option->results()) f.set(&config, item);
       continue;

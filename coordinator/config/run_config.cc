@@ -16,11 +16,15 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "client/target_checks.h"
 #include "client/url.h"
 #include "common/utf8.h"
+#include "coordinator/plan/arrival_process.h"
 #include "coordinator/plan/traffic.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/message.h"
 #include "nlohmann/json.hpp"
 
 namespace surge::coordinator {
@@ -221,6 +225,63 @@ Setter String(std::function<void(RunConfig*, const std::string&)> set) {
   };
 }
 
+// traffic_cfg.stages, .spikes and .mmpp_states (docs/TRAFFIC.md): a list of
+// mappings whose keys are the item message's field names in config.proto
+// (TrafficStage, TrafficSpike, MmppState); the file's list replaces any
+// earlier one. Each bad item or key is named with its index, e.g.
+// "traffic_cfg.stages[1].duration_s".
+void ReadTrafficList(const YAML::Node& node, const std::string& field, Errors& errors,
+                     RunConfig* c) {
+  namespace pb = google::protobuf;
+  pb::Message* traffic = c->mutable_traffic_cfg();
+  const pb::FieldDescriptor* list =
+      traffic->GetDescriptor()->FindFieldByName(field.substr(field.rfind('.') + 1));
+  traffic->GetReflection()->ClearField(traffic, list);
+  if (node.IsNull()) return;
+  const pb::Descriptor* item_type = list->message_type();
+  std::vector<std::string> names;
+  for (int f = 0; f < item_type->field_count(); ++f) names.push_back(item_type->field(f)->name());
+  if (!node.IsSequence()) {
+    errors.Add(field, Show(node),
+               absl::StrCat("must be a list of mappings with keys ", absl::StrJoin(names, ", ")));
+    return;
+  }
+  for (size_t i = 0; i < node.size(); ++i) {
+    const std::string item_field = absl::StrCat(field, "[", i, "]");
+    const YAML::Node item = node[i];
+    pb::Message* msg = traffic->GetReflection()->AddMessage(traffic, list);
+    if (!item.IsMap()) {
+      errors.Add(item_field, Show(item),
+                 absl::StrCat("must be a mapping with keys ", absl::StrJoin(names, ", ")));
+      continue;
+    }
+    for (const auto& kv : item) {
+      const std::string key = kv.first.as<std::string>();
+      const std::string path = absl::StrCat(item_field, ".", key);
+      const pb::FieldDescriptor* f = item_type->FindFieldByName(key);
+      if (f == nullptr) {
+        const std::string guess = DidYouMean(key, names);
+        errors.Add(path, Show(kv.second),
+                   guess.empty()
+                       ? absl::StrCat("unknown key (allowed: ", absl::StrJoin(names, ", "), ")")
+                       : absl::StrCat("unknown key; did you mean `", guess, "`?"));
+        continue;
+      }
+      const pb::Reflection* r = msg->GetReflection();
+      if (f->cpp_type() == pb::FieldDescriptor::CPPTYPE_DOUBLE) {
+        double v;
+        if (ReadDouble(kv.second, path, errors, &v)) r->SetDouble(msg, f, v);
+      } else if (f->cpp_type() == pb::FieldDescriptor::CPPTYPE_UINT64) {
+        uint64_t v;
+        if (ReadUint(kv.second, path, errors, &v)) r->SetUInt64(msg, f, v);
+      } else {
+        std::string v;
+        if (ReadString(kv.second, path, errors, &v)) r->SetString(msg, f, v);
+      }
+    }
+  }
+}
+
 const std::map<std::string, Setter>& TrafficKeys() {
   static const auto* keys = new std::map<std::string, Setter>{
       {"burstiness",
@@ -232,6 +293,13 @@ const std::map<std::string, Setter>& TrafficKeys() {
        Double([](RunConfig* c, double v) { c->mutable_traffic_cfg()->set_ramp_up_start_rps(v); })},
       {"ramp_up_end_rps",
        Double([](RunConfig* c, double v) { c->mutable_traffic_cfg()->set_ramp_up_end_rps(v); })},
+      // Composed traffic (docs/TRAFFIC.md).
+      {"sampler", String([](RunConfig* c, const std::string& v) {
+         c->mutable_traffic_cfg()->set_sampler(v);
+       })},
+      {"stages", ReadTrafficList},
+      {"spikes", ReadTrafficList},
+      {"mmpp_states", ReadTrafficList},
   };
   return *keys;
 }
@@ -696,6 +764,10 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
     errors.Add("traffic_cfg.ramp_up_strategy", absl::StrCat("\"", s, "\""),
                "must be \"linear\", \"exponential\" or empty/\"none\" (flag --ramp-up-strategy)");
   }
+  // Composed traffic: stages, spikes, sampler, mmpp states (docs/TRAFFIC.md).
+  if (!c.dataset().trace_replay()) {
+    for (std::string& line : TrafficConfigProblems(c)) errors.AddRaw(std::move(line));
+  }
   // R-RAMP + R-INST: a configured ramp that is inactive must not fall back to
   // instant mode (one burst of every request).
   if (!c.dataset().trace_replay()) {
@@ -1086,6 +1158,25 @@ bool SecretHeaderName(std::string_view line) {
   return false;
 }
 
+// The fields `item` sets, by their config.proto names (numbers and text).
+nlohmann::ordered_json SetFieldsJson(const google::protobuf::Message& item) {
+  namespace pb = google::protobuf;
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  std::vector<const pb::FieldDescriptor*> fields;
+  item.GetReflection()->ListFields(item, &fields);
+  for (const pb::FieldDescriptor* f : fields) {
+    const pb::Reflection* r = item.GetReflection();
+    if (f->cpp_type() == pb::FieldDescriptor::CPPTYPE_DOUBLE) {
+      out[f->name()] = r->GetDouble(item, f);
+    } else if (f->cpp_type() == pb::FieldDescriptor::CPPTYPE_UINT64) {
+      out[f->name()] = r->GetUInt64(item, f);
+    } else if (f->cpp_type() == pb::FieldDescriptor::CPPTYPE_STRING) {
+      out[f->name()] = r->GetString(item, f);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string SavedConfigJson(const RunConfig& c, std::vector<std::string>* left_out) {
@@ -1099,8 +1190,9 @@ std::string SavedConfigJson(const RunConfig& c, std::vector<std::string>* left_o
   // An inactive ramp's keys had no effect (R-RAMP: request_rate was used),
   // nor has burstiness in instant mode (R-INST: every offset is 0).
   if (!replay) {
-    const ResolvedTraffic traffic_used = ResolveTraffic(c);
-    if (!traffic_used.ramp_active) {
+    const ResolvedTraffic traffic_used = ResolveSeedTraffic(c);
+    const bool stages = t.stages_size() > 0;
+    if (!traffic_used.ramp_active && !stages) {
       // JSON has no infinity: vLLM's "inf", which --config reads back.
       if (std::isinf(c.request_rate())) {
         j["request_rate"] = "inf";
@@ -1109,12 +1201,23 @@ std::string SavedConfigJson(const RunConfig& c, std::vector<std::string>* left_o
       }
     }
     nlohmann::ordered_json traffic = nlohmann::ordered_json::object();
-    if (!traffic_used.instant) traffic["burstiness"] = t.burstiness();
-    if (strategy_set && traffic_used.ramp_active) {
+    if (!traffic_used.instant || UsesComposedTraffic(c)) traffic["burstiness"] = t.burstiness();
+    if (strategy_set && traffic_used.ramp_active && !stages) {
       traffic["ramp_up_strategy"] = strategy;
       traffic["ramp_up_start_rps"] = t.ramp_up_start_rps();
       traffic["ramp_up_end_rps"] = t.ramp_up_end_rps();
     }
+    // Composed traffic, each item with the keys it sets (config.proto names).
+    if (t.has_sampler() && !t.sampler().empty()) traffic["sampler"] = t.sampler();
+    auto list = [&traffic](const char* key, const auto& items) {
+      if (items.empty()) return;
+      nlohmann::ordered_json out = nlohmann::ordered_json::array();
+      for (const google::protobuf::Message& item : items) out.push_back(SetFieldsJson(item));
+      traffic[key] = out;
+    };
+    list("stages", t.stages());
+    list("spikes", t.spikes());
+    list("mmpp_states", t.mmpp_states());
     if (!traffic.empty()) j["traffic_cfg"] = traffic;
   }
   j["num_prompts"] = c.num_prompts();
@@ -1201,13 +1304,83 @@ std::string SavedConfigJson(const RunConfig& c, std::vector<std::string>* left_o
   return j.dump(2) + "\n";
 }
 
+absl::Status ParseStageFlag(std::string_view value, surge::v1::TrafficCfg* traffic) {
+  const std::string text(value);
+  auto bad = [&text](const std::string& why) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "invalid configuration:\n  traffic_cfg.stages = \"", ToValidUtf8(text), "\": ", why,
+        "; a stage is LENGTH@RATE, LENGTH 30s (seconds) or 500r (requests), RATE 10 (RPS), "
+        "10-50 (linear ramp) or 10-50:exp (exponential ramp), e.g. --stage 30s@10 (flag "
+        "--stage)"));
+  };
+  const size_t at = text.find('@');
+  if (at == std::string::npos || at == 0) return bad("no LENGTH@RATE");
+  const std::string length = text.substr(0, at);
+  std::string rate = text.substr(at + 1);
+  surge::v1::TrafficStage stage;
+  const char unit = length.back();
+  const std::string number = length.substr(0, length.size() - 1);
+  if (unit == 's') {
+    double d;
+    if (!absl::SimpleAtod(number, &d)) return bad(absl::StrCat("\"", length, "\" is no duration"));
+    stage.set_duration_s(d);
+  } else if (unit == 'r') {
+    uint64_t n;
+    if (!absl::SimpleAtoi(number, &n)) return bad(absl::StrCat("\"", length, "\" is no count"));
+    stage.set_num_requests(n);
+  } else {
+    return bad(absl::StrCat("LENGTH \"", length, "\" must end in s (seconds) or r (requests)"));
+  }
+  bool exponential = false;
+  if (absl::EndsWith(rate, ":exp")) {
+    exponential = true;
+    rate.resize(rate.size() - 4);
+  }
+  const size_t dash = rate.find('-', 1);
+  double a, b;
+  if (dash == std::string::npos) {
+    if (exponential || !absl::SimpleAtod(rate, &a)) {
+      return bad(absl::StrCat("RATE \"", rate, "\" is no rate"));
+    }
+    stage.set_rate_rps(a);
+  } else {
+    if (!absl::SimpleAtod(rate.substr(0, dash), &a) ||
+        !absl::SimpleAtod(rate.substr(dash + 1), &b)) {
+      return bad(absl::StrCat("RATE \"", rate, "\" is no START-END ramp"));
+    }
+    stage.set_ramp_up_strategy(exponential ? "exponential" : "linear");
+    stage.set_ramp_up_start_rps(a);
+    stage.set_ramp_up_end_rps(b);
+  }
+  *traffic->add_stages() = stage;
+  return absl::OkStatus();
+}
+
+absl::Status ParseSpikeFlag(std::string_view value, surge::v1::TrafficCfg* traffic) {
+  const std::vector<std::string> parts =
+      absl::StrSplit(absl::string_view(value.data(), value.size()), ':');
+  double v[3];
+  if (parts.size() != 3 || !absl::SimpleAtod(parts[0], &v[0]) ||
+      !absl::SimpleAtod(parts[1], &v[1]) || !absl::SimpleAtod(parts[2], &v[2])) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "invalid configuration:\n  traffic_cfg.spikes = \"", ToValidUtf8(std::string(value)),
+        "\": must be AT_S:DURATION_S:MULTIPLIER, e.g. 40:3:4 (four times the rate from 40 s "
+        "to 43 s) (flag --spike)"));
+  }
+  auto* spike = traffic->add_spikes();
+  spike->set_at_s(v[0]);
+  spike->set_duration_s(v[1]);
+  spike->set_rate_multiplier(v[2]);
+  return absl::OkStatus();
+}
+
 std::vector<std::string> PlanDefiningDifferences(const RunConfig& made_with,
                                                  const RunConfig& given) {
   const nlohmann::json a = nlohmann::json::parse(SavedConfigJson(made_with, nullptr));
   const nlohmann::json b = nlohmann::json::parse(SavedConfigJson(given, nullptr));
   static const std::pair<const char*, const char*> kKeys[] = {
       {"request_rate", "--request-rate"},
-      {"traffic_cfg", "--burstiness, --ramp-up-*"},
+      {"traffic_cfg", "--burstiness, --ramp-up-*, --stage, --spike, --sampler"},
       {"num_prompts", "--num-prompts"},
       {"seed", "--seed"},
       {"dataset_name", "--dataset-name"},
