@@ -59,11 +59,11 @@ class RenewalSampler : public IntervalSampler {
     distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
     if (distinct.size() == 1) {
       return distinct[0] == 0 ? std::string("fixed intervals")
-                              : absl::StrCat("Gamma intervals (β = ", Num(distinct[0]), ")");
+                              : absl::StrCat("Gamma(β = ", Num(distinct[0]), ")");
     }
     std::vector<std::string> parts;
     for (double b : betas_) parts.push_back(b == 0 ? std::string("fixed") : Num(b));
-    return absl::StrCat("Gamma intervals, β per stage: ", absl::StrJoin(parts, ", "));
+    return absl::StrCat("Gamma, β per stage: ", absl::StrJoin(parts, ", "));
   }
 
  private:

@@ -47,6 +47,7 @@ class ConstantProfile : public RateProfile {
   std::string Title() const override {
     return absl::StrCat(Num(rate_), " RPS for ", Num(d_), " s");
   }
+  std::string ShortTitle() const override { return absl::StrCat(Num(rate_), " RPS"); }
   std::string Formula() const override { return absl::StrCat("λ(t) = ", Num(rate_)); }
   double PeakRateRps() const override { return rate_; }
 
@@ -82,6 +83,9 @@ class RampProfile : public RateProfile {
   std::string Title() const override {
     return absl::StrCat(exp_ ? "Exponential" : "Linear", " ramp ", Num(a_), "→", Num(b_),
                         " RPS over ", Num(d_), " s");
+  }
+  std::string ShortTitle() const override {
+    return absl::StrCat(exp_ ? "exp ramp " : "ramp ", Num(a_), "→", Num(b_), " RPS");
   }
   std::string Formula() const override {
     return exp_
@@ -120,6 +124,10 @@ class CosineProfile : public RateProfile {
     }
     return absl::StrCat("Sine ", Num(mean_), " ± ", Num(amp_), " RPS (period ", Num(period_),
                         " s) for ", Num(d_), " s");
+  }
+  std::string ShortTitle() const override {
+    return diurnal_ ? absl::StrCat("diurnal ", Num(mean_ - amp_), "–", Num(mean_ + amp_), " RPS")
+                    : absl::StrCat("sine ", Num(mean_), "±", Num(amp_), " RPS");
   }
   std::string Formula() const override {
     return absl::StrCat("λ(t) = ", Num(mean_), " + ", Num(amp_), "·cos(2π(t − ", Num(peak_), ")/",
@@ -186,6 +194,12 @@ class StagedProfile : public RateProfile {
     std::vector<std::string> parts;
     for (const auto& st : stages_) parts.push_back(st->Title());
     return absl::StrCat(stages_.size(), " stages: ", absl::StrJoin(parts, " → "));
+  }
+  std::string ShortTitle() const override {
+    if (stages_.size() > 3) return absl::StrCat(stages_.size(), " stages");
+    std::vector<std::string> parts;
+    for (const auto& st : stages_) parts.push_back(st->ShortTitle());
+    return absl::StrJoin(parts, " → ");
   }
   std::string Formula() const override {
     std::vector<std::string> parts;
@@ -279,6 +293,12 @@ class SpikeOverlay : public RateProfile {
     }
     return absl::StrCat(base_->Title(), " + ", spikes_.size() == 1 ? "spike " : "spikes ",
                         absl::StrJoin(parts, ", "));
+  }
+  std::string ShortTitle() const override {
+    if (spikes_.size() == 1) {
+      return absl::StrCat(base_->ShortTitle(), " + spike ×", Num(spikes_[0].rate_multiplier));
+    }
+    return absl::StrCat(base_->ShortTitle(), " + ", spikes_.size(), " spikes");
   }
   std::string Formula() const override {
     return absl::StrCat(base_->Formula(), "; times the spike factor inside each spike");

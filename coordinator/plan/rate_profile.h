@@ -36,6 +36,9 @@ class RateProfile {
   virtual double DurationS() const = 0;
   // For the page and the log, e.g. "Diurnal 5–50 RPS, period 30 s".
   virtual std::string Title() const = 0;
+  // A compact title for the page's heading, e.g. "ramp 2→10 → diurnal
+  // 10–60 RPS + spike ×3" (the full Title() is in the legend table).
+  virtual std::string ShortTitle() const { return Title(); }
   // The closed form of λ(t), for the page's description row.
   virtual std::string Formula() const = 0;
   // Times in (0, DurationS()) where λ jumps or bends (stage and spike edges).

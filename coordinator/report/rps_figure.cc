@@ -810,8 +810,8 @@ std::string PageTitle(const ResolvedTraffic& traffic) {
                                    FormatShort(traffic.target_rate_rps), " RPS");
   if (traffic.profile != nullptr) {
     title = absl::StrCat("Request Per Second(RPS) Distribution Analysis | Peak Rate: ",
-                         FormatShort(traffic.target_rate_rps), " RPS | ", traffic.profile->Title(),
-                         " | ", traffic.sampler_title);
+                         FormatShort(traffic.target_rate_rps), " RPS | ",
+                         traffic.profile->ShortTitle(), " | ", traffic.sampler_title);
   } else if (traffic.instant) {
     absl::StrAppend(&title, " | Instant Mode");
   } else if (traffic.ramp_active) {

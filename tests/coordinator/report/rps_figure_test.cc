@@ -119,8 +119,15 @@ TEST(ExpectedFigureTest, ComposedProfileDrawsItsTheoreticalRate) {
   ASSERT_TRUE(plan.ok()) << plan.status();
   absl::StatusOr<RpsFigure> fig = BuildExpectedRpsFigure(*plan);
   ASSERT_TRUE(fig.ok()) << fig.status();
-  EXPECT_THAT(fig->title, HasSubstr("Peak Rate: 105 RPS | Diurnal 10–60 RPS"));
-  EXPECT_THAT(fig->title, HasSubstr("×3 at 30–33 s | fixed intervals"));
+  EXPECT_EQ(fig->title,
+            "Request Per Second(RPS) Distribution Analysis | Peak Rate: 105 RPS | diurnal "
+            "10–60 RPS + spike ×3 | fixed intervals");
+  // The full title is in the legend table's row of the curve.
+  const FigureTrace* rate = fig->Find(0, kTheoreticalRateName);
+  ASSERT_NE(rate, nullptr);
+  EXPECT_THAT(rate->row.criterion,
+              HasSubstr("Profile: Diurnal 10–60 RPS (period 40 s, peak at 20 s) for 40 s + spike "
+                        "×3 at 30–33 s; sampler: fixed intervals"));
   const FigureTrace* curve = fig->Find(0, kTheoreticalRateName);
   ASSERT_NE(curve, nullptr);
   EXPECT_EQ(curve->dash, "dash");
