@@ -461,7 +461,10 @@ INSTANTIATE_TEST_SUITE_P(
         ErrorCase{"traffic_cfg: {sampler: poisson}",
                   "  traffic_cfg.sampler = \"poisson\": must be \"fixed\", \"gamma\" or \"mmpp\""},
         ErrorCase{"traffic_cfg: {spikes: [{at_s: 1, duration_s: 1, rate_multiplier: 2}]}",
-                  "  request_rate = 0: spikes and the mmpp sampler need paced traffic"}));
+                  "  request_rate = 0: spikes and the mmpp sampler need paced traffic"}),
+    [](const ::testing::TestParamInfo<ErrorCase>& info) {
+      return "Case" + std::to_string(info.index);
+    });
 
 TEST(FactoryTest, MoreRequestsThanNumPromptsIsRefusedNamingIt) {
   auto config = ConfigFromYaml(R"(
