@@ -9,6 +9,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <boost/math/distributions/exponential.hpp>
@@ -44,8 +45,8 @@ std::string ReadFile(const fs::path& path) {
 // A config from YAML text through the real reader and validator.
 absl::StatusOr<surge::v1::RunConfig> ConfigFromYaml(const std::string& yaml) {
   static int n = 0;
-  const fs::path path =
-      fs::path(::testing::TempDir()) / ("traffic_" + std::to_string(n++) + ".yaml");
+  const fs::path path = fs::path(::testing::TempDir()) / ("traffic_" + std::to_string(getpid()) +
+                                                          "_" + std::to_string(n++) + ".yaml");
   std::ofstream(path) << yaml;
   surge::v1::RunConfig config = DefaultRunConfig();
   if (absl::Status s = LoadYamlConfig(path.string(), &config); !s.ok()) return s;
