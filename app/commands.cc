@@ -35,6 +35,7 @@
 #include "coordinator/dispatch/dispatcher.h"
 #include "coordinator/dispatch/worker_pool.h"
 #include "coordinator/metrics_http/metrics_http_server.h"
+#include "coordinator/plan/arrival_process.h"
 #include "coordinator/plan/arrival_schedule.h"
 #include "coordinator/plan/replay_schedule.h"
 #include "coordinator/plan/traffic.h"
@@ -58,8 +59,6 @@ using coordinator::ActualSend;
 using coordinator::Anomaly;
 using coordinator::ArrivalSchedule;
 using coordinator::AssignPolicyKind;
-using coordinator::BuildArrivalSchedule;
-using coordinator::BuildReplaySchedule;
 using coordinator::CheckOutputDir;
 using coordinator::CheckTraffic;
 using coordinator::ClockSyncJson;
@@ -92,6 +91,8 @@ using coordinator::PlanDefiningDifferences;
 using coordinator::ProgressReporter;
 using coordinator::RampStrategyTitle;
 using coordinator::ReadPlanCsv;
+using coordinator::RecordFanOut;
+using coordinator::RecordSink;
 using coordinator::RedactedUrl;
 using coordinator::RemoteWorkerPool;
 using coordinator::ResolvedTraffic;
@@ -103,13 +104,11 @@ using coordinator::RunStartFromFolder;
 using coordinator::RunSummary;
 using coordinator::SafeFileName;
 using coordinator::SavedConfigJson;
-using coordinator::RecordFanOut;
-using coordinator::RecordSink;
-using coordinator::SummaryAccumulator;
 using coordinator::ScheduleEvents;
 using coordinator::ScheduleFacts;
 using coordinator::ScheduleJson;
 using coordinator::ScheduleSentence;
+using coordinator::SummaryAccumulator;
 using coordinator::SummaryToCsv;
 using coordinator::SummaryToJson;
 using coordinator::WorkerLoss;
@@ -223,6 +222,9 @@ absl::StatusOr<Prepared> Prepare(const RunConfig& config, const std::string& mod
     }
     if (t.has_ramp_up_start_rps()) ignored.push_back("traffic_cfg.ramp_up_start_rps");
     if (t.has_ramp_up_end_rps()) ignored.push_back("traffic_cfg.ramp_up_end_rps");
+    if (t.stages_size() > 0) ignored.push_back("traffic_cfg.stages");
+    if (t.spikes_size() > 0) ignored.push_back("traffic_cfg.spikes");
+    if (!t.sampler().empty()) ignored.push_back("traffic_cfg.sampler");
     if (!ignored.empty()) {
       LogWarning(absl::StrCat("trace replay: the trace's timestamps set the schedule, so ",
                               absl::StrJoin(ignored, ", "), " (flags --request-rate, "
@@ -268,9 +270,15 @@ absl::StatusOr<Prepared> Prepare(const RunConfig& config, const std::string& mod
   // The stem names files in the run folder: never a path.
   p.dataset = SafeFileName(p.payloads->name());
   if (big) LogInfo("large plan: computing the schedule");
-  auto plan = replay && p.payloads->replay_offsets_s() != nullptr
-                  ? BuildReplaySchedule(*p.payloads->replay_offsets_s(), config.seed())
-                  : BuildArrivalSchedule(traffic, config.num_prompts(), config.seed());
+  // One factory for every traffic model (docs/TRAFFIC.md): the seed's
+  // AISBench plan, a composed profile × sampler, or the trace's offsets.
+  auto process =
+      coordinator::MakeArrivalProcess(config, replay ? p.payloads->replay_offsets_s() : nullptr);
+  if (!process.ok()) {
+    *exit_code = kExitConfigError;
+    return process.status();
+  }
+  auto plan = (*process)->Generate(config.seed());
   if (!plan.ok()) {
     *exit_code = kExitConfigError;
     return plan.status();
@@ -324,13 +332,22 @@ absl::StatusOr<Prepared> Prepare(const RunConfig& config, const std::string& mod
         config.dataset().has_trace_time_scale() ? config.dataset().trace_time_scale() : 1.0,
         traffic.target_rate_rps));
   }
-  LogInfo(absl::StrFormat(
-      "plan: %d requests, seed %d, target rate %g RPS%s, burstiness %g%s", p.plan.size(),
-      config.seed(), traffic.target_rate_rps,
-      traffic.ramp_active ? absl::StrCat(" (", std::string(RampStrategyTitle(traffic.strategy)), " ramp-up ",
-                                         traffic.ramp_start_rps, "->", traffic.ramp_end_rps, ")")
-                          : std::string(),
-      traffic.burstiness, traffic.instant ? ", instant mode" : ""));
+  if (traffic.profile != nullptr) {
+    LogInfo(absl::StrFormat(
+        "plan: %d requests, seed %d, traffic %s (expected %.0f requests over "
+        "%g s, mean %g RPS, peak %g RPS)",
+        p.plan.size(), config.seed(), (*process)->Title(), traffic.profile->TotalCount(),
+        traffic.profile->DurationS(), traffic.request_rate_rps, traffic.target_rate_rps));
+  } else {
+    LogInfo(absl::StrFormat(
+        "plan: %d requests, seed %d, target rate %g RPS%s, burstiness %g%s", p.plan.size(),
+        config.seed(), traffic.target_rate_rps,
+        traffic.ramp_active
+            ? absl::StrCat(" (", std::string(RampStrategyTitle(traffic.strategy)), " ramp-up ",
+                           traffic.ramp_start_rps, "->", traffic.ramp_end_rps, ")")
+            : std::string(),
+        traffic.burstiness, traffic.instant ? ", instant mode" : ""));
+  }
 
   *exit_code = kExitFailure;
   const auto wall_now = RealClock().WallNow();

@@ -82,6 +82,17 @@ void RunOptions::Register(CLI::App& command) {
                   "(any of them; as separate values, one quoted value, or repeated).")
       ->expected(1, 3)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  // Lists of mappings with a flag syntax of their own (docs/TRAFFIC.md); the
+  // help is their declaration's (config.proto).
+  const auto* traffic = surge::v1::TrafficCfg::descriptor();
+  command
+      .add_option("--stage", stages_,
+                  coordinator::SpecOf(traffic->FindFieldByName("stages")).help())
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  command
+      .add_option("--spike", spikes_,
+                  coordinator::SpecOf(traffic->FindFieldByName("spikes")).help())
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   flags_.Register(command);
 }
 
@@ -161,6 +172,8 @@ absl::StatusOr<RunConfig> RunOptions::Resolve() const {
     std::vector<std::string> names = flags_.Names();
     names.push_back("config");
     names.push_back("goodput");
+    names.push_back("stage");
+    names.push_back("spike");
     const std::vector<std::string> extras = command_->remaining();
     for (size_t i = 0; i < extras.size(); ++i) {
       std::string extra = extras[i];
@@ -189,6 +202,19 @@ absl::StatusOr<RunConfig> RunOptions::Resolve() const {
   }
   if (!config_path_.empty()) add_status(LoadYamlConfig(config_path_, &config));
   flags_.Apply(&config, &errors);
+  // --stage, --spike: the flags' list replaces the file's.
+  if (!stages_.empty()) {
+    config.mutable_traffic_cfg()->clear_stages();
+    for (const std::string& item : stages_) {
+      add_status(coordinator::ParseStageFlag(item, config.mutable_traffic_cfg()));
+    }
+  }
+  if (!spikes_.empty()) {
+    config.mutable_traffic_cfg()->clear_spikes();
+    for (const std::string& item : spikes_) {
+      add_status(coordinator::ParseSpikeFlag(item, config.mutable_traffic_cfg()));
+    }
+  }
   add_status(ParseGoodput(goodput_, config.mutable_goodput()));
   // vLLM's rule: a distribution's parameter given alone names it.
   notes_ = ApplyImpliedOptions(&config);

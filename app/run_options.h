@@ -68,6 +68,8 @@ class RunOptions {
   std::string config_path_;
   // --goodput ttft:MS tpot:MS e2el:MS (vLLM's syntax).
   std::vector<std::string> goodput_;
+  std::vector<std::string> stages_;  // --stage LENGTH@RATE, in order
+  std::vector<std::string> spikes_;  // --spike AT_S:DURATION_S:MULTIPLIER
   // One flag per RunConfig option (config.proto).
   TableFlags flags_{surge::v1::RunConfig::descriptor()};
   mutable std::vector<std::string> notes_;

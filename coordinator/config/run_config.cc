@@ -22,6 +22,7 @@
 #include "client/url.h"
 #include "common/utf8.h"
 #include "coordinator/config/option_table.h"
+#include "coordinator/plan/arrival_process.h"
 #include "coordinator/plan/traffic.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "nlohmann/json.hpp"
@@ -311,6 +312,10 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
   // Every single field's own rule (bounds, allowed values, UTF-8, files):
   // declared in config.proto. What follows are the rules across fields.
   Table().Check(c, errors.lines());
+  // Composed traffic: stages, spikes, sampler, mmpp states (docs/TRAFFIC.md).
+  if (!c.dataset().trace_replay()) {
+    for (std::string& line : TrafficConfigProblems(c)) errors.AddRaw(std::move(line));
+  }
   // R-RAMP + R-INST: a configured ramp that is inactive must not fall back to
   // instant mode (one burst of every request).
   if (!c.dataset().trace_replay()) {
@@ -602,6 +607,25 @@ bool SecretHeaderName(std::string_view line) {
   return false;
 }
 
+// The fields `item` sets, by their config.proto names (numbers and text).
+nlohmann::ordered_json SetFieldsJson(const google::protobuf::Message& item) {
+  namespace pb = google::protobuf;
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  std::vector<const pb::FieldDescriptor*> fields;
+  item.GetReflection()->ListFields(item, &fields);
+  for (const pb::FieldDescriptor* f : fields) {
+    const pb::Reflection* r = item.GetReflection();
+    if (f->cpp_type() == pb::FieldDescriptor::CPPTYPE_DOUBLE) {
+      out[f->name()] = r->GetDouble(item, f);
+    } else if (f->cpp_type() == pb::FieldDescriptor::CPPTYPE_UINT64) {
+      out[f->name()] = r->GetUInt64(item, f);
+    } else if (f->cpp_type() == pb::FieldDescriptor::CPPTYPE_STRING) {
+      out[f->name()] = r->GetString(item, f);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string SavedConfigJson(const RunConfig& c, std::vector<std::string>* left_out) {
@@ -621,12 +645,15 @@ std::string SavedConfigJson(const RunConfig& c, std::vector<std::string>* left_o
     j.erase("request_rate");
     j.erase("traffic_cfg");
   } else {
-    const ResolvedTraffic traffic_used = ResolveTraffic(c);
-    if (traffic_used.ramp_active) j.erase("request_rate");
+    // With stages (docs/TRAFFIC.md) the stages' rates replace request_rate
+    // and the seed's ramp keys.
+    const ResolvedTraffic traffic_used = ResolveSeedTraffic(c);
+    const bool stages = t.stages_size() > 0;
+    if (traffic_used.ramp_active || stages) j.erase("request_rate");
     if (j.contains("traffic_cfg")) {
       nlohmann::ordered_json& traffic = j["traffic_cfg"];
-      if (traffic_used.instant) traffic.erase("burstiness");
-      if (!(strategy_set && traffic_used.ramp_active)) {
+      if (traffic_used.instant && !UsesComposedTraffic(c)) traffic.erase("burstiness");
+      if (!(strategy_set && traffic_used.ramp_active) || stages) {
         for (const char* key : {"ramp_up_strategy", "ramp_up_start_rps", "ramp_up_end_rps"}) {
           traffic.erase(key);
         }
@@ -699,6 +726,76 @@ std::string SavedConfigJson(const RunConfig& c, std::vector<std::string>* left_o
   return j.dump(2) + "\n";
 }
 
+absl::Status ParseStageFlag(std::string_view value, surge::v1::TrafficCfg* traffic) {
+  const std::string text(value);
+  auto bad = [&text](const std::string& why) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "invalid configuration:\n  traffic_cfg.stages = \"", ToValidUtf8(text), "\": ", why,
+        "; a stage is LENGTH@RATE, LENGTH 30s (seconds) or 500r (requests), RATE 10 (RPS), "
+        "10-50 (linear ramp) or 10-50:exp (exponential ramp), e.g. --stage 30s@10 (flag "
+        "--stage)"));
+  };
+  const size_t at = text.find('@');
+  if (at == std::string::npos || at == 0) return bad("no LENGTH@RATE");
+  const std::string length = text.substr(0, at);
+  std::string rate = text.substr(at + 1);
+  surge::v1::TrafficStage stage;
+  const char unit = length.back();
+  const std::string number = length.substr(0, length.size() - 1);
+  if (unit == 's') {
+    double d;
+    if (!absl::SimpleAtod(number, &d)) return bad(absl::StrCat("\"", length, "\" is no duration"));
+    stage.set_duration_s(d);
+  } else if (unit == 'r') {
+    uint64_t n;
+    if (!absl::SimpleAtoi(number, &n)) return bad(absl::StrCat("\"", length, "\" is no count"));
+    stage.set_num_requests(n);
+  } else {
+    return bad(absl::StrCat("LENGTH \"", length, "\" must end in s (seconds) or r (requests)"));
+  }
+  bool exponential = false;
+  if (absl::EndsWith(rate, ":exp")) {
+    exponential = true;
+    rate.resize(rate.size() - 4);
+  }
+  const size_t dash = rate.find('-', 1);
+  double a, b;
+  if (dash == std::string::npos) {
+    if (exponential || !absl::SimpleAtod(rate, &a)) {
+      return bad(absl::StrCat("RATE \"", rate, "\" is no rate"));
+    }
+    stage.set_rate_rps(a);
+  } else {
+    if (!absl::SimpleAtod(rate.substr(0, dash), &a) ||
+        !absl::SimpleAtod(rate.substr(dash + 1), &b)) {
+      return bad(absl::StrCat("RATE \"", rate, "\" is no START-END ramp"));
+    }
+    stage.set_ramp_up_strategy(exponential ? "exponential" : "linear");
+    stage.set_ramp_up_start_rps(a);
+    stage.set_ramp_up_end_rps(b);
+  }
+  *traffic->add_stages() = stage;
+  return absl::OkStatus();
+}
+
+absl::Status ParseSpikeFlag(std::string_view value, surge::v1::TrafficCfg* traffic) {
+  const std::vector<std::string> parts =
+      absl::StrSplit(absl::string_view(value.data(), value.size()), ':');
+  double v[3];
+  if (parts.size() != 3 || !absl::SimpleAtod(parts[0], &v[0]) ||
+      !absl::SimpleAtod(parts[1], &v[1]) || !absl::SimpleAtod(parts[2], &v[2])) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "invalid configuration:\n  traffic_cfg.spikes = \"", ToValidUtf8(std::string(value)),
+        "\": must be AT_S:DURATION_S:MULTIPLIER, e.g. 40:3:4 (four times the rate from 40 s "
+        "to 43 s) (flag --spike)"));
+  }
+  auto* spike = traffic->add_spikes();
+  spike->set_at_s(v[0]);
+  spike->set_duration_s(v[1]);
+  spike->set_rate_multiplier(v[2]);
+  return absl::OkStatus();
+}
+
 std::vector<std::string> PlanDefiningDifferences(const RunConfig& made_with,
                                                  const RunConfig& given) {
   const nlohmann::json a = nlohmann::json::parse(SavedConfigJson(made_with, nullptr));
@@ -715,6 +812,15 @@ std::vector<std::string> PlanDefiningDifferences(const RunConfig& made_with,
     std::vector<std::string> flags;
     for (const OptionFlag& f : Table().flags()) {
       if (f.field == key || absl::StartsWith(f.field, key + ".")) flags.push_back("--" + f.name);
+    }
+    // Lists of mappings have no flag of their own; some have a flag with a
+    // syntax of its own (--stage, --spike), named by their flag_text.
+    if (const auto* field = RunConfig::descriptor()->FindFieldByName(key);
+        field != nullptr && field->message_type() != nullptr) {
+      for (int i = 0; i < field->message_type()->field_count(); ++i) {
+        const std::string& text = SpecOf(field->message_type()->field(i)).flag_text();
+        if (text.rfind("--", 0) == 0 && text != "--config") flags.push_back(text);
+      }
     }
     const std::string flag = absl::StrJoin(flags, ", ");
     const nlohmann::json none = "(not set)";

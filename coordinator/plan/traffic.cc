@@ -3,6 +3,8 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "coordinator/plan/arrival_process.h"
 
 namespace surge::coordinator {
 
@@ -18,7 +20,7 @@ std::string_view RampStrategyTitle(RampStrategy strategy) {
   return "";
 }
 
-ResolvedTraffic ResolveTraffic(const surge::v1::RunConfig& config) {
+ResolvedTraffic ResolveSeedTraffic(const surge::v1::RunConfig& config) {
   ResolvedTraffic t;
   const auto& cfg = config.traffic_cfg();
   t.request_rate_rps = config.request_rate();
@@ -62,6 +64,28 @@ ResolvedTraffic ResolveTraffic(const surge::v1::RunConfig& config) {
   t.target_rate_rps = t.ramp_active ? t.ramp_end_rps : t.request_rate_rps;
   // request_rate inf is vLLM's spelling of "all at once": the same mode.
   t.instant = t.target_rate_rps < kInstantModeBelowRps || std::isinf(t.target_rate_rps);
+  return t;
+}
+
+bool UsesComposedTraffic(const surge::v1::RunConfig& config) {
+  const auto& t = config.traffic_cfg();
+  return t.stages_size() > 0 || t.spikes_size() > 0 || t.sampler() == "mmpp" ||
+         t.mmpp_states_size() > 0;
+}
+
+ResolvedTraffic ResolveTraffic(const surge::v1::RunConfig& config) {
+  if (!UsesComposedTraffic(config)) return ResolveSeedTraffic(config);
+  ResolvedTraffic t;
+  t.burstiness = config.traffic_cfg().sampler() == "mmpp" ? 1.0 : config.traffic_cfg().burstiness();
+  std::vector<double> betas;
+  auto profile = MakeRateProfile(config, &betas);
+  if (!profile.ok()) return t;
+  t.profile = std::shared_ptr<const RateProfile>(std::move(*profile));
+  t.sampler_title = MakeIntervalSampler(config, betas)->Title();
+  t.request_rate_rps = t.profile->MeanRateRps();
+  // The peak to 6 significant digits: a sampled edge of a cosine is a few
+  // ulps off its closed value, and the page title shows this number.
+  t.target_rate_rps = std::stod(absl::StrFormat("%.6g", t.profile->PeakRateRps()));
   return t;
 }
 

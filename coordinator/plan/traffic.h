@@ -3,11 +3,13 @@
 #ifndef SURGE_COORDINATOR_PLAN_TRAFFIC_H_
 #define SURGE_COORDINATOR_PLAN_TRAFFIC_H_
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "coordinator/plan/rate_profile.h"
 #include "surge/v1/config.pb.h"
 
 namespace surge::coordinator {
@@ -44,14 +46,30 @@ struct ResolvedTraffic {
   // True for a trace replay plan (replay_schedule.h): the rates are the
   // trace's mean rate and `burstiness` is the trace's moment estimate.
   bool trace_replay = false;
+  // Composed traffic (docs/TRAFFIC.md: stages, spikes, mmpp): the rate
+  // profile λ(t) whose curve the expected page draws, and the sampler's
+  // title. Null / empty for the seed's traffic and trace replay. Then
+  // request_rate_rps is the profile's mean rate Λ(D)/D, target_rate_rps its
+  // peak, burstiness traffic_cfg.burstiness (1 for mmpp), never instant.
+  std::shared_ptr<const RateProfile> profile;
+  std::string sampler_title;
 };
 
 // "Linear", "Exponential", "" (page titles).
 std::string_view RampStrategyTitle(RampStrategy strategy);
 
-// Applies R-RAMP, R-TGT and R-INST to a validated config. Pure; never fails
-// (validation is coordinator/config's job).
+// Applies R-RAMP, R-TGT and R-INST to a validated config; for composed
+// traffic (UsesComposedTraffic) also builds the rate profile. Pure; never
+// fails (validation is coordinator/config's job; an invalid composed config
+// leaves `profile` null).
 ResolvedTraffic ResolveTraffic(const surge::v1::RunConfig& config);
+
+// R-RAMP, R-TGT and R-INST of the AISBench keys alone (no profile).
+ResolvedTraffic ResolveSeedTraffic(const surge::v1::RunConfig& config);
+
+// True when the config asks for composed traffic: stages, spikes or the
+// mmpp sampler (mmpp_states).
+bool UsesComposedTraffic(const surge::v1::RunConfig& config);
 
 // Refuses traffic that would turn into a burst by accident: a ramp-up the
 // user configured is inactive (R-RAMP) and the fallback request_rate is below

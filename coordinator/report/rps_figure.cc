@@ -356,6 +356,35 @@ void AddExpectedCharts(const ArrivalSchedule& plan, RpsFigure& fig) {
     fig.traces.push_back(std::move(tr));
   }
 
+  if (traffic.profile != nullptr) {
+    // Composed traffic: the profile describes itself (title, closed form).
+    FigureTrace tr;
+    tr.name = kTheoreticalRateName;
+    tr.chart = 0;
+    tr.kind = TraceKind::kLine;
+    tr.color = kGreen;
+    tr.dash = "dash";
+    tr.line_width = 2;
+    tr.hover = "t = %{x:.4f} s<br>λ(t) = %{y:.4g}";
+    const std::vector<RatePoint> curve = traffic.profile->Curve(kMaxLinePoints / 2);
+    for (const RatePoint& p : curve) tr.points.Add(p.t_s, p.rate_rps);
+    tr.full_count = curve.size();
+    tr.row = {
+        kGroupTime,
+        tr.name,
+        "The intended rate λ(t) of the traffic profile, without the sampler's randomness "
+        "(docs/TRAFFIC.md).",
+        absl::StrCat(traffic.profile->Formula(), "; drawn at ", FormatCount(curve.size()),
+                     " times (evenly spaced, plus both sides of every stage and spike "
+                     "edge)."),
+        absl::StrCat("Profile: ", traffic.profile->Title(), "; sampler: ", traffic.sampler_title,
+                     "; expected ", absl::StrFormat("%.0f", traffic.profile->TotalCount()),
+                     " requests over ", FormatShort(traffic.profile->DurationS()), " s (mean ",
+                     FormatShort(traffic.profile->MeanRateRps()), " RPS)."),
+        "Green dashed line"};
+    fig.traces.push_back(std::move(tr));
+  }
+
   // Chart 1: RPS histogram.
   {
     FigureTrace tr;
@@ -779,7 +808,11 @@ const FigureTrace* RpsFigure::Find(size_t chart, std::string_view name) const {
 std::string PageTitle(const ResolvedTraffic& traffic) {
   std::string title = absl::StrCat("Request Per Second(RPS) Distribution Analysis | Target Rate: ",
                                    FormatShort(traffic.target_rate_rps), " RPS");
-  if (traffic.instant) {
+  if (traffic.profile != nullptr) {
+    title = absl::StrCat("Request Per Second(RPS) Distribution Analysis | Peak Rate: ",
+                         FormatShort(traffic.target_rate_rps), " RPS | ",
+                         traffic.profile->ShortTitle(), " | ", traffic.sampler_title);
+  } else if (traffic.instant) {
     absl::StrAppend(&title, " | Instant Mode");
   } else if (traffic.ramp_active) {
     absl::StrAppend(&title, " | ",

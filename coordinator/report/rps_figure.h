@@ -33,6 +33,8 @@ inline constexpr char kNormalRpsName[] = "Normal RPS";
 inline constexpr char kTimingAnomalyName[] = "Time Interval Caused Anomaly";
 inline constexpr char kBurstinessAnomalyName[] = "Burstiness Caused Anomaly";
 inline constexpr char kTheoreticalRampName[] = "Theoretical Ramp-up";
+// Composed traffic (docs/TRAFFIC.md): the profile's closed-form λ(t).
+inline constexpr char kTheoreticalRateName[] = "Theoretical Rate λ(t)";
 inline constexpr char kNormalRequestCountName[] = "Normal Request Count";
 inline constexpr char kNormalIntervalsName[] = "Normal Intervals";
 inline constexpr char kActualRpsName[] = "Actual RPS: After Excluding Anomalies";

@@ -60,6 +60,9 @@ PageContext RunContextItems(const surge::v1::RunConfig& config, const ArrivalSch
   } else if (traffic.instant) {
     rate = absl::StrCat("instant mode: target rate ", Rate(traffic.target_rate_rps),
                         " < 0.1 RPS, every request planned at 0 (R-INST)");
+  } else if (traffic.profile != nullptr) {
+    rate = absl::StrCat(traffic.profile->Title(), " (mean ", Rate(traffic.request_rate_rps),
+                        ", peak ", Rate(traffic.target_rate_rps), "; docs/TRAFFIC.md)");
   } else {
     rate = absl::StrCat("target ", Rate(traffic.target_rate_rps));
     if (!traffic.ramp_active) absl::StrAppend(&rate, " (request_rate)");
@@ -76,7 +79,8 @@ PageContext RunContextItems(const surge::v1::RunConfig& config, const ArrivalSch
   } else {
     absl::StrAppend(&beta, " (more regular than Poisson)");
   }
-  c.push_back({"Burstiness (β)", beta});
+  if (traffic.profile != nullptr) beta = traffic.sampler_title;
+  c.push_back({traffic.profile != nullptr ? "Interval sampler" : "Burstiness (β)", beta});
   c.push_back({"Ramp-up", traffic.ramp_active
                               ? absl::StrCat(std::string(RampStrategyTitle(traffic.strategy)), " ",
                                              absl::StrFormat("%.6g", traffic.ramp_start_rps), " → ",

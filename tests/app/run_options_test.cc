@@ -135,6 +135,30 @@ TEST(RunOptionsTest, GoodputErrorsNameTheMetricAndTheValue) {
   EXPECT_EQ(ParseGoodput({"ttft:-1"}, &g).code(), absl::StatusCode::kInvalidArgument);
 }
 
+// Composed traffic flags (docs/TRAFFIC.md): --stage replaces the file's
+// stages, --spike adds spikes, a bad value names the field and the syntax.
+TEST(RunOptionsTest, StageSpikeAndSamplerFlags) {
+  const std::string yaml = WriteYaml(
+      "traffic_cfg:\n  stages: [{duration_s: 5, rate_rps: 1}, {duration_s: 5, rate_rps: 2}]\n");
+  auto config = Resolve("--config " + yaml +
+                        " --stage 30s@10 --stage 500r@10-50:exp --spike 12:3:4 --sampler fixed");
+  ASSERT_TRUE(config.ok()) << config.status();
+  const auto& t = config->traffic_cfg();
+  ASSERT_EQ(t.stages_size(), 2);
+  EXPECT_EQ(t.stages(0).duration_s(), 30);
+  EXPECT_EQ(t.stages(0).rate_rps(), 10);
+  EXPECT_EQ(t.stages(1).num_requests(), 500u);
+  EXPECT_EQ(t.stages(1).ramp_up_strategy(), "exponential");
+  ASSERT_EQ(t.spikes_size(), 1);
+  EXPECT_EQ(t.spikes(0).at_s(), 12);
+  EXPECT_EQ(t.sampler(), "fixed");
+  auto bad = Resolve("--stage 30@10 --spike 1:2");
+  ASSERT_FALSE(bad.ok());
+  const std::string m(bad.status().message());
+  EXPECT_THAT(m, HasSubstr("  traffic_cfg.stages = \"30@10\": LENGTH \"30\" must end in s"));
+  EXPECT_THAT(m, HasSubstr("  traffic_cfg.spikes = \"1:2\": must be AT_S:DURATION_S:MULTIPLIER"));
+}
+
 TEST(RunOptionsTest, InactiveRampIntoInstantModeIsAConfigurationError) {
   auto config = Resolve(
       "--ramp-up-strategy linear --ramp-up-start-rps 50 --ramp-up-end-rps 10 --num-prompts 200");

@@ -85,7 +85,7 @@ colour: blue
   // The allowed keys once, at the end, with the traffic_cfg ones.
   EXPECT_THAT(
       m, HasSubstr("(allowed keys: abort_after_connect_failures, api_key_file, assign, base_url,"));
-  EXPECT_THAT(m, HasSubstr("traffic_cfg: {burstiness, ramp_up_end_rps"));
+  EXPECT_THAT(m, HasSubstr("traffic_cfg: {burstiness, mmpp_states, ramp_up_end_rps"));
 }
 
 TEST(RunConfigTest, ValidatorRejectsOutOfRangeValues) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "coordinator/plan/arrival_process.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/coordinator/report/plan_fixtures.h"
@@ -94,6 +95,54 @@ TEST(ExpectedFigureTest, NormalSeriesAndEwmaAreExact) {
   const FigureTrace* gamma_tri = fig->Find(2, "Time Interval Caused Anomaly");
   ASSERT_NE(gamma_tri, nullptr);
   EXPECT_THAT(gamma_tri->points.x, Pointwise(DoubleNear(1e-15), {0.0001}));
+}
+
+// Composed traffic (docs/TRAFFIC.md): the profile describes itself — the
+// page draws its λ(t) and names it and the sampler in the title.
+TEST(ExpectedFigureTest, ComposedProfileDrawsItsTheoreticalRate) {
+  surge::v1::RunConfig config;
+  config.set_num_prompts(10000);
+  auto* stage = config.mutable_traffic_cfg()->add_stages();
+  stage->set_duration_s(40);
+  stage->set_profile("diurnal");
+  stage->set_min_rps(10);
+  stage->set_max_rps(60);
+  stage->set_period_s(40);
+  stage->set_peak_at_s(20);
+  auto* spike = config.mutable_traffic_cfg()->add_spikes();
+  spike->set_at_s(30);
+  spike->set_duration_s(3);
+  spike->set_rate_multiplier(3);
+  auto process = MakeArrivalProcess(config);
+  ASSERT_TRUE(process.ok()) << process.status();
+  auto plan = (*process)->Generate(0);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  absl::StatusOr<RpsFigure> fig = BuildExpectedRpsFigure(*plan);
+  ASSERT_TRUE(fig.ok()) << fig.status();
+  EXPECT_EQ(fig->title,
+            "Request Per Second(RPS) Distribution Analysis | Peak Rate: 105 RPS | diurnal "
+            "10–60 RPS + spike ×3 | fixed intervals");
+  // The full title is in the legend table's row of the curve.
+  const FigureTrace* rate = fig->Find(0, kTheoreticalRateName);
+  ASSERT_NE(rate, nullptr);
+  EXPECT_THAT(rate->row.criterion,
+              HasSubstr("Profile: Diurnal 10–60 RPS (period 40 s, peak at 20 s) for 40 s + spike "
+                        "×3 at 30–33 s; sampler: fixed intervals"));
+  const FigureTrace* curve = fig->Find(0, kTheoreticalRateName);
+  ASSERT_NE(curve, nullptr);
+  EXPECT_EQ(curve->dash, "dash");
+  // The drawn λ(t) is the closed form: 35 + 25cos(2π(t − 20)/40), ×3 in (30, 33].
+  ASSERT_GT(curve->points.size(), 1000u);
+  for (size_t i = 0; i < curve->points.size(); ++i) {
+    const double t = curve->points.x[i];
+    const double base = 35 + 25 * std::cos(2 * M_PI * (t - 20) / 40);
+    const double y = curve->points.y[i];
+    EXPECT_TRUE(std::fabs(y - base) < 1e-9 || std::fabs(y - 3 * base) < 1e-9) << t;
+    if (t > 30.01 && t < 32.99) {
+      EXPECT_NEAR(y, 3 * base, 1e-9) << t;
+    }
+  }
+  EXPECT_EQ(NamesOn(*fig, 0).back(), kTheoreticalRateName);
 }
 
 TEST(ExpectedFigureTest, RampTitleAndTheoreticalTrace) {

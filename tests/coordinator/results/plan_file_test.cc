@@ -229,8 +229,8 @@ TEST(PlanFileTest, PlanDefiningDifferencesNameEveryChangedKey) {
   ASSERT_EQ(d.size(), 4u);
   EXPECT_EQ(d[0],
             "traffic_cfg = {\"burstiness\":1.0} (flag --burstiness, --ramp-up-strategy, "
-            "--ramp-up-start-rps, --ramp-up-end-rps), but the plan was made with "
-            "{\"burstiness\":0.5}");
+            "--ramp-up-start-rps, --ramp-up-end-rps, --sampler, --stage, --spike), but the plan "
+            "was made with {\"burstiness\":0.5}");
   EXPECT_EQ(d[1], "num_prompts = 301 (flag --num-prompts), but the plan was made with 300");
   EXPECT_EQ(d[2], "seed = 12 (flag --seed), but the plan was made with 11");
   EXPECT_EQ(d[3], "random_input_len = 65 (flag --random-input-len), but the plan was made with 64");
