@@ -607,25 +607,6 @@ bool SecretHeaderName(std::string_view line) {
   return false;
 }
 
-// The fields `item` sets, by their config.proto names (numbers and text).
-nlohmann::ordered_json SetFieldsJson(const google::protobuf::Message& item) {
-  namespace pb = google::protobuf;
-  nlohmann::ordered_json out = nlohmann::ordered_json::object();
-  std::vector<const pb::FieldDescriptor*> fields;
-  item.GetReflection()->ListFields(item, &fields);
-  for (const pb::FieldDescriptor* f : fields) {
-    const pb::Reflection* r = item.GetReflection();
-    if (f->cpp_type() == pb::FieldDescriptor::CPPTYPE_DOUBLE) {
-      out[f->name()] = r->GetDouble(item, f);
-    } else if (f->cpp_type() == pb::FieldDescriptor::CPPTYPE_UINT64) {
-      out[f->name()] = r->GetUInt64(item, f);
-    } else if (f->cpp_type() == pb::FieldDescriptor::CPPTYPE_STRING) {
-      out[f->name()] = r->GetString(item, f);
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
 std::string SavedConfigJson(const RunConfig& c, std::vector<std::string>* left_out) {

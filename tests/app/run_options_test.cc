@@ -89,7 +89,8 @@ TEST(RunOptionsTest, PacerCpuAndRealtimeFlagsAndKeys) {
   config = Resolve("--config " + WriteYaml("pacer_cpu: -2\n"));
   ASSERT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(config.status().message()),
-              HasSubstr("pacer_cpu = \"-2\": must be a whole number >= 0"));
+              HasSubstr("pacer_cpu = -2: must be a CPU number >= 0; leave it out for no pinning "
+                        "(flag --pacer-cpu)"));
 }
 
 // AISBench's and vLLM's names get the same pointer to surge's name as

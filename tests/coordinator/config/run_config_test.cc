@@ -16,7 +16,8 @@ namespace {
 using ::testing::HasSubstr;
 
 absl::Status LoadText(const std::string& yaml, surge::v1::RunConfig* config) {
-  const auto path = std::filesystem::path(::testing::TempDir()) / ("run_config_test_" + std::to_string(getpid()) + ".yaml");
+  const auto path = std::filesystem::path(::testing::TempDir()) /
+                    ("run_config_test_" + std::to_string(getpid()) + ".yaml");
   std::ofstream(path) << yaml;
   *config = DefaultRunConfig();
   return LoadYamlConfig(path.string(), config);
@@ -85,7 +86,8 @@ colour: blue
   // The allowed keys once, at the end, with the traffic_cfg ones.
   EXPECT_THAT(
       m, HasSubstr("(allowed keys: abort_after_connect_failures, api_key_file, assign, base_url,"));
-  EXPECT_THAT(m, HasSubstr("traffic_cfg: {burstiness, mmpp_states, ramp_up_end_rps"));
+  EXPECT_THAT(m, HasSubstr("traffic_cfg: {burstiness, ramp_up_end_rps, ramp_up_start_rps, "
+                           "ramp_up_strategy, sampler, stages: [{amplitude_rps, burstiness, "));
 }
 
 TEST(RunConfigTest, ValidatorRejectsOutOfRangeValues) {
@@ -132,7 +134,8 @@ TEST(RunConfigTest, BadYamlNamesTheFile) {
   const absl::Status s = LoadText("request_rate: [1, 2\n", &c);
   EXPECT_THAT(std::string(s.message()), HasSubstr("not valid YAML"));
   const absl::Status missing = LoadYamlConfig("/nonexistent/surge.yaml", &c);
-  EXPECT_THAT(std::string(missing.message()), HasSubstr("--config = \"/nonexistent/surge.yaml\": no such file"));
+  EXPECT_THAT(std::string(missing.message()),
+              HasSubstr("--config = \"/nonexistent/surge.yaml\": no such file"));
   const absl::Status directory = LoadYamlConfig(::testing::TempDir(), &c);
   EXPECT_THAT(std::string(directory.message()), HasSubstr("is not a regular file"));
 }
@@ -450,8 +453,9 @@ TEST(RunConfigTest, MetricsPortAndHost) {
   c.set_metrics_port(0);
   const std::vector<std::string> w = ConfigWarnings(c);
   ASSERT_EQ(w.size(), 1u);
-  EXPECT_EQ(w[0], "metrics_host \"0.0.0.0\" is unused: live metrics are off without a "
-                  "metrics_port (flag --metrics-port)");
+  EXPECT_EQ(w[0],
+            "metrics_host \"0.0.0.0\" is unused: live metrics are off without a "
+            "metrics_port (flag --metrics-port)");
 }
 
 }  // namespace
