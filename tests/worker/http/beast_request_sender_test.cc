@@ -137,12 +137,15 @@ TEST(BeastRequestSenderTest, StreamingChatTimings) {
   ASSERT_EQ(r.itl_ns_size(), 4);
   int64_t itl_sum = 0;
   for (int64_t gap : r.itl_ns()) {
-    EXPECT_GE(gap, 2 * kMs);
+    // A token read late (a loaded machine) shortens the next gap, down to 0.
+    EXPECT_GE(gap, 0);
     EXPECT_LT(gap, 10 * kMs + kSlackNs);
     itl_sum += gap;
   }
-  // The server's deadlines are absolute: first to last token is 40 ms.
-  EXPECT_GE(itl_sum, 35 * kMs);
+  // The server's deadlines are absolute: its last token leaves 90 ms after
+  // it read the request, which was after the send (a causal bound, exact on
+  // any machine); first to last token is 40 ms, read with at most the slack.
+  EXPECT_GE(r.ttft_ns() + itl_sum, 90 * kMs);
   EXPECT_LT(itl_sum, 40 * kMs + kSlackNs);
   EXPECT_GE(r.e2el_ns(), 90 * kMs);
   EXPECT_GE(r.e2el_ns(), r.ttft_ns() + itl_sum);
