@@ -29,6 +29,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/peak_rss.h"
 #include "common/clock.h"
 #include "common/fd_limit.h"
 #include "simserver/sim_server.h"
@@ -37,6 +38,8 @@
 #include "surge/v1/wire.pb.h"
 #include "worker/http/beast_request_sender.h"
 #include "worker/send_loop.h"
+
+using surge::bench::PeakRssMb;
 
 namespace {
 
@@ -69,16 +72,6 @@ bool ParseFlags(int argc, char** argv, Flags& f) {
   return f.streams >= 1 && f.ramp_s > 0 && f.max_seconds > 0;
 }
 
-// VmHWM (peak resident set) of `pid`, MB; -1 when unreadable.
-double PeakRssMb(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::strtod(line.c_str() + 6, nullptr) / 1024.0;
-  }
-  return -1;
-}
-
 // The server child: serves until the parent closes `stop_fd`'s other end,
 // then prints its own peak RSS. Never returns.
 [[noreturn]] void ServeInChild(const Flags& flags, int port_fd, int stop_fd) {
@@ -97,7 +90,7 @@ double PeakRssMb(pid_t pid) {
   if (server.ok()) {
     (*server)->Stop();
     std::printf("server: %llu requests served, peak RSS (VmHWM) %.1f MB\n",
-                static_cast<unsigned long long>((*server)->requests_served()), PeakRssMb(getpid()));
+                static_cast<unsigned long long>((*server)->requests_served()), PeakRssMb());
   }
   std::fflush(stdout);
   _exit(server.ok() ? 0 : 1);
@@ -133,7 +126,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "the server did not start\n");
     return 1;
   }
-  const double rss_before_mb = PeakRssMb(getpid());
+  const double rss_before_mb = PeakRssMb();
 
   surge::Clock& clock = surge::RealClock();
   surge::v1::TargetConfig target;
@@ -182,7 +175,7 @@ int main(int argc, char** argv) {
   const double elapsed_s = static_cast<double>(surge::ToNanos(clock.Now()) - t0) / 1e9;
   loop.Stop();
   pacer.join();
-  const double worker_peak_mb = PeakRssMb(getpid());
+  const double worker_peak_mb = PeakRssMb();
   (*sender)->Shutdown(std::chrono::milliseconds(0));
   close(stop_pipe[1]);  // the server stops and prints its line
   int status = 0;

@@ -10,22 +10,19 @@
 #include <string>
 #include <vector>
 
+#include "bench/peak_rss.h"
 #include "common/clock.h"
 #include "coordinator/plan/arrival_schedule.h"
 #include "coordinator/plan/traffic.h"
 #include "coordinator/report/plot_pages.h"
 #include "coordinator/results/run_files.h"
 
+using surge::bench::PeakRssMb;
+
 namespace {
 
 namespace fs = std::filesystem;
 using surge::coordinator::ResolvedTraffic;
-
-double PeakRssMb() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_maxrss) / 1024.0;
-}
 
 double MbOf(const fs::path& p) { return static_cast<double>(fs::file_size(p)) / 1e6; }
 

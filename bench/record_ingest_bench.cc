@@ -22,10 +22,13 @@
 #include <string>
 #include <vector>
 
+#include "bench/peak_rss.h"
 #include "coordinator/results/record_sink.h"
 #include "coordinator/results/run_files.h"
 #include "coordinator/results/summary.h"
 #include "surge/v1/wire.pb.h"
+
+using surge::bench::PeakRssMb;
 
 namespace {
 
@@ -42,12 +45,6 @@ double ProcessCpuSeconds() {
   timespec ts{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
-
-double PeakRssMb() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_maxrss) / 1024.0;
 }
 
 // A streamed answer of 128 tokens planned at 1,000 RPS: ~30 µs late, TTFT
