@@ -28,6 +28,23 @@ using ::testing::HasSubstr;
 
 using ::surge::testing::FreshDir;
 
+// The details line DetailsWriter writes for `r`, in a fresh folder named
+// `dir`; "" (and a test failure) when the writer cannot be made or flushed.
+std::string OneDetailsLine(const std::string& dir, const surge::v1::RequestRecord& r) {
+  const fs::path path = FreshDir(dir) / "d.jsonl";
+  {
+    auto w = DetailsWriter::Create(path);
+    EXPECT_TRUE(w.ok()) << w.status();
+    if (!w.ok()) return "";
+    (*w)->Append(r);
+    EXPECT_TRUE((*w)->Flush().ok());
+  }
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
 TEST(RunFolderTest, TimestampLayoutWithSuffixesAndModelSlashes) {
   const fs::path out = FreshDir("run_folder_test");
   setenv("TZ", "UTC", 1);
@@ -75,16 +92,8 @@ TEST(DetailsTest, RoundTripsARecord) {
   r.add_itl_ns(10000000);
   r.set_output_tokens(5);
   r.set_http_status(200);
-  const fs::path path = FreshDir("details") / "d.jsonl";
-  {
-    auto w = DetailsWriter::Create(path);
-    ASSERT_TRUE(w.ok());
-    (*w)->Append(r);
-    ASSERT_TRUE((*w)->Flush().ok());
-  }
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
+  const std::string line = OneDetailsLine("details", r);
+  ASSERT_FALSE(line.empty());
   EXPECT_THAT(line, HasSubstr("\"lateness_s\":2e-05"));
   EXPECT_THAT(line, HasSubstr("\"status\":\"ok\""));
   auto back = ParseDetailsLine(line);
@@ -104,16 +113,8 @@ TEST(DetailsTest, FailureKindRoundTripsAndOlderLinesDeriveIt) {
   r.set_index(3);
   r.set_planned_ns(1000);
   SetFailure(r, surge::v1::FAILED, surge::v1::FAILURE_KIND_TLS, "cannot load the CA file");
-  const fs::path path = FreshDir("details_kind") / "d.jsonl";
-  {
-    auto w = DetailsWriter::Create(path);
-    ASSERT_TRUE(w.ok());
-    (*w)->Append(r);
-    ASSERT_TRUE((*w)->Flush().ok());
-  }
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
+  const std::string line = OneDetailsLine("details_kind", r);
+  ASSERT_FALSE(line.empty());
   EXPECT_THAT(line, HasSubstr("\"failure_kind\":\"tls\""));
   EXPECT_THAT(line, HasSubstr("\"error\":\"cannot load the CA file\""));
   auto back = ParseDetailsLine(line);
@@ -299,16 +300,8 @@ TEST(DetailsTest, InterruptedRecordRoundTripsWithItsCutTime) {
   r.set_output_tokens(2);
   r.set_output_tokens_estimated(true);
   r.set_interrupted_ns(4970000000);
-  const fs::path path = FreshDir("details_interrupted") / "d.jsonl";
-  {
-    auto w = DetailsWriter::Create(path);
-    ASSERT_TRUE(w.ok());
-    (*w)->Append(r);
-    ASSERT_TRUE((*w)->Flush().ok());
-  }
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
+  const std::string line = OneDetailsLine("details_interrupted", r);
+  ASSERT_FALSE(line.empty());
   EXPECT_THAT(line, HasSubstr("\"status\":\"interrupted\""));
   EXPECT_THAT(line, HasSubstr("\"interrupted_offset_s\":4.97"));
   EXPECT_THAT(line, HasSubstr("\"actual_offset_s\":0.2001"));
