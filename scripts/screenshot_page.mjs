@@ -24,7 +24,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { chromium } from 'playwright-core';
+import { launchChromium } from './chromium.mjs';
 
 function usage(msg) {
   if (msg) console.error(`screenshot_page: ${msg}`);
@@ -70,19 +70,7 @@ if (!/^https?:\/\//.test(url)) {
   url = pathToFileURL(path.resolve(url)).href;
 }
 
-const browser = await chromium.launch({
-  executablePath: process.env.SURGE_CHROMIUM || '/usr/bin/chromium',
-  args: [
-    '--headless',
-    '--no-sandbox',
-    '--disable-gpu',
-    '--disable-quic',
-    '--no-first-run',
-    '--disable-background-networking',
-    '--disable-component-update',
-    '--disable-sync',
-  ],
-});
+const browser = await launchChromium();
 try {
   const page = await browser.newPage({ viewport: { width: opts.width, height: opts.height } });
   await page.goto(url, { waitUntil: 'load' });
