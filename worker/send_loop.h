@@ -39,7 +39,9 @@ struct SendLoopOptions {
   // RequestSender::Prepare (built and given a connection off the critical
   // path). 0 = never call Prepare. An assignment enqueued later than this is
   // prepared at once. A preparation is put off while another request is due
-  // within `prepare_guard`, unless its own deadline comes first.
+  // within `prepare_guard`, unless its own deadline comes first or only half
+  // the lead is left (then it goes at once: regular traffic, a release every
+  // guard or less, would otherwise starve it).
   std::chrono::microseconds prepare_lead{50000};
   std::chrono::microseconds prepare_guard{1000};
   // Late-send policy (docs/DESIGN.md "Late-send policy"), decided at each

@@ -94,6 +94,10 @@ int WorkerCommand(const WorkerArgs& args) {
           r.set_simulated_drift_ppm(ppm);
         };
   }
+  // A child of `surge run` (checked above: its parent is --parent-pid) reads
+  // the coordinator's own steady clock: offset 0 is exact, the estimate is
+  // not (docs/DESIGN.md "Shared clock").
+  options.same_clock = args.parent_pid > 0 && skewed == nullptr;
   options.pacer.cpu = args.pacer_cpu;
   options.pacer.realtime = args.pacer_realtime;
   WorkerSession session(

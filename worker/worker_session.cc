@@ -52,18 +52,29 @@ void WorkerSession::AddClockSample(int64_t t1, int64_t t2, int64_t t3) {
   clock_sync_.AddSample(ClockSample{t1, t2, t3, t4});
 }
 
+ClockMapping WorkerSession::UsedMapping() const {
+  return options_.same_clock ? ClockMapping{} : clock_sync_.mapping();
+}
+
 surge::v1::ClockReport WorkerSession::ClockReportNow() const {
   const ClockEstimate& e = clock_sync_.estimate();
   surge::v1::ClockReport r;
-  r.set_offset_ns(e.mapping.offset_ns);
-  r.set_drift_ppm(e.mapping.drift_ppm);
-  r.set_uncertainty_ns(e.uncertainty_ns);
   r.set_ref_coord_ns(e.mapping.ref_coord_ns);
   r.set_samples(e.samples);
   r.set_rejected(e.rejected);
   r.set_min_rtt_ns(e.min_rtt_ns);
-  r.set_largest_step_ns(e.largest_step_ns);
   r.set_drift_fitted(e.drift_fitted);
+  if (options_.same_clock) {
+    // Exact: the mapping in use is the identity (offset, drift, error and
+    // steps all 0); the estimate is kept beside it as a check.
+    r.set_same_clock(true);
+    r.set_measured_offset_ns(e.mapping.offset_ns);
+  } else {
+    r.set_offset_ns(e.mapping.offset_ns);
+    r.set_drift_ppm(e.mapping.drift_ppm);
+    r.set_uncertainty_ns(e.uncertainty_ns);
+    r.set_largest_step_ns(e.largest_step_ns);
+  }
   if (options_.describe_simulated_clock) options_.describe_simulated_clock(r);
   return r;
 }
@@ -306,13 +317,13 @@ int WorkerSession::Run() {
     health.OnRecordError(record.error());
     AddToOutbox(std::move(record));
   });
-  loop.SetClockMapping(clock_sync_.mapping());
+  loop.SetClockMapping(UsedMapping());
   // Every heartbeat ack is a clock sample; the pacer reads the new mapping
   // at its next deadline.
   auto on_heartbeat_ack = [&](const surge::v1::HeartbeatAck& ack) {
     if (ack.t3_coord_ns() == 0) return;  // an ack without coordinator stamps
     AddClockSample(ack.t1_worker_ns(), ack.t2_coord_ns(), ack.t3_coord_ns());
-    loop.SetClockMapping(clock_sync_.mapping());
+    loop.SetClockMapping(UsedMapping());
   };
   // The lease starts at Welcome, so a coordinator that dies before the first
   // heartbeat ack still stops this worker (DISTRIBUTED.md §3).

@@ -56,6 +56,15 @@ struct WorkerSessionOptions {
   std::chrono::milliseconds probe_period{5};
   std::chrono::milliseconds probe_round_wait{200};
   ClockSyncOptions clock_sync;
+  // The coordinator's steady clock is this process's own: a worker that
+  // `surge run` started as its child on the same host (worker_main sets it
+  // when --parent-pid is its parent and the clock is not simulated). The
+  // pacer then maps deadlines with offset 0, exactly, instead of the
+  // estimate, whose loopback bias (−0.01 to −0.32 ms measured on the wire,
+  // docs/PERFORMANCE.md) would shift each worker's sends by a different
+  // amount. The probes still run (they prove the link) and their estimate
+  // is reported as ClockReport.measured_offset_ns. Default false.
+  bool same_clock = false;
   // The open-file limit the worker's connection capacity is derived from
   // (issue 9 item 1): capacity = fd_limit − kReservedDescriptors
   // (common/fd_limit.h), and the in-flight cap becomes min(Welcome's cap,
@@ -119,6 +128,9 @@ class WorkerSession {
   uint64_t repaired_errors_ = 0;  // records whose error text had bad UTF-8
   Clock::TimePoint last_flush_{};
   ClockSyncEstimator clock_sync_;
+  // The mapping the pacer uses: identity with options_.same_clock, else the
+  // estimate.
+  ClockMapping UsedMapping() const;
 };
 
 }  // namespace surge::worker

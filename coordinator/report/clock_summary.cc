@@ -26,6 +26,11 @@ nlohmann::json ClockSyncJson(const std::vector<surge::v1::ClockReport>& clocks) 
       w["rejected"] = c.rejected();
       w["largest_step_ns"] = c.largest_step_ns();
       w["at_coord_ns"] = c.ref_coord_ns();
+      if (c.same_clock()) {
+        w["same_clock"] = true;
+        w["measured_offset_ns"] = c.measured_offset_ns();
+        w["measured_offset_ms"] = c.measured_offset_ns() / 1e6;
+      }
       if (c.simulated()) {
         w["simulated_offset_ns"] = c.simulated_offset_ns();
         w["simulated_drift_ppm"] = c.simulated_drift_ppm();
@@ -56,8 +61,12 @@ std::string ClockSyncText(const nlohmann::json& clock_sync) {
     hi_ppm = reported == 0 ? ppm : std::max(hi_ppm, ppm);
     max_u_ms = std::max(max_u_ms, u);
     ++reported;
-    std::string part = absl::StrFormat("worker %d %+.3f ms ±%.3f ms, %+.1f ppm",
-                                       w.value("worker", -1), off, u, ppm);
+    std::string part =
+        w.value("same_clock", false)
+            ? absl::StrFormat("worker %d same clock (probes measured %+.3f ms)",
+                              w.value("worker", -1), w.value("measured_offset_ms", 0.0))
+            : absl::StrFormat("worker %d %+.3f ms ±%.3f ms, %+.1f ppm", w.value("worker", -1),
+                              off, u, ppm);
     if (w.contains("simulated_offset_ns")) {
       absl::StrAppendFormat(&part, " (simulated %+.3f ms, %+.1f ppm)",
                             w.value("simulated_offset_ns", int64_t{0}) / 1e6,

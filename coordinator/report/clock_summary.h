@@ -19,12 +19,16 @@ namespace surge::coordinator {
 // rejected, largest_step_ns, at_coord_ns (the coordinator instant the
 // offset refers to); for a simulated clock (test option) also
 // simulated_offset_ns, simulated_drift_ppm and offset_error_ns (estimate −
-// truth).
+// truth); for a worker on the coordinator's own clock (ClockReport.
+// same_clock: offset, drift and uncertainty are exactly 0) also
+// same_clock: true, measured_offset_ns and measured_offset_ms (what its
+// probes estimated, a check of the estimator).
 nlohmann::json ClockSyncJson(const std::vector<surge::v1::ClockReport>& clocks);
 
 // One line for people from ClockSyncJson's array, e.g.
 // "worker 0 +250.012 ms ±0.041 ms, +199.9 ppm; worker 1 +0.002 ms ±0.020 ms,
-// -0.3 ppm". More than 8 workers: the ranges instead. Empty for an empty or
+// -0.3 ppm"; a same-clock worker reads "worker 1 same clock (probes measured
+// -0.120 ms)". More than 8 workers: the ranges instead. Empty for an empty or
 // malformed array (a summary written before clock sync existed).
 std::string ClockSyncText(const nlohmann::json& clock_sync);
 

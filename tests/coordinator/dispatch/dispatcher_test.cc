@@ -245,6 +245,62 @@ TEST(DispatcherTest, SkewedWorkerClockIsMeasuredAndItsSendsStayOnSchedule) {
   }
 }
 
+// A worker told it shares the coordinator's clock (same_clock: `surge run`'s
+// own children) maps deadlines with offset 0, whatever its probes estimate,
+// and reports 0 with the estimate beside it. Here the claim is deliberately
+// false (a clock 250 ms behind), so that the two can be told apart: the sends
+// follow the worker's raw clock, and the report still shows the −250 ms the
+// probes measured.
+TEST(DispatcherTest, SameClockWorkerMapsWithOffsetZeroAndReportsTheEstimate) {
+  const ArrivalSchedule plan = ConstantPlan(200, 100);  // 0.5 s
+  FixedPayloads payloads;
+  InMemoryRouter router;
+  std::vector<surge::v1::RequestRecord> records;
+  Dispatcher dispatcher(RealClock(), router, plan, payloads, TestOptions(1),
+                        [&](const surge::v1::RequestRecord& r) { records.push_back(r); });
+  SkewedClock skewed(RealClock(), -250'000'000, 0);
+  LocalWorker w;
+  w.transport = router.Connect("local");
+  w.thread = std::thread([&w, &skewed] {
+    surge::worker::WorkerSessionOptions options;
+    options.requested_index = 0;
+    options.same_clock = true;
+    surge::worker::WorkerSession session(
+        skewed, *w.transport,
+        [&w, &skewed](const surge::v1::Welcome&)
+            -> absl::StatusOr<std::unique_ptr<surge::worker::RequestSender>> {
+          auto sender = std::make_unique<FakeRequestSender>(skewed);
+          w.sender = sender.get();
+          return std::unique_ptr<surge::worker::RequestSender>(std::move(sender));
+        },
+        options);
+    w.exit_code = session.Run();
+  });
+  auto outcome = dispatcher.Run();
+  w.thread.join();
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  ASSERT_EQ(records.size(), 100u);
+  ASSERT_EQ(outcome->clocks.size(), 1u);
+  const surge::v1::ClockReport& c = outcome->clocks[0];
+  EXPECT_TRUE(c.same_clock());
+  EXPECT_EQ(c.offset_ns(), 0);
+  EXPECT_EQ(c.drift_ppm(), 0);
+  EXPECT_EQ(c.uncertainty_ns(), 0);
+  EXPECT_GE(c.samples(), 8u);
+  EXPECT_NEAR(static_cast<double>(c.measured_offset_ns()), -250e6, 1e6);
+  // Each send at t0 + offset on the worker's own raw clock (never early, on
+  // time within generous bounds), i.e. 250 ms late on the true clock.
+  ASSERT_EQ(w.sender->sent().size(), 100u);
+  std::vector<double> late_ms;
+  for (const auto& s : w.sender->sent()) {
+    const int64_t planned_ns = outcome->t0_ns + static_cast<int64_t>(s.index + 1) * 5'000'000;
+    late_ms.push_back((s.at_ns - planned_ns) / 1e6);
+  }
+  std::sort(late_ms.begin(), late_ms.end());
+  EXPECT_GE(late_ms.front(), 0.0);
+  EXPECT_LT(late_ms[late_ms.size() / 2], 50.0);
+}
+
 TEST(DispatcherTest, SilentWorkerIsDeclaredDeadAndNothingIsSentTwice) {
   const ArrivalSchedule plan = ConstantPlan(400, 600);  // 1.5 s
   FixedPayloads payloads;

@@ -43,6 +43,27 @@ TEST(ClockSummaryTest, JsonPerWorkerWithTruthForSimulatedClocks) {
             "worker 1 -0.040 ms ±0.060 ms, -1.5 ppm; worker 2 no estimate");
 }
 
+// A worker that `surge run` started on its own host maps with offset 0,
+// exactly; its probes' estimate is kept and shown as a check.
+TEST(ClockSummaryTest, SameClockWorkerShowsZeroAndWhatItsProbesMeasured) {
+  surge::v1::ClockReport local = Report(0, 0, 0);
+  local.set_largest_step_ns(0);
+  local.set_same_clock(true);
+  local.set_measured_offset_ns(-123'456);
+  const nlohmann::json j = ClockSyncJson({local, Report(-40'000, -1.5, 60'000)});
+  ASSERT_EQ(j.size(), 2u);
+  EXPECT_EQ(j[0]["offset_ns"], 0);
+  EXPECT_EQ(j[0]["uncertainty_ns"], 0);
+  EXPECT_EQ(j[0]["same_clock"], true);
+  EXPECT_EQ(j[0]["measured_offset_ns"], -123'456);
+  EXPECT_DOUBLE_EQ(j[0]["measured_offset_ms"].get<double>(), -0.123456);
+  EXPECT_FALSE(j[1].contains("same_clock"));
+  EXPECT_FALSE(j[1].contains("measured_offset_ns"));
+  EXPECT_EQ(ClockSyncText(j),
+            "worker 0 same clock (probes measured -0.123 ms); "
+            "worker 1 -0.040 ms ±0.060 ms, -1.5 ppm");
+}
+
 TEST(ClockSummaryTest, ManyWorkersAreSummarizedAsRangesAndOldSummariesGiveNothing) {
   std::vector<surge::v1::ClockReport> many;
   for (int k = 0; k < 10; ++k) many.push_back(Report(k * 10'000, k - 5.0, 20'000 + k * 1000));
