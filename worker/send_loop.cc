@@ -91,8 +91,10 @@ void SendLoop::Run() {
     int64_t prepare_due = kNever;
     int64_t prepare_deadline = kNever;
     int64_t release_due = kNever;
+    size_t prepared_count = 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
+      prepared_count = ready_.size();
       if (started_ && !unprepared_.empty()) {
         prepare_deadline = mapping_.ToWorker(t0_coord_ns_ + unprepared_.front().offset_ns());
         prepare_due = prepare_deadline - lead;
@@ -112,11 +114,15 @@ void SendLoop::Run() {
     // has waited until half the lead is left. Without that last rule regular
     // traffic starves it: at ≥ 1,000 RPS constant the next release is never
     // more than the guard away, so every request would be prepared just
-    // before its own release, its connection not ready.
+    // before its own release, its connection not ready. It also waits while
+    // max_prepared requests are prepared and unreleased (each holds a
+    // connection), unless its own deadline comes first.
     const bool prepare_may_go =
         prepare_due != kNever &&
-        (prepare_deadline <= release_due || release_due == kNever || release_due - now > guard ||
-         prepare_deadline - now <= lead / 2);
+        (prepare_deadline <= release_due ||
+         (prepared_count < options_.max_prepared &&
+          (release_due == kNever || release_due - now > guard ||
+           prepare_deadline - now <= lead / 2)));
     if (prepare_may_go && prepare_due <= now) {
       surge::v1::Assignment a;
       {

@@ -423,6 +423,46 @@ TEST(SendLoopTest, RegularTrafficStillPreparesEveryRequestWellAhead) {
   }
 }
 
+// At 20,000 RPS a 50 ms lead would hold 1,000 prepared requests (and
+// connections); max_prepared bounds them, and each request is still
+// prepared before its release: request i right after request i − cap goes.
+TEST(SendLoopTest, PreparedRequestsAreCappedAndStillPreparedAhead) {
+  AutoAdvanceClock clock;
+  FakeRequestSender sender(clock);
+  SendLoopOptions options;
+  options.prepare_lead = std::chrono::milliseconds(50);
+  options.max_prepared = 8;
+  SendLoop loop(clock, sender, options, [](surge::v1::RequestRecord) {});
+  const int64_t t0 = ToNanos(clock.Now()) + 100 * kMs;
+  loop.SetStart(t0);
+  constexpr uint64_t kRequests = 400;
+  constexpr int64_t kGapNs = 50'000;  // 20,000 RPS
+  std::vector<surge::v1::Assignment> all;
+  for (uint64_t i = 0; i < kRequests; ++i) {
+    all.push_back(Make(i, static_cast<int64_t>(i) * kGapNs));
+  }
+  loop.Enqueue(all);
+  sender.set_after_send([&](uint64_t index) {
+    if (index == kRequests - 1) loop.Stop();
+  });
+  loop.Run();
+  const auto prepared = sender.prepared();
+  const auto sent = sender.sent();
+  ASSERT_EQ(prepared.size(), kRequests);
+  ASSERT_EQ(sent.size(), kRequests);
+  for (uint64_t i = 0; i < kRequests; ++i) {
+    const int64_t deadline = t0 + static_cast<int64_t>(i) * kGapNs;
+    EXPECT_EQ(sent[i].at_ns, deadline) << i;
+    EXPECT_EQ(prepared[i].index, i);
+    // The first 8 at their full lead; then each at the release of i − 8.
+    EXPECT_EQ(prepared[i].at_ns, i < 8 ? deadline - 50 * kMs : sent[i - 8].at_ns) << i;
+    // Never more than 8 prepared and unreleased.
+    uint64_t outstanding = 0;
+    for (uint64_t j = 0; j <= i; ++j) outstanding += sent[j].at_ns > prepared[i].at_ns;
+    EXPECT_LE(outstanding, 8u) << i;
+  }
+}
+
 TEST(SendLoopTest, StoppingCancelsPreparedButUnreleasedRequests) {
   AutoAdvanceClock clock;
   FakeRequestSender sender(clock);
