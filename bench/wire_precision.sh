@@ -41,6 +41,7 @@
 #   --alarm-ms MS       --lateness-alarm-ms with --stop-on-alarm (default 50; 0: run every
 #                       case to its end, however late)
 #   --seed N            plan seed (default 1)
+#   --run-args "ARGS"   extra arguments for every `surge run`, e.g. "--pacer-realtime"
 #   --keep DIR          keep every run folder, capture and the rows in DIR
 #   --install           first install the bench packages (scripts/install_deps.sh --bench)
 #
@@ -67,9 +68,10 @@ INPUT_LEN=64
 ALARM_MS=50
 TW_WAIT_S=30
 SEED=1
+RUN_ARGS=""
 KEEP=""
 INSTALL=0
-usage() { sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,41p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --surge) SURGE=$2; shift 2 ;;
@@ -87,6 +89,7 @@ while [ $# -gt 0 ]; do
     --alarm-ms) ALARM_MS=$2; shift 2 ;;
     --tw-wait-s) TW_WAIT_S=$2; shift 2 ;;
     --seed) SEED=$2; shift 2 ;;
+    --run-args) RUN_ARGS=$2; shift 2 ;;
     --keep) KEEP=$2; shift 2 ;;
     --install) INSTALL=1; shift ;;
     -h|--help) usage; exit 0 ;;
@@ -247,7 +250,7 @@ run_case() {
   timeout -s TERM -k 20 "$cut_s" "$SURGE" run --base-url "http://127.0.0.1:$port" \
     --num-prompts "$n" --request-rate "$rate" --burstiness "$(beta_of "$traffic")" \
     --workers "$workers" --random-input-len "$INPUT_LEN" --seed "$SEED" \
-    --output-dir "$dir/out" "${alarm[@]}" "$@" > "$dir/surge.log" 2>&1 &
+    --output-dir "$dir/out" "${alarm[@]}" $RUN_ARGS "$@" > "$dir/surge.log" 2>&1 &
   local run=$!
   PIDS+=("$run")
   wait "$run" || rc=$?

@@ -11,7 +11,9 @@ namespace surge::testing {
 
 // SleepUntil/SleepUntilCoarse advance Now() to the deadline (never back).
 // Optional `oversleep` is added to every precise sleep, to model a late
-// wake-up. Thread-safe.
+// wake-up, and `coarse_oversleep` to every coarse one, to model
+// clock_nanosleep waking 50-300 µs late (the reason RealClock spins the last
+// 200 µs of a precise sleep). Thread-safe.
 class AutoAdvanceClock final : public Clock {
  public:
   explicit AutoAdvanceClock(TimePoint start = TimePoint(std::chrono::seconds(1000)))
@@ -24,12 +26,13 @@ class AutoAdvanceClock final : public Clock {
     return std::chrono::system_clock::time_point(std::chrono::seconds(1767225600));
   }
   void SleepUntil(TimePoint deadline) override { Advance(deadline + oversleep_); }
-  void SleepUntilCoarse(TimePoint deadline) override { Advance(deadline); }
+  void SleepUntilCoarse(TimePoint deadline) override { Advance(deadline + coarse_oversleep_); }
   void AdvanceBy(std::chrono::nanoseconds d) {
     std::lock_guard<std::mutex> lock(mu_);
     now_ += d;
   }
   void set_oversleep(std::chrono::nanoseconds d) { oversleep_ = d; }
+  void set_coarse_oversleep(std::chrono::nanoseconds d) { coarse_oversleep_ = d; }
 
  private:
   void Advance(TimePoint to) {
@@ -39,6 +42,7 @@ class AutoAdvanceClock final : public Clock {
   std::mutex mu_;
   TimePoint now_;
   std::chrono::nanoseconds oversleep_{0};
+  std::chrono::nanoseconds coarse_oversleep_{0};
 };
 
 }  // namespace surge::testing

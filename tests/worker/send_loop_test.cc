@@ -463,6 +463,42 @@ TEST(SendLoopTest, PreparedRequestsAreCappedAndStillPreparedAhead) {
   }
 }
 
+// The pacer's coarse sleeps (clock_nanosleep) wake up to ~300 µs late; only
+// the last stretch before a release is a precise sleep. A preparation due
+// just before a release must not be waited for with a coarse sleep: before,
+// request 1's preparation (due at 99.99 ms, 10 µs before request 0's
+// release) was slept for coarsely and request 0 went out at its deadline +
+// the oversleep (β 0.5 at 1,000 RPS: lateness p90 82 µs on the wire,
+// docs/PERFORMANCE.md). Now the coarse sleep ends `prepare_guard` before
+// the release, which is then precise, and request 1 is prepared after it.
+TEST(SendLoopTest, CoarseSleepsForPreparationsNeverRunIntoARelease) {
+  AutoAdvanceClock clock;
+  clock.set_coarse_oversleep(std::chrono::microseconds(300));
+  FakeRequestSender sender(clock);
+  SendLoopOptions options;
+  options.prepare_lead = std::chrono::milliseconds(50);
+  options.prepare_guard = std::chrono::milliseconds(1);
+  SendLoop loop(clock, sender, options, [](surge::v1::RequestRecord) {});
+  const int64_t t0 = ToNanos(clock.Now());
+  loop.SetStart(t0);
+  // Request 0 is prepared at once (due in 100 ms, > the lead: at 50 ms).
+  loop.Enqueue({Make(0, 100 * kMs), Make(1, 149'990'000), Make(2, 400 * kMs)});
+  sender.set_after_send([&](uint64_t index) {
+    if (index == 2) loop.Stop();
+  });
+  loop.Run();
+  const auto sent = sender.sent();
+  ASSERT_EQ(sent.size(), 3u);
+  EXPECT_EQ(sent[0].at_ns, t0 + 100 * kMs);
+  EXPECT_EQ(sent[1].at_ns, t0 + 149'990'000);
+  EXPECT_EQ(sent[2].at_ns, t0 + 400 * kMs);
+  const auto prepared = sender.prepared();
+  ASSERT_EQ(prepared.size(), 3u);
+  EXPECT_EQ(prepared[1].index, 1u);
+  EXPECT_GE(prepared[1].at_ns, t0 + 100 * kMs);  // after request 0's release
+  EXPECT_LT(prepared[1].at_ns, t0 + 149'990'000 - 25 * kMs);
+}
+
 TEST(SendLoopTest, StoppingCancelsPreparedButUnreleasedRequests) {
   AutoAdvanceClock clock;
   FakeRequestSender sender(clock);
