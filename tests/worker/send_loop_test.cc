@@ -385,6 +385,35 @@ TEST(SendLoopTest, PreparationWaitsWhileAReleaseIsWithinTheGuard) {
   EXPECT_EQ(sender.sent()[1].at_ns, t0 + 149'600'000);
 }
 
+// What RunRegular saw: t0 and every Prepare and Send, in call order.
+struct RegularRun {
+  int64_t t0 = 0;
+  std::vector<FakeRequestSender::Sent> prepared;
+  std::vector<FakeRequestSender::Sent> sent;
+};
+
+// Runs `n` requests `gap_ns` apart (request i due at t0 + i·gap_ns, t0 =
+// now + 100 ms) through a SendLoop with `options` on simulated time, until
+// the last one is sent.
+RegularRun RunRegular(const SendLoopOptions& options, uint64_t n, int64_t gap_ns) {
+  AutoAdvanceClock clock;
+  FakeRequestSender sender(clock);
+  SendLoop loop(clock, sender, options, [](surge::v1::RequestRecord) {});
+  RegularRun run;
+  run.t0 = ToNanos(clock.Now()) + 100 * kMs;
+  loop.SetStart(run.t0);
+  std::vector<surge::v1::Assignment> all;
+  for (uint64_t i = 0; i < n; ++i) all.push_back(Make(i, static_cast<int64_t>(i) * gap_ns));
+  loop.Enqueue(all);
+  sender.set_after_send([&](uint64_t index) {
+    if (index == n - 1) loop.Stop();
+  });
+  loop.Run();
+  run.prepared = sender.prepared();
+  run.sent = sender.sent();
+  return run;
+}
+
 // Regular traffic (constant 1,000 RPS: a release every 1 ms, never more
 // than the 1 ms guard away) must not starve preparations: before, each was
 // put off until the prepared requests ran out and then prepared just before
@@ -393,33 +422,20 @@ TEST(SendLoopTest, PreparationWaitsWhileAReleaseIsWithinTheGuard) {
 // docs/PERFORMANCE.md). A preparation that has waited until half the lead
 // is left goes at once, whatever the guard says.
 TEST(SendLoopTest, RegularTrafficStillPreparesEveryRequestWellAhead) {
-  AutoAdvanceClock clock;
-  FakeRequestSender sender(clock);
   SendLoopOptions options;
   options.prepare_lead = std::chrono::milliseconds(50);
   options.prepare_guard = std::chrono::milliseconds(1);
-  SendLoop loop(clock, sender, options, [](surge::v1::RequestRecord) {});
-  const int64_t t0 = ToNanos(clock.Now()) + 100 * kMs;
-  loop.SetStart(t0);
   constexpr uint64_t kRequests = 300;
-  std::vector<surge::v1::Assignment> all;
-  for (uint64_t i = 0; i < kRequests; ++i) all.push_back(Make(i, static_cast<int64_t>(i) * kMs));
-  loop.Enqueue(all);
-  sender.set_after_send([&](uint64_t index) {
-    if (index == kRequests - 1) loop.Stop();
-  });
-  loop.Run();
-  const auto prepared = sender.prepared();
-  const auto sent = sender.sent();
-  ASSERT_EQ(prepared.size(), kRequests);
-  ASSERT_EQ(sent.size(), kRequests);
+  const RegularRun run = RunRegular(options, kRequests, kMs);
+  ASSERT_EQ(run.prepared.size(), kRequests);
+  ASSERT_EQ(run.sent.size(), kRequests);
   for (uint64_t i = 0; i < kRequests; ++i) {
-    const int64_t deadline = t0 + static_cast<int64_t>(i) * kMs;
-    EXPECT_EQ(prepared[i].index, i);
+    const int64_t deadline = run.t0 + static_cast<int64_t>(i) * kMs;
+    EXPECT_EQ(run.prepared[i].index, i);
     // Between the full lead and half of it before the deadline.
-    EXPECT_LE(prepared[i].at_ns, deadline - 25 * kMs) << i;
-    EXPECT_GE(prepared[i].at_ns, deadline - 50 * kMs) << i;
-    EXPECT_EQ(sent[i].at_ns, deadline) << i;
+    EXPECT_LE(run.prepared[i].at_ns, deadline - 25 * kMs) << i;
+    EXPECT_GE(run.prepared[i].at_ns, deadline - 50 * kMs) << i;
+    EXPECT_EQ(run.sent[i].at_ns, deadline) << i;
   }
 }
 
@@ -427,38 +443,23 @@ TEST(SendLoopTest, RegularTrafficStillPreparesEveryRequestWellAhead) {
 // connections); max_prepared bounds them, and each request is still
 // prepared before its release: request i right after request i − cap goes.
 TEST(SendLoopTest, PreparedRequestsAreCappedAndStillPreparedAhead) {
-  AutoAdvanceClock clock;
-  FakeRequestSender sender(clock);
   SendLoopOptions options;
   options.prepare_lead = std::chrono::milliseconds(50);
   options.max_prepared = 8;
-  SendLoop loop(clock, sender, options, [](surge::v1::RequestRecord) {});
-  const int64_t t0 = ToNanos(clock.Now()) + 100 * kMs;
-  loop.SetStart(t0);
   constexpr uint64_t kRequests = 400;
   constexpr int64_t kGapNs = 50'000;  // 20,000 RPS
-  std::vector<surge::v1::Assignment> all;
+  const RegularRun run = RunRegular(options, kRequests, kGapNs);
+  ASSERT_EQ(run.prepared.size(), kRequests);
+  ASSERT_EQ(run.sent.size(), kRequests);
   for (uint64_t i = 0; i < kRequests; ++i) {
-    all.push_back(Make(i, static_cast<int64_t>(i) * kGapNs));
-  }
-  loop.Enqueue(all);
-  sender.set_after_send([&](uint64_t index) {
-    if (index == kRequests - 1) loop.Stop();
-  });
-  loop.Run();
-  const auto prepared = sender.prepared();
-  const auto sent = sender.sent();
-  ASSERT_EQ(prepared.size(), kRequests);
-  ASSERT_EQ(sent.size(), kRequests);
-  for (uint64_t i = 0; i < kRequests; ++i) {
-    const int64_t deadline = t0 + static_cast<int64_t>(i) * kGapNs;
-    EXPECT_EQ(sent[i].at_ns, deadline) << i;
-    EXPECT_EQ(prepared[i].index, i);
+    const int64_t deadline = run.t0 + static_cast<int64_t>(i) * kGapNs;
+    EXPECT_EQ(run.sent[i].at_ns, deadline) << i;
+    EXPECT_EQ(run.prepared[i].index, i);
     // The first 8 at their full lead; then each at the release of i − 8.
-    EXPECT_EQ(prepared[i].at_ns, i < 8 ? deadline - 50 * kMs : sent[i - 8].at_ns) << i;
+    EXPECT_EQ(run.prepared[i].at_ns, i < 8 ? deadline - 50 * kMs : run.sent[i - 8].at_ns) << i;
     // Never more than 8 prepared and unreleased.
     uint64_t outstanding = 0;
-    for (uint64_t j = 0; j <= i; ++j) outstanding += sent[j].at_ns > prepared[i].at_ns;
+    for (uint64_t j = 0; j <= i; ++j) outstanding += run.sent[j].at_ns > run.prepared[i].at_ns;
     EXPECT_LE(outstanding, 8u) << i;
   }
 }

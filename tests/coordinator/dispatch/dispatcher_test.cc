@@ -78,6 +78,28 @@ void StartWorker(InMemoryRouter& router, const std::string& name, int32_t index,
   });
 }
 
+// A worker session on its own `clock` (e.g. a SkewedClock), with a
+// FakeRequestSender on that clock; `same_clock` as WorkerSessionOptions.
+void StartWorkerOnClock(InMemoryRouter& router, const std::string& name, int32_t index,
+                        LocalWorker& w, Clock& clock, bool same_clock = false) {
+  w.transport = router.Connect(name);
+  w.thread = std::thread([&w, &clock, index, same_clock] {
+    surge::worker::WorkerSessionOptions options;
+    options.requested_index = index;
+    options.same_clock = same_clock;
+    surge::worker::WorkerSession session(
+        clock, *w.transport,
+        [&w, &clock](const surge::v1::Welcome&)
+            -> absl::StatusOr<std::unique_ptr<surge::worker::RequestSender>> {
+          auto sender = std::make_unique<FakeRequestSender>(clock);
+          w.sender = sender.get();
+          return std::unique_ptr<surge::worker::RequestSender>(std::move(sender));
+        },
+        options);
+    w.exit_code = session.Run();
+  });
+}
+
 TEST(DispatcherTest, EveryRequestGetsExactlyOneRecordStripedOverWorkers) {
   const ArrivalSchedule plan = ConstantPlan(1000, 400);
   FixedPayloads payloads;
@@ -179,24 +201,8 @@ TEST(DispatcherTest, SkewedWorkerClockIsMeasuredAndItsSendsStayOnSchedule) {
                         [&](const surge::v1::RequestRecord& r) { records.push_back(r); });
   SkewedClock skewed(RealClock(), 250'000'000, 200);
   LocalWorker w[2];
-  Clock* clocks[2] = {&skewed, &RealClock()};
-  for (int k = 0; k < 2; ++k) {
-    w[k].transport = router.Connect(k == 0 ? "skewed" : "plain");
-    w[k].thread = std::thread([&w, &clocks, k] {
-      surge::worker::WorkerSessionOptions options;
-      options.requested_index = k;
-      surge::worker::WorkerSession session(
-          *clocks[k], *w[k].transport,
-          [&w, &clocks, k](const surge::v1::Welcome&)
-              -> absl::StatusOr<std::unique_ptr<surge::worker::RequestSender>> {
-            auto sender = std::make_unique<FakeRequestSender>(*clocks[k]);
-            w[k].sender = sender.get();
-            return std::unique_ptr<surge::worker::RequestSender>(std::move(sender));
-          },
-          options);
-      w[k].exit_code = session.Run();
-    });
-  }
+  StartWorkerOnClock(router, "skewed", 0, w[0], skewed);
+  StartWorkerOnClock(router, "plain", 1, w[1], RealClock());
   auto outcome = dispatcher.Run();
   for (auto& x : w) x.thread.join();
   ASSERT_TRUE(outcome.ok()) << outcome.status();
@@ -260,22 +266,7 @@ TEST(DispatcherTest, SameClockWorkerMapsWithOffsetZeroAndReportsTheEstimate) {
                         [&](const surge::v1::RequestRecord& r) { records.push_back(r); });
   SkewedClock skewed(RealClock(), -250'000'000, 0);
   LocalWorker w;
-  w.transport = router.Connect("local");
-  w.thread = std::thread([&w, &skewed] {
-    surge::worker::WorkerSessionOptions options;
-    options.requested_index = 0;
-    options.same_clock = true;
-    surge::worker::WorkerSession session(
-        skewed, *w.transport,
-        [&w, &skewed](const surge::v1::Welcome&)
-            -> absl::StatusOr<std::unique_ptr<surge::worker::RequestSender>> {
-          auto sender = std::make_unique<FakeRequestSender>(skewed);
-          w.sender = sender.get();
-          return std::unique_ptr<surge::worker::RequestSender>(std::move(sender));
-        },
-        options);
-    w.exit_code = session.Run();
-  });
+  StartWorkerOnClock(router, "local", 0, w, skewed, /*same_clock=*/true);
   auto outcome = dispatcher.Run();
   w.thread.join();
   ASSERT_TRUE(outcome.ok()) << outcome.status();
