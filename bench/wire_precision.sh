@@ -71,7 +71,7 @@ SEED=1
 RUN_ARGS=""
 KEEP=""
 INSTALL=0
-usage() { sed -n '2,41p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --surge) SURGE=$2; shift 2 ;;
