@@ -87,7 +87,8 @@ void SendLoop::Run() {
     // Two kinds of events: preparing the earliest unprepared assignment at
     // its deadline − lead, and releasing the earliest ready one at its
     // deadline (absolute local steady ns, mapped from the coordinator's
-    // t0 + offset through the estimate of this very iteration).
+    // t0 + offset through the mapping of this very iteration: the clock-sync
+    // estimate, or the identity for a same-clock worker).
     int64_t prepare_due = kNever;
     int64_t prepare_deadline = kNever;
     int64_t release_due = kNever;
@@ -136,7 +137,8 @@ void SendLoop::Run() {
     }
     if (prepare_may_go && prepare_due < release_due) {
       // The next event is a preparation: no precision needed. But a coarse
-      // sleep wakes up to ~300 µs late, so it ends `guard` before a release
+      // sleep wakes up to ~300 µs late (docs/PERFORMANCE.md), so it ends
+      // `guard` before a release
       // at the latest; from there the release's own precise sleep runs (the
       // preparation waits for it unless its deadline comes first).
       int64_t wake = std::min(prepare_due, now + slice);

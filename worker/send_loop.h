@@ -2,7 +2,8 @@
 // its absolute deadline, never by sleeping for an interval, and records
 // planned, released, sent and blocked times per request. The plan is on the
 // coordinator's clock; every deadline is mapped to the local clock through
-// the current clock-sync estimate at the moment it is computed
+// the current mapping at the moment it is computed (the clock-sync estimate;
+// the identity for a same-clock worker, see WorkerSessionOptions)
 // (deadline_local = map(t0_coord + offset_i), R-DIST-4), so a corrected
 // offset or drift applies to the very next release.
 #ifndef SURGE_WORKER_SEND_LOOP_H_

@@ -60,7 +60,7 @@ struct WorkerSessionOptions {
   // `surge run` started as its child on the same host (worker_main sets it
   // when --parent-pid is its parent and the clock is not simulated). The
   // pacer then maps deadlines with offset 0, exactly, instead of the
-  // estimate, whose loopback bias (−0.01 to −0.32 ms measured on the wire,
+  // estimate, whose loopback bias (−0.01 to −0.42 ms measured on the wire,
   // docs/PERFORMANCE.md) would shift each worker's sends by a different
   // amount. The probes still run (they prove the link) and their estimate
   // is reported as ClockReport.measured_offset_ns. Default false.
