@@ -120,10 +120,9 @@ void SendLoop::Run() {
     // connection), unless its own deadline comes first.
     const bool prepare_may_go =
         prepare_due != kNever &&
-        (prepare_deadline <= release_due ||
-         (prepared_count < options_.max_prepared &&
-          (release_due == kNever || release_due - now > guard ||
-           prepare_deadline - now <= lead / 2)));
+        (prepare_deadline <= release_due || (prepared_count < options_.max_prepared &&
+                                             (release_due == kNever || release_due - now > guard ||
+                                              prepare_deadline - now <= lead / 2)));
     if (prepare_may_go && prepare_due <= now) {
       surge::v1::Assignment a;
       {
@@ -138,9 +137,9 @@ void SendLoop::Run() {
     if (prepare_may_go && prepare_due < release_due) {
       // The next event is a preparation: no precision needed. But a coarse
       // sleep wakes up to ~300 µs late (docs/PERFORMANCE.md), so it ends
-      // `guard` before a release
-      // at the latest; from there the release's own precise sleep runs (the
-      // preparation waits for it unless its deadline comes first).
+      // `guard` before a release at the latest; from there the release's own
+      // precise sleep runs (the preparation waits for it unless its deadline
+      // comes first).
       int64_t wake = std::min(prepare_due, now + slice);
       if (release_due != kNever && prepare_deadline > release_due) {
         wake = std::min(wake, release_due - guard);

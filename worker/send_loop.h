@@ -47,9 +47,10 @@ struct SendLoopOptions {
   std::chrono::microseconds prepare_guard{1000};
   // At most this many requests prepared and not yet released (each holds a
   // connection and its built bytes); the next preparation waits for a
-  // release, unless its own deadline comes first. Binds only above
-  // max_prepared / prepare_lead (2,560 RPS per worker with the defaults):
-  // at 10,000 RPS per worker the lead becomes 12.8 ms, ample for a connect,
+  // release, unless its own deadline comes first. Binds only above about
+  // max_prepared / prepare_lead (2,560-5,120 RPS per worker with the
+  // defaults: regular traffic is prepared between half the lead and the lead
+  // ahead): at 10,000 RPS per worker the lead becomes 12.8 ms, ample for a connect,
   // instead of 500 connections reserved 50 ms ahead, which at the start of
   // a 20,000 RPS run meant 20,000 connects per second (docs/PERFORMANCE.md).
   size_t max_prepared = 128;

@@ -65,8 +65,8 @@ std::string ClockSyncText(const nlohmann::json& clock_sync) {
         w.value("same_clock", false)
             ? absl::StrFormat("worker %d same clock (probes measured %+.3f ms)",
                               w.value("worker", -1), w.value("measured_offset_ms", 0.0))
-            : absl::StrFormat("worker %d %+.3f ms ±%.3f ms, %+.1f ppm", w.value("worker", -1),
-                              off, u, ppm);
+            : absl::StrFormat("worker %d %+.3f ms ±%.3f ms, %+.1f ppm", w.value("worker", -1), off,
+                              u, ppm);
     if (w.contains("simulated_offset_ns")) {
       absl::StrAppendFormat(&part, " (simulated %+.3f ms, %+.1f ppm)",
                             w.value("simulated_offset_ns", int64_t{0}) / 1e6,
