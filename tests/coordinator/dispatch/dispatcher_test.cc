@@ -52,46 +52,36 @@ DispatcherOptions TestOptions(int num_workers) {
   return options;
 }
 
-// `fd_limit` (0 = the process's) is the worker's open-file limit; with
-// `latency` > 0 every request is answered that long after its send.
-void StartWorker(InMemoryRouter& router, const std::string& name, int32_t index, LocalWorker& w,
-                 bool complete_at_once = true,
-                 std::function<void(surge::v1::RequestRecord&)> result = nullptr,
-                 uint64_t fd_limit = 0, std::chrono::nanoseconds latency = {}) {
-  w.transport = router.Connect(name);
-  w.thread = std::thread([&w, index, complete_at_once, result, fd_limit, latency] {
-    surge::worker::WorkerSessionOptions options;
-    options.requested_index = index;
-    options.fd_limit = fd_limit;
-    surge::worker::WorkerSession session(
-        RealClock(), *w.transport,
-        [&w, complete_at_once, result, latency](const surge::v1::Welcome&)
-            -> absl::StatusOr<std::unique_ptr<surge::worker::RequestSender>> {
-          auto sender = std::make_unique<FakeRequestSender>(RealClock(), complete_at_once);
-          if (result) sender->set_result(result);
-          if (latency.count() > 0) sender->set_latency(latency);
-          w.sender = sender.get();
-          return std::unique_ptr<surge::worker::RequestSender>(std::move(sender));
-        },
-        options);
-    w.exit_code = session.Run();
-  });
-}
+// How StartWorker runs a worker session; the defaults are a plain worker on
+// the real clock whose fake sender answers at once.
+struct WorkerSetup {
+  bool complete_at_once = true;
+  // Applied to every record the fake sender produces; null = none.
+  std::function<void(surge::v1::RequestRecord&)> result = nullptr;
+  // The worker's open-file limit; 0 = the process's.
+  uint64_t fd_limit = 0;
+  // > 0: every request is answered that long after its send.
+  std::chrono::nanoseconds latency{};
+  // The worker's clock (e.g. a SkewedClock), for the session and the sender.
+  Clock* clock = &RealClock();
+  bool same_clock = false;
+};
 
-// A worker session on its own `clock` (e.g. a SkewedClock), with a
-// FakeRequestSender on that clock; `same_clock` as WorkerSessionOptions.
-void StartWorkerOnClock(InMemoryRouter& router, const std::string& name, int32_t index,
-                        LocalWorker& w, Clock& clock, bool same_clock = false) {
+void StartWorker(InMemoryRouter& router, const std::string& name, int32_t index, LocalWorker& w,
+                 WorkerSetup setup = {}) {
   w.transport = router.Connect(name);
-  w.thread = std::thread([&w, &clock, index, same_clock] {
+  w.thread = std::thread([&w, index, setup] {
     surge::worker::WorkerSessionOptions options;
     options.requested_index = index;
-    options.same_clock = same_clock;
+    options.fd_limit = setup.fd_limit;
+    options.same_clock = setup.same_clock;
     surge::worker::WorkerSession session(
-        clock, *w.transport,
-        [&w, &clock](const surge::v1::Welcome&)
+        *setup.clock, *w.transport,
+        [&w, setup](const surge::v1::Welcome&)
             -> absl::StatusOr<std::unique_ptr<surge::worker::RequestSender>> {
-          auto sender = std::make_unique<FakeRequestSender>(clock);
+          auto sender = std::make_unique<FakeRequestSender>(*setup.clock, setup.complete_at_once);
+          if (setup.result) sender->set_result(setup.result);
+          if (setup.latency.count() > 0) sender->set_latency(setup.latency);
           w.sender = sender.get();
           return std::unique_ptr<surge::worker::RequestSender>(std::move(sender));
         },
@@ -153,7 +143,7 @@ TEST(DispatcherTest, DescriptorCapacityCapsTheWorkerAndStopOnAlarmEndsTheRun) {
   Dispatcher dispatcher(RealClock(), router, plan, payloads, options,
                         [&](const surge::v1::RequestRecord& r) { records.push_back(r); });
   LocalWorker w0;
-  StartWorker(router, "a", 0, w0, true, nullptr, /*fd_limit=*/66, std::chrono::milliseconds(400));
+  StartWorker(router, "a", 0, w0, {.fd_limit = 66, .latency = std::chrono::milliseconds(400)});
   const auto started = std::chrono::steady_clock::now();
   auto outcome = dispatcher.Run();
   const auto took = std::chrono::steady_clock::now() - started;
@@ -201,8 +191,8 @@ TEST(DispatcherTest, SkewedWorkerClockIsMeasuredAndItsSendsStayOnSchedule) {
                         [&](const surge::v1::RequestRecord& r) { records.push_back(r); });
   SkewedClock skewed(RealClock(), 250'000'000, 200);
   LocalWorker w[2];
-  StartWorkerOnClock(router, "skewed", 0, w[0], skewed);
-  StartWorkerOnClock(router, "plain", 1, w[1], RealClock());
+  StartWorker(router, "skewed", 0, w[0], {.clock = &skewed});
+  StartWorker(router, "plain", 1, w[1]);
   auto outcome = dispatcher.Run();
   for (auto& x : w) x.thread.join();
   ASSERT_TRUE(outcome.ok()) << outcome.status();
@@ -266,7 +256,7 @@ TEST(DispatcherTest, SameClockWorkerMapsWithOffsetZeroAndReportsTheEstimate) {
                         [&](const surge::v1::RequestRecord& r) { records.push_back(r); });
   SkewedClock skewed(RealClock(), -250'000'000, 0);
   LocalWorker w;
-  StartWorkerOnClock(router, "local", 0, w, skewed, /*same_clock=*/true);
+  StartWorker(router, "local", 0, w, {.clock = &skewed, .same_clock = true});
   auto outcome = dispatcher.Run();
   w.thread.join();
   ASSERT_TRUE(outcome.ok()) << outcome.status();
@@ -340,8 +330,7 @@ TEST(DispatcherTest, SilentWorkerIsDeclaredDeadAndNothingIsSentTwice) {
   // worker (attempt 1) and succeeded.
   EXPECT_GT(by_status[surge::v1::LOST], 0);
   EXPECT_GT(by_status[surge::v1::NOT_SENT], 0);
-  EXPECT_EQ(by_status[surge::v1::OK] + by_status[surge::v1::LOST] +
-                by_status[surge::v1::NOT_SENT],
+  EXPECT_EQ(by_status[surge::v1::OK] + by_status[surge::v1::LOST] + by_status[surge::v1::NOT_SENT],
             600);
   // Issue 8 item 5: the loss is counted for the summary and the exit status.
   EXPECT_EQ(outcome->send_unknown, static_cast<uint64_t>(by_status[surge::v1::LOST]));
@@ -410,8 +399,8 @@ TEST(DispatcherTest, SecondStopCutsOffInflightRequestsAsInterrupted) {
                         [&](const surge::v1::RequestRecord& r) { records.push_back(r); });
   LocalWorker w0, w1;
   // Answers never come: every sent request stays in flight.
-  StartWorker(router, "a", 0, w0, /*complete_at_once=*/false);
-  StartWorker(router, "b", 1, w1, /*complete_at_once=*/false);
+  StartWorker(router, "a", 0, w0, {.complete_at_once = false});
+  StartWorker(router, "b", 1, w1, {.complete_at_once = false});
   std::chrono::steady_clock::time_point second_stop;
   std::thread user([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(900));
@@ -473,8 +462,8 @@ TEST(DispatcherTest, ConnectFailuresAtTheStartStopTheRun) {
     r.set_error("connect: Connection refused");
   };
   LocalWorker w0, w1;
-  StartWorker(router, "a", 0, w0, true, refused);
-  StartWorker(router, "b", 1, w1, true, refused);
+  StartWorker(router, "a", 0, w0, {.result = refused});
+  StartWorker(router, "b", 1, w1, {.result = refused});
   const auto start = std::chrono::steady_clock::now();
   auto outcome = dispatcher.Run();
   const auto ended = std::chrono::steady_clock::now();
@@ -527,7 +516,7 @@ TEST(DispatcherTest, ConnectFailuresAfterAnAnswerOrWithRuleOffDoNotStopTheRun) {
       r.set_error("connect: Connection refused");
     };
     LocalWorker w;
-    StartWorker(router, "a", 0, w, true, result);
+    StartWorker(router, "a", 0, w, {.result = result});
     auto outcome = dispatcher.Run();
     w.thread.join();
     ASSERT_TRUE(outcome.ok()) << outcome.status();
@@ -551,13 +540,13 @@ TEST(DispatcherTest, RawByteInOneRecordErrorKeepsEveryRecordOfItsBatch) {
   Dispatcher dispatcher(RealClock(), router, plan, payloads, options,
                         [&](const surge::v1::RequestRecord& r) { records.push_back(r); });
   LocalWorker w;
-  StartWorker(router, "a", 0, w, true, [](surge::v1::RequestRecord& r) {
-    if (r.index() != 7) return;
-    r.set_status(surge::v1::FAILED);
-    r.set_error(
-        "bad_chunk: bad JSON in event: {\"content\":\"A\xff"
-        "B\"}");
-  });
+  StartWorker(router, "a", 0, w, {.result = [](surge::v1::RequestRecord& r) {
+                if (r.index() != 7) return;
+                r.set_status(surge::v1::FAILED);
+                r.set_error(
+                    "bad_chunk: bad JSON in event: {\"content\":\"A\xff"
+                    "B\"}");
+              }});
   auto outcome = dispatcher.Run();
   w.thread.join();
   ASSERT_TRUE(outcome.ok()) << outcome.status();
