@@ -44,7 +44,7 @@
 #include "nlohmann/json.hpp"
 #include "worker/http/openai_request.h"
 #include "worker/http/response_metrics.h"
-#include "worker/http/sse_parser.h"
+#include "worker/http/response_reader.h"
 
 namespace surge::worker {
 
@@ -70,11 +70,6 @@ using Strand = net::strand<net::io_context::executor_type>;
 using boost::system::error_code;
 using surge::v1::RequestRecord;
 
-// Characters of an error answer's body quoted in the record's error.
-constexpr size_t kErrorBodyChars = 200;
-// Bytes of a non-200 body kept (the rest is read and dropped so that the
-// connection can be reused).
-constexpr size_t kErrorBodyKeep = 4096;
 // Body bytes taken per read: large enough for many SSE events at once,
 // small enough to timestamp events as they arrive.
 constexpr size_t kReadChunk = 16 * 1024;
@@ -533,20 +528,24 @@ class BeastRequestSender::Impl {
     st.retry_reason = absl::StrCat(cause, ": ", ec.message());
   }
 
-  // Sets status and error for an I/O error `ec` met in `phase`; `message`
+  // The failure an I/O error `ec` met in `phase` amounts to; `message`
   // replaces ec.message() when not empty.
-  static void FailIo(const RequestState& st, const char* phase, const error_code& ec,
-                     RequestRecord& record, const std::string& message = "") {
+  static ReadFailure IoFailure(const RequestState& st, const char* phase, const error_code& ec,
+                               const std::string& message = "") {
     if (st.aborted.load()) {
       // Cut off by Shutdown; Run() makes it NOT_SENT when nothing went out.
-      SetFailure(record, surge::v1::INTERRUPTED, surge::v1::FAILURE_KIND_INTERRUPTED,
-                 kInterruptedError);
-    } else if (st.timed_out) {
-      SetFailure(record, surge::v1::FAILED, surge::v1::FAILURE_KIND_TIMEOUT, "timeout");
-    } else {
-      SetFailure(record, surge::v1::FAILED, PhaseKind(phase),
-                 absl::StrCat(phase, ": ", message.empty() ? ec.message() : message));
+      return {surge::v1::INTERRUPTED, surge::v1::FAILURE_KIND_INTERRUPTED, kInterruptedError};
     }
+    if (st.timed_out) return {surge::v1::FAILED, surge::v1::FAILURE_KIND_TIMEOUT, "timeout"};
+    return {surge::v1::FAILED, PhaseKind(phase),
+            absl::StrCat(phase, ": ", message.empty() ? ec.message() : message)};
+  }
+
+  // Sets status and error for an I/O error `ec` met in `phase` (IoFailure).
+  static void FailIo(const RequestState& st, const char* phase, const error_code& ec,
+                     RequestRecord& record, const std::string& message = "") {
+    ReadFailure failure = IoFailure(st, phase, ec, message);
+    SetFailure(record, failure.status, failure.kind, std::move(failure.error));
   }
 
   // Writes the first bytes of a prepared request on a prepared plain
@@ -824,7 +823,6 @@ class BeastRequestSender::Impl {
       st->first_sent_ns = write_ns;
       sent_total_.fetch_add(1);  // its record will have sent_ns: sent
     }
-    ResponseMetrics metrics(st->first_sent_ns);
     if (written < request_bytes.size()) {
       co_await net::async_write(
           stream, net::buffer(request_bytes.data() + written, request_bytes.size() - written),
@@ -832,15 +830,15 @@ class BeastRequestSender::Impl {
     }
     if (ec) {
       if (can_retry && IsClosedByPeer(ec) && !st->aborted.load() && !st->timed_out) {
-        record.set_sent_ns(metrics.sent_ns());
+        record.set_sent_ns(st->first_sent_ns);
         NoteRetry(*st, "keepalive_closed_on_write", ec);
         co_return Outcome::kRetry;
       }
-      record.set_sent_ns(metrics.sent_ns());
+      record.set_sent_ns(st->first_sent_ns);
       FailIo(*st, "send", ec, record);
       co_return Outcome::kDone;
     }
-    record.set_sent_ns(metrics.sent_ns());
+    record.set_sent_ns(st->first_sent_ns);
 
     http::response_parser<http::buffer_body> parser;
     // Not boost::none: Beast 1.74 then rejects every Content-Length body.
@@ -862,64 +860,27 @@ class BeastRequestSender::Impl {
       FailIo(*st, malformed ? "stream_error" : "connection_closed", ec, record);
       co_return Outcome::kDone;
     }
-    const bool reusable =
-        co_await ReadBody(st, conn, stream, parser, metrics, estimated_input, record);
+    const bool reusable = co_await ReadBody(st, conn, stream, parser, estimated_input, record);
     co_return reusable ? Outcome::kReusable : Outcome::kDone;
   }
 
+  // Reads the body on `stream`, each read stamped with the clock as it
+  // ends, into a ResponseReader that fills `record`. Returns whether the
+  // connection may carry another request.
   template <class Stream>
   net::awaitable<bool> ReadBody(std::shared_ptr<RequestState> st, Connection& conn, Stream& stream,
                                 http::response_parser<http::buffer_body>& parser,
-                                ResponseMetrics& metrics, uint32_t estimated_input,
-                                RequestRecord& record) {
-    const unsigned status = parser.get().result_int();
-    record.set_http_status(status);
-    const bool ok_status = status == 200;
-    const bool sse = ok_status && stream_;
-    SseParser sse_parser;
-    std::string body;  // non-SSE body (kept whole for 200, a prefix otherwise)
-    std::string stream_error;
-    surge::v1::FailureKind stream_error_kind = surge::v1::FAILURE_KIND_STREAM_ERROR;
-    // The stream's own end marks: "data: [DONE]", a choice's finish_reason.
-    bool saw_done = false;
-    bool saw_finish = false;
-    // One SSE event's data: [DONE], or JSON with content, usage and
-    // finish_reason; false (and stream_error set) for a bad one.
-    auto on_event = [&](const std::string& event, int64_t now_ns) {
-      if (event == "[DONE]") {
-        saw_done = true;
-        return true;
-      }
-      absl::StatusOr<ParsedAnswer> parsed = ParseStreamEvent(kind_, event);
-      if (!parsed.ok()) {
-        // Not JSON: a bad chunk; an {"error": ...} event: the server's.
-        const bool bad_chunk = parsed.status().code() == absl::StatusCode::kInvalidArgument;
-        stream_error_kind =
-            bad_chunk ? surge::v1::FAILURE_KIND_BAD_CHUNK : surge::v1::FAILURE_KIND_STREAM_ERROR;
-        stream_error = absl::StrCat(bad_chunk ? "bad_chunk: " : "stream_error: ",
-                                    std::string(parsed.status().message()));
-        return false;
-      }
-      if (parsed->choice_index != 0) {
-        // n > 1 (or best_of): the choices' chunks interleave, and their
-        // gaps are not inter-token latencies. Refused at start; a server
-        // that sends them anyway fails the request rather than mixing them.
-        stream_error_kind = surge::v1::FAILURE_KIND_MULTIPLE_CHOICES;
-        stream_error = absl::StrCat("multiple_choices: an event of choice ", parsed->choice_index,
-                                    "; surge measures one choice per request (n = 1)");
-        return false;
-      }
-      if (!parsed->content.empty()) {
-        metrics.OnContentEvent(now_ns, parsed->content.size(), parsed->answer_bytes > 0);
-      }
-      if (parsed->usage.has_value()) metrics.OnUsage(*parsed->usage);
-      if (parsed->finished) metrics.OnFinishReason(parsed->finish_reason);
-      saw_finish = saw_finish || parsed->finished;
-      return true;
-    };
+                                uint32_t estimated_input, RequestRecord& record) {
+    ResponseReader reader(ReaderSetup{.kind = kind_,
+                                      .stream = stream_,
+                                      .http_status = parser.get().result_int(),
+                                      .sent_ns = st->first_sent_ns,
+                                      .estimated_input = estimated_input,
+                                      .api_key = api_key_});
     error_code ec;
     std::vector<char> buf(kReadChunk);
-    while (!parser.is_done()) {
+    bool accepted = true;
+    while (accepted && !parser.is_done()) {
       parser.get().body().data = buf.data();
       parser.get().body().size = buf.size();
       co_await http::async_read_some(stream, conn.buffer, parser,
@@ -927,108 +888,29 @@ class BeastRequestSender::Impl {
       if (ec == http::error::need_buffer) ec = {};
       const int64_t now_ns = ToNanos(clock_.Now());
       const size_t n = buf.size() - parser.get().body().size;
-      if (n > 0) {
-        const std::string_view bytes(buf.data(), n);
-        if (sse) {
-          for (std::string& event : sse_parser.Feed(bytes)) {
-            if (!on_event(event, now_ns)) break;
-          }
-        } else if (ok_status || body.size() < kErrorBodyKeep) {
-          body.append(bytes);
-        }
-      }
+      accepted = reader.OnRead(std::string_view(buf.data(), n), now_ns, /*read_ok=*/!ec);
       if (ec) break;
-      metrics.OnLastByte(now_ns);
-      if (!stream_error.empty()) break;
     }
+    const bool keep_alive = !ec && accepted && parser.keep_alive();
+    co_return reader.Finish(EndOfBody(*st, ec, accepted, keep_alive), record);
+  }
 
-    if (sse && !ec && stream_error.empty()) {
-      // The body ended cleanly: an event left unterminated by the last
-      // blank line (e.g. "data: [DONE]\n" then the end) still counts.
-      for (const std::string& event : sse_parser.Finish()) {
-        if (!on_event(event, metrics.last_byte_ns())) break;
-      }
-    }
-    if (!stream_error.empty()) {
-      metrics.FillRecord(estimated_input, record);
-      record.set_e2el_ns(0);
-      SetFailure(record, surge::v1::FAILED, stream_error_kind, stream_error);
-      co_return false;
-    }
-    if (ec) {
-      metrics.FillRecord(estimated_input, record);
-      if (sse && saw_done && metrics.content_events() > 0 && IsClosedByPeer(ec) &&
-          !st->aborted.load() && !st->timed_out) {
-        // [DONE] arrived; only the chunked terminator is missing.
-        record.set_status(surge::v1::OK);
-        co_return false;
-      }
-      record.set_e2el_ns(0);
-      if (IsClosedByPeer(ec) && !st->aborted.load() && !st->timed_out) {
-        // A whole answer cut before its Content-Length or its last chunk:
-        // incomplete_body (it would otherwise surface as bad JSON, or even
-        // parse when the cut falls after a complete JSON value).
-        if (ok_status && !sse) {
-          SetFailure(record, surge::v1::FAILED, surge::v1::FAILURE_KIND_INCOMPLETE_BODY,
-                     "incomplete_body");
-        } else {
-          SetFailure(record, surge::v1::FAILED, surge::v1::FAILURE_KIND_CLOSED_MID_STREAM,
-                     "closed_mid_stream");
-        }
-      } else {
-        FailIo(*st, "stream_error", ec, record);
-      }
-      co_return false;
-    }
-
-    const bool keep_alive = parser.keep_alive();
-    if (!ok_status) {
-      metrics.FillRecord(estimated_input, record);
-      // Redacted before it is cut short, so no piece of the key survives.
-      std::string quoted = body;
-      RedactApiKey(&quoted, api_key_);
-      SetFailure(record, surge::v1::FAILED, HttpFailureKind(status),
-                 absl::StrCat("http_", status, ": ", ToValidUtf8(quoted, kErrorBodyChars)));
-      co_return keep_alive;
-    }
-    if (sse) {
-      metrics.FillRecord(estimated_input, record);
-      if (!saw_done && !saw_finish) {
-        // The body ended by its framing (a close for a close-delimited
-        // body, the last chunk, Content-Length reached), but the stream
-        // never said it was over: neither [DONE] nor a finish_reason. The
-        // answer may be cut; keep what arrived (TTFT, ITL, tokens) but do
-        // not call it a success, and no E2EL for an answer not known whole.
-        record.set_e2el_ns(0);
-        SetFailure(record, surge::v1::FAILED, surge::v1::FAILURE_KIND_INCOMPLETE_STREAM,
-                   "incomplete_stream");
-      } else if (metrics.content_events() == 0) {
-        SetFailure(record, surge::v1::FAILED, surge::v1::FAILURE_KIND_NO_CONTENT, "no_content");
-      } else {
-        record.set_status(surge::v1::OK);
-      }
-      co_return keep_alive;
-    }
-    absl::StatusOr<ParsedAnswer> answer = ParseCompletionBody(kind_, body);
-    if (!answer.ok()) {
-      metrics.FillRecord(estimated_input, record);
-      SetFailure(record, surge::v1::FAILED, surge::v1::FAILURE_KIND_BAD_RESPONSE,
-                 absl::StrCat("bad_response: ", std::string(answer.status().message())));
-      co_return keep_alive;
-    }
-    if (!answer->content.empty()) {
-      metrics.OnWholeAnswer(metrics.last_byte_ns(), answer->content.size(),
-                            answer->answer_bytes > 0);
-    }
-    if (answer->usage.has_value()) metrics.OnUsage(*answer->usage);
-    if (answer->finished) metrics.OnFinishReason(answer->finish_reason);
-    metrics.FillRecord(estimated_input, record);
-    if (answer->content.empty() && record.output_tokens() == 0) {
-      SetFailure(record, surge::v1::FAILED, surge::v1::FAILURE_KIND_NO_CONTENT, "no_content");
+  // How the reading of a body that stopped with `ec` ended: whole, refused
+  // by the reader, cut by the peer, or broken (a timeout, a stop, another
+  // error: FailIo's failure).
+  static BodyEnd EndOfBody(const RequestState& st, const error_code& ec, bool accepted,
+                           bool keep_alive) {
+    BodyEnd end;
+    if (!ec) {
+      end.how = accepted ? BodyEnd::How::kWhole : BodyEnd::How::kRefused;
+      end.keep_alive = keep_alive;
+    } else if (IsClosedByPeer(ec) && !st.aborted.load() && !st.timed_out) {
+      end.how = BodyEnd::How::kCut;
     } else {
-      record.set_status(surge::v1::OK);
+      end.how = BodyEnd::How::kBroken;
+      end.failure = IoFailure(st, "stream_error", ec);
     }
-    co_return keep_alive;
+    return end;
   }
 
   Clock& clock_;
