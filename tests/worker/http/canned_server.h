@@ -174,6 +174,31 @@ inline std::string Chunk(const std::string& data) {
 }
 inline std::string LastChunk() { return "0\r\n\r\n"; }
 
+// SSE events of a chat stream: a role-only delta, one content token, and a
+// finish_reason "stop".
+inline const std::string kRole = "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\n";
+inline const std::string kToken = "data: {\"choices\":[{\"delta\":{\"content\":\"t\"}}]}\n\n";
+inline const std::string kFinish =
+    "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n";
+// The header of an SSE answer with neither a length nor chunking: the body
+// ends when the server closes the connection (CannedServer closes after the
+// answer).
+inline const std::string kCloseDelimitedSse =
+    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n";
+
+// One chat chunk of choice `index` with `delta` (JSON) and `finish` (JSON:
+// null or a string), as an SSE chunk of a chunked body.
+inline std::string ChoiceEvent(int index, const std::string& delta,
+                               const std::string& finish = "null") {
+  return Chunk("data: {\"choices\":[{\"index\":" + std::to_string(index) + ",\"delta\":" + delta +
+               ",\"finish_reason\":" + finish + "}]}\n\n");
+}
+// A usage-only chunk: 8 prompt tokens, `completion_tokens` output tokens.
+inline std::string UsageEvent(int completion_tokens) {
+  return Chunk("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":8,\"completion_tokens\":" +
+               std::to_string(completion_tokens) + "}}\n\n");
+}
+
 }  // namespace surge::testing
 
 #endif  // SURGE_TESTS_WORKER_HTTP_CANNED_SERVER_H_

@@ -180,7 +180,7 @@ TEST(ResponseMetricsTest, StreamTimeline) {
   EXPECT_THAT(record.itl_ns(), ElementsAre(100, 250));  // not appended twice
 }
 
-// Issue 8 item 6(a): one estimator for streamed and whole answers, over the
+// One estimator for streamed and whole answers, over the
 // text: many tokens per event (a batching server) are not undercounted.
 TEST(ResponseMetricsTest, EstimateIsOverTheTextForBothPaths) {
   ResponseMetrics streamed(0);
@@ -232,7 +232,7 @@ TEST(BuildRequestBodyTest, ExtraBodyIsAMergePatch) {
             BuildRequestBody(ApiKind::kChat, "m", "x", 1, false));
 }
 
-// Issue 11 item 3: reasoning and answer content are told apart; both are
+// Reasoning and answer content are told apart; both are
 // generated text.
 TEST(ParseStreamEventTest, ReasoningAndAnswerContentAreToldApart) {
   auto reasoning =
@@ -256,7 +256,7 @@ TEST(ParseStreamEventTest, ReasoningAndAnswerContentAreToldApart) {
   EXPECT_EQ(whole->answer_bytes, 1u);
 }
 
-// Issue 11 items 1 and 2: finish_reason and the choice index are read.
+// finish_reason and the choice index are read.
 TEST(ParseStreamEventTest, FinishReasonAndChoiceIndex) {
   auto end = ParseStreamEvent(ApiKind::kChat,
                               R"({"choices":[{"index":1,"delta":{},"finish_reason":"length"}]})");
@@ -272,7 +272,7 @@ TEST(ParseStreamEventTest, FinishReasonAndChoiceIndex) {
   EXPECT_EQ(open->choice_index, 0u);
 }
 
-// Issue 11 item 2: the max_tokens the body asks for.
+// The max_tokens the body asks for.
 TEST(RequestedMaxTokensTest, ExtraBodyOverridesAsTheServerReadsIt) {
   auto parse = [](const char* text) { return nlohmann::json::parse(text); };
   EXPECT_EQ(RequestedMaxTokens(8, nullptr), 8u);
@@ -292,7 +292,7 @@ TEST(RequestedMaxTokensTest, ExtraBodyOverridesAsTheServerReadsIt) {
   EXPECT_FALSE(AsksIgnoreEos(nullptr));
 }
 
-// Issue 11 item 3: TTFT is the first generated token on any channel, TTFC
+// TTFT is the first generated token on any channel, TTFC
 // the first answer-content token; finish_reason goes into the record.
 TEST(ResponseMetricsTest, FirstTokenAndFirstContent) {
   ResponseMetrics metrics(1000);
@@ -317,7 +317,7 @@ TEST(ResponseMetricsTest, FirstTokenAndFirstContent) {
   EXPECT_EQ(r2.finish_reason(), "");
 }
 
-// Issue 11 item 2: the short-output rule.
+// The short-output rule.
 TEST(IsShortOutputTest, IgnoreEosAnswersThatStopBeforeMaxTokens) {
   surge::v1::RequestRecord r;
   r.set_status(surge::v1::OK);

@@ -30,32 +30,16 @@ namespace {
 using ::surge::simserver::SimServerOptions;
 using ::surge::testing::CannedServer;
 using ::surge::testing::HttpAnswer;
+using ::surge::testing::kMs;
 using ::surge::testing::LocalTarget;
 using ::surge::testing::NewSender;
+using ::surge::testing::OffsetClock;
 using ::surge::testing::Request;
 using ::surge::testing::SendOne;
 using ::surge::testing::StartSimServer;
 using ::surge::v1::RequestRecord;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
-
-constexpr int64_t kMs = 1'000'000;
-
-// RealClock shifted by a fixed offset: shows that stamps come from the
-// injected clock.
-class OffsetClock : public Clock {
- public:
-  explicit OffsetClock(std::chrono::nanoseconds offset) : offset_(offset) {}
-  TimePoint Now() override { return RealClock().Now() + offset_; }
-  std::chrono::system_clock::time_point WallNow() override { return RealClock().WallNow(); }
-  void SleepUntil(TimePoint deadline) override { RealClock().SleepUntil(deadline - offset_); }
-  void SleepUntilCoarse(TimePoint deadline) override {
-    RealClock().SleepUntilCoarse(deadline - offset_);
-  }
-
- private:
-  std::chrono::nanoseconds offset_;
-};
 
 // Waits (at most 10 s) until `sender` has opened `n` connections, then a
 // little longer for the preparation to finish after its connect.
@@ -106,7 +90,8 @@ TEST(PreparedSendTest, SameBytesAsAnUnpreparedRequest) {
   const std::vector<std::string> requests = server.requests();
   ASSERT_EQ(requests.size(), 3u);
   EXPECT_THAT(requests[0], StartsWith("POST /v1/completions HTTP/1.1\r\n"));
-  // The request names itself (index/attempt) on both paths (issue 7).
+  // The request names itself (index/attempt) on both paths, so that a server log can show one that
+  // came twice.
   EXPECT_THAT(requests[0], HasSubstr("\r\nX-Surge-Request: 5/1\r\n"));
   EXPECT_EQ(requests[1], requests[0]);
   EXPECT_EQ(requests[2], requests[0]);

@@ -1,6 +1,5 @@
 // Every fault kind of the sim server, end to end through BeastRequestSender
-// over http and https on 127.0.0.1: each must become the right record
-// (issue 4 item 6).
+// over http and https on 127.0.0.1: each must become the right record.
 #include <algorithm>
 #include <memory>
 #include <ostream>
@@ -23,6 +22,7 @@ namespace {
 using ::surge::simserver::SimServer;
 using ::surge::simserver::SimServerOptions;
 using ::surge::testing::CertFiles;
+using ::surge::testing::kMs;
 using ::surge::testing::LocalTarget;
 using ::surge::testing::MakeSelfSignedCert;
 using ::surge::testing::NewSender;
@@ -31,8 +31,6 @@ using ::surge::testing::SendOne;
 using ::surge::testing::StartSimServer;
 using ::surge::v1::RequestRecord;
 using ::testing::StartsWith;
-
-constexpr int64_t kMs = 1'000'000;
 
 struct FaultCase {
   const char* name;
@@ -115,7 +113,7 @@ const FaultCase kFaultCases[] = {
      "stream_error: server error: simulated engine failure", 200},
     // Non-streamed answers.
     {"Http503Whole", &SimServerOptions::fault_503, false, surge::v1::FAILED, "http_503: ", 503},
-    // A whole answer cut before its Content-Length (issue 8 item 2).
+    // A whole answer cut before its Content-Length.
     {"ResetWhole", &SimServerOptions::fault_reset, false, surge::v1::FAILED, "incomplete_body",
      200},
     {"MalformedWhole", &SimServerOptions::fault_malformed, false, surge::v1::FAILED,

@@ -122,7 +122,7 @@ TEST(SseParserTest, ByteOrderMarkIsSkippedEvenWhenSplit) {
 }
 
 // At a clean end of the body, an event no blank line closed still counts
-// (issue 8 item 2: "data: [DONE]\n" then the end is a complete stream).
+// ("data: [DONE]\n" then the end is a complete stream).
 TEST(SseParserTest, FinishReturnsTheUnterminatedLastEvent) {
   SseParser a;
   EXPECT_THAT(a.Feed("data: x\n\ndata: [DONE]\n"), ElementsAre("x"));

@@ -50,8 +50,8 @@ using ::testing::Not;
 using ::testing::StartsWith;
 
 std::string TempPath(const std::string& name) {
-  return (std::filesystem::path(::testing::TempDir()) /
-          (std::to_string(getpid()) + "_" + name)).string();
+  return (std::filesystem::path(::testing::TempDir()) / (std::to_string(getpid()) + "_" + name))
+      .string();
 }
 
 void WriteFile(const std::string& path, const std::string& text) {
@@ -367,7 +367,7 @@ TEST(ExtraRequestFieldsTest, BadHeadersAndBodiesAreRejectedByName) {
       {{}, "{oops", "extra_body_json: is not valid JSON"},
       {{}, "[1,2]", "extra_body_json: must be a JSON object"},
       {{}, R"({"stream":false})", "extra_body_json: must not set \"stream\""},
-      // Issue 11 item 1: one answer per request.
+      // One answer per request.
       {{}, R"({"n":2})", "extra_body_json: sets \"n\": 2; surge measures one answer"},
       {{}, R"({"n":"2"})", "extra_body_json: sets \"n\": \"2\"; surge measures one answer"},
       {{}, R"({"best_of":3})", "extra_body_json: sets \"best_of\": 3; surge measures one answer"},
@@ -385,7 +385,7 @@ TEST(ExtraRequestFieldsTest, BadHeadersAndBodiesAreRejectedByName) {
 }
 
 // Servers quote a rejected key back; what surge keeps never holds it
-// (R-REQ-1, issue 7 item 5).
+// (R-REQ-1).
 TEST(RedactApiKeyTest, EveryOccurrenceAndACutOffTailAreReplaced) {
   const std::string key = "sk-secret-0123456789";
   std::string text = "Incorrect API key provided: sk-secret-0123456789 (sk-secret-0123456789)";
@@ -409,7 +409,7 @@ TEST(RedactApiKeyTest, EveryOccurrenceAndACutOffTailAreReplaced) {
   EXPECT_EQ(odd, "x [API key redacted] y");
 }
 
-// Issue 11 item 1: n and best_of of 1 (or null, the server's default) ask
+// n and best_of of 1 (or null, the server's default) ask
 // for one answer and are allowed.
 TEST(ExtraRequestFieldsTest, OneChoiceIsAllowed) {
   for (const char* text : {R"({"n":1})", R"({"n":1.0,"best_of":1})", R"({"n":null})"}) {
