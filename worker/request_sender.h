@@ -1,4 +1,4 @@
-// What the pacer hands a request to (ARCHITECTURE.md §2). Implementations
+// What the pacer hands a request to. Implementations
 // send over HTTP (worker/http/) or record calls in tests.
 #ifndef SURGE_WORKER_REQUEST_SENDER_H_
 #define SURGE_WORKER_REQUEST_SENDER_H_

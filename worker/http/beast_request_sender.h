@@ -1,5 +1,5 @@
 // HTTP/1.1 client that sends OpenAI-compatible requests for the worker's
-// pacer (ARCHITECTURE.md §1 worker/http; SPEC R-REQ-1, R-ACT-2, R-MET-1).
+// pacer (R-REQ-1, R-ACT-2, R-MET-1).
 // Boost.Beast stays behind a pimpl: this header can be included anywhere.
 #ifndef SURGE_WORKER_HTTP_BEAST_REQUEST_SENDER_H_
 #define SURGE_WORKER_HTTP_BEAST_REQUEST_SENDER_H_

@@ -1,5 +1,5 @@
 // Request bodies for, and response parsing of, the OpenAI-compatible
-// /v1/completions and /v1/chat/completions APIs (SPEC R-REQ-1, R-MET-1).
+// /v1/completions and /v1/chat/completions APIs (R-REQ-1, R-MET-1).
 // Pure: JSON text in and out, no I/O.
 #ifndef SURGE_WORKER_HTTP_OPENAI_REQUEST_H_
 #define SURGE_WORKER_HTTP_OPENAI_REQUEST_H_

@@ -1,5 +1,5 @@
-// Per-request latency and token metrics from response timestamps (SPEC
-// R-MET-1): TTFT, ITL, E2EL and token counts. Pure: the caller passes the
+// Per-request latency and token metrics from response timestamps
+// (R-MET-1): TTFT, ITL, E2EL and token counts. Pure: the caller passes the
 // times it read from its Clock.
 #ifndef SURGE_WORKER_HTTP_RESPONSE_METRICS_H_
 #define SURGE_WORKER_HTTP_RESPONSE_METRICS_H_

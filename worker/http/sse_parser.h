@@ -1,5 +1,5 @@
 // Incremental parser of a Server-Sent Events stream (the body of a streamed
-// OpenAI-compatible answer, SPEC R-REQ-1, R-MET-1). Pure: bytes in, event
+// OpenAI-compatible answer, R-REQ-1, R-MET-1). Pure: bytes in, event
 // payloads out; no I/O, no clock.
 #ifndef SURGE_WORKER_HTTP_SSE_PARSER_H_
 #define SURGE_WORKER_HTTP_SSE_PARSER_H_
