@@ -18,7 +18,44 @@ void ApplyLatePolicy(const surge::v1::Welcome& welcome, SendLoopOptions* options
 
 SendLoop::SendLoop(Clock& clock, RequestSender& sender, SendLoopOptions options,
                    RecordCallback on_record)
-    : clock_(clock), sender_(sender), options_(options), on_record_(std::move(on_record)) {}
+    : clock_(clock),
+      sender_(sender),
+      options_(options),
+      on_record_(std::move(on_record)),
+      slot_freed_(clock) {}
+
+void SendLoop::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(gate_mu_);
+    stop_.store(true);
+  }
+  slot_freed_.Notify();
+}
+
+void SendLoop::OnCompletion() {
+  {
+    std::lock_guard<std::mutex> lock(gate_mu_);
+    ++completions_;
+  }
+  slot_freed_.Notify();
+}
+
+bool SendLoop::WaitForSlot() {
+  while (true) {
+    std::unique_lock<std::mutex> lock(gate_mu_);
+    // Read before looking at inflight(): the sender retires a request before
+    // its callback counts the completion, so a slot freed after the look
+    // below changes `seen` and ends the wait at once.
+    const uint64_t seen = completions_;
+    lock.unlock();
+    if (stop_.load()) return false;
+    if (sender_.inflight() < options_.max_inflight) return true;
+    lock.lock();
+    slot_freed_.WaitUntil(
+        lock, [this, seen] { return completions_ != seen || stop_.load(); },
+        clock_.Now() + options_.slice);
+  }
+}
 
 void SendLoop::PushHeap(Heap& heap, surge::v1::Assignment a) {
   heap.push_back(std::move(a));
@@ -263,10 +300,7 @@ void SendLoop::Release(surge::v1::Assignment assignment, int64_t released_local_
   if (options_.max_inflight > 0 && sender_.inflight() >= options_.max_inflight) {
     // Counted as the wait begins, so the next heartbeat already says why.
     if (options_.health != nullptr) options_.health->OnGateWait();
-    while (sender_.inflight() >= options_.max_inflight && !stop_.load()) {
-      clock_.SleepUntilCoarse(clock_.Now() + std::chrono::microseconds(100));
-    }
-    if (stop_.load()) {  // stopped while held back: it was never sent
+    if (!WaitForSlot()) {  // stopped while held back: it was never sent
       std::lock_guard<std::mutex> lock(mu_);
       PushHeap(ready_, std::move(assignment));
       return;
@@ -286,6 +320,7 @@ void SendLoop::Release(surge::v1::Assignment assignment, int64_t released_local_
   // changes a 1 s duration by 0.2 ms).
   sender_.Send(assignment, [this, t0, mapping, worker, planned_ns, released_local_ns, blocked_ns,
                             late, catch_up_delay_ns](surge::v1::RequestRecord record) {
+    OnCompletion();
     record.set_worker(worker);
     record.set_late(late);
     record.set_catch_up_delay_ns(catch_up_delay_ns);

@@ -103,8 +103,9 @@ class SendLoop {
   // The pacer body; returns soon after Stop(). Before returning it calls
   // RequestSender::CancelPrepared for every prepared, unreleased assignment.
   void Run();
-  // Stops releasing. Requests already handed to the sender are not touched.
-  void Stop() { stop_.store(true); }
+  // Stops releasing (a pacer waiting for an in-flight slot wakes at once).
+  // Requests already handed to the sender are not touched.
+  void Stop();
   // Assignments never released (after Run returned), in release order.
   std::vector<surge::v1::Assignment> TakeUnreleased();
 
@@ -144,6 +145,12 @@ class SendLoop {
   // CAP: sleeps until local ns `gate` (sliced, so a stop is seen); false
   // when stopped first.
   bool WaitForCatchUpGate(int64_t gate);
+  // The concurrency cap: waits until the sender has fewer than
+  // max_inflight requests in flight; false when stopped first. Woken by
+  // every completion (and by Stop), it looks again at least every slice.
+  bool WaitForSlot();
+  // Called on the sender's thread as each released request finishes.
+  void OnCompletion();
 
   Clock& clock_;
   RequestSender& sender_;
@@ -158,6 +165,12 @@ class SendLoop {
   bool started_ = false;
   int64_t t0_coord_ns_ = 0;
   ClockMapping mapping_;
+
+  // Completions so far, and what the pacer waiting for a slot waits on
+  // (a completion or a stop).
+  std::mutex gate_mu_;
+  uint64_t completions_ = 0;  // guarded by gate_mu_
+  ClockCondition slot_freed_;
 
   std::atomic<bool> stop_{false};
   std::atomic<int64_t> lease_expiry_ns_{INT64_MAX};

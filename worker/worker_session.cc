@@ -107,7 +107,7 @@ int WorkerSession::SyncClock(Clock::TimePoint give_up) {
         if (sent == options_.probe_count) round_end = clock_.Now() + options_.probe_round_wait;
       }
       if (sent == options_.probe_count && (replies >= sent || now >= round_end)) break;
-      auto in = transport_.Receive(std::chrono::milliseconds(1));
+      auto in = transport_.Receive(clock_.Now() + std::chrono::milliseconds(1));
       if (!in.ok()) {
         OnReceiveError(in.status());
         continue;
@@ -226,7 +226,7 @@ int WorkerSession::Run() {
         (void)SendEnvelope(std::move(hello));
         next_hello = clock_.Now() + options_.hello_period;
       }
-      auto in = transport_.Receive(options_.poll);
+      auto in = transport_.Receive(clock_.Now() + options_.poll);
       if (!in.ok()) OnReceiveError(in.status());
       if (!in.ok() || !in->has_value()) continue;
       const Envelope& e = (*in)->message;
@@ -329,7 +329,7 @@ int WorkerSession::Run() {
   // heartbeat ack still stops this worker (DISTRIBUTED.md §3).
   int64_t lease_expiry_ns = ToNanos(clock_.Now()) + lease_ns;
   loop.SetLeaseExpiry(lease_expiry_ns);
-  std::thread pacer([&loop, pacer_options = options_.pacer] {
+  std::thread pacer = clock_.StartThread([&loop, pacer_options = options_.pacer] {
     const std::string refused = ConfigurePacerThread(pacer_options);
     if (!refused.empty()) LogWarning(refused);
     loop.Run();
@@ -398,7 +398,7 @@ int WorkerSession::Run() {
     }
     FlushRecords(false);
 
-    auto in = transport_.Receive(options_.poll);
+    auto in = transport_.Receive(clock_.Now() + options_.poll);
     if (!in.ok()) {
       OnReceiveError(in.status());
       continue;
@@ -445,7 +445,7 @@ int WorkerSession::Run() {
   // what is known of them). A later Stop (the user's second Ctrl-C, or the
   // coordinator's end of run) shortens the drain to its own drain_ms.
   loop.Stop();
-  pacer.join();
+  clock_.Join(pacer);
   for (const auto& a : loop.TakeUnreleased()) {
     surge::v1::RequestRecord r;
     r.set_index(a.index());
@@ -462,7 +462,7 @@ int WorkerSession::Run() {
     if (now >= next_heartbeat) send_heartbeat(now);
     if (ToNanos(now) > lease_expiry_ns + 1000000000) break;  // coordinator gone
     FlushRecords(false);
-    auto in = transport_.Receive(options_.poll);
+    auto in = transport_.Receive(clock_.Now() + options_.poll);
     if (!in.ok() || !in->has_value()) continue;
     const Envelope& e = (*in)->message;
     if (e.has_stop()) {

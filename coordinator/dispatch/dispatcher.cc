@@ -101,7 +101,7 @@ absl::Status Dispatcher::AwaitWorkers() {
         }
       }
     }
-    auto in = transport_.Receive(std::chrono::milliseconds(10));
+    auto in = transport_.Receive(clock_.Now() + std::chrono::milliseconds(10));
     if (!in.ok()) {
       OnReceiveError(in.status());
       continue;
@@ -475,7 +475,7 @@ absl::StatusOr<DispatchOutcome> Dispatcher::Run() {
     }
     // Up to 4096 messages per turn, each one handled once it is taken (the
     // turn ends before a receive, never with a message taken and dropped).
-    auto in = transport_.Receive(std::chrono::milliseconds(5));
+    auto in = transport_.Receive(clock_.Now() + std::chrono::milliseconds(5));
     for (int k = 1;; ++k) {
       if (in.ok()) {
         if (!in->has_value()) break;
@@ -486,7 +486,7 @@ absl::StatusOr<DispatchOutcome> Dispatcher::Run() {
         if (!absl::IsDataLoss(in.status())) break;
       }
       if (k >= 4096) break;
-      in = transport_.Receive(std::chrono::milliseconds(0));
+      in = transport_.Receive(clock_.Now());
     }
     now = clock_.Now();
     // The stall guard applies at every due sweep, also while stopping.
@@ -519,7 +519,7 @@ absl::StatusOr<DispatchOutcome> Dispatcher::Run() {
       std::any_of(registry_.workers().begin(), registry_.workers().end(), [this](const Worker& w) {
         return w.alive && !w.said_goodbye && !(exited_ && exited_(w.index));
       })) {
-    auto in = transport_.Receive(std::chrono::milliseconds(10));
+    auto in = transport_.Receive(clock_.Now() + std::chrono::milliseconds(10));
     if (in.ok() && in->has_value()) Handle((*in)->peer, (*in)->message);
     if (!in.ok()) OnReceiveError(in.status());
   }

@@ -295,7 +295,7 @@ surge::v1::Envelope InjectedRecordBatch() {
 std::optional<Inbound> ReceiveWithin(Transport& transport, std::chrono::milliseconds wait) {
   const auto deadline = std::chrono::steady_clock::now() + wait;
   while (std::chrono::steady_clock::now() < deadline) {
-    auto r = transport.Receive(std::chrono::milliseconds(50));
+    auto r = transport.Receive(RealClock().Now() + std::chrono::milliseconds(50));
     EXPECT_TRUE(r.ok()) << r.status();
     if (!r.ok()) return std::nullopt;
     if (r->has_value()) return *std::move(*r);

@@ -1,6 +1,7 @@
-// The dispatcher on simulated time (issue 7): scripted workers step on the
-// test's thread whenever the dispatcher receives, and the in-memory
-// transport's receive deadlines wait on the AutoAdvanceClock, so a run of
+// The dispatcher on simulated time: scripted workers step on the test's
+// thread whenever the dispatcher waits to receive (the AutoAdvanceClock's
+// world), and the in-memory transport's receive deadlines are on that
+// clock, so a run of
 // seconds takes milliseconds and every timestamp is exact and reproducible
 // (R-DIST-3, R-DIST-5, R-DIST-6; DISTRIBUTED.md §3, §6, §11 items 1, 16).
 #include <gmock/gmock.h>
@@ -56,14 +57,14 @@ struct SimRun {
 SimRun RunSimulated(const ArrivalSchedule& plan, DispatcherOptions options,
                     std::function<bool(AutoAdvanceClock&, SimRun&)> before_step = nullptr) {
   AutoAdvanceClock clock(kStart);
-  InMemoryRouter router;
+  InMemoryRouter router(clock);
   FixedPayloads payloads;
   SimRun run;
   for (int k = 0; k < options.num_workers; ++k) {
     run.workers.push_back(std::make_unique<ScriptedWorker>(
         clock, router.Connect(absl::StrCat("w", k)), static_cast<int32_t>(k)));
   }
-  router.UseSimulatedTime(clock, [&] {
+  clock.set_world([&] {
     if (before_step && !before_step(clock, run)) return;
     for (auto& w : run.workers) w->Step();
   });
@@ -166,11 +167,11 @@ TEST(DispatcherSimTest, SilentWorkerIsTakenOverAtTheLeaseBoundary) {
   EXPECT_GE(max_not_sent_ns, 2500 * kMs);
   EXPECT_LE(max_not_sent_ns, 2670 * kMs);
   EXPECT_EQ(min_retried_ns, max_not_sent_ns + 20 * kMs);
-  EXPECT_GT(lost, 40u);      // about 1.05 s of worker 1's share (50/s)
+  EXPECT_GT(lost, 40u);  // about 1.05 s of worker 1's share (50/s)
   EXPECT_LT(lost, 54u);
   EXPECT_GT(not_sent, 20u);  // about 0.5 s of it
   EXPECT_LT(not_sent, 45u);
-  EXPECT_GT(retried, 90u);   // the rest of its share up to 5.0 s (≈ 2.4 s)
+  EXPECT_GT(retried, 90u);  // the rest of its share up to 5.0 s (≈ 2.4 s)
   // The loss event for the summary and the actual page: who, when, why and
   // the same three-way split as the records above.
   ASSERT_EQ(run.outcome->worker_losses.size(), 1u);
@@ -301,13 +302,13 @@ TEST(DispatcherSimTest, LateExtraAndForeignWorkersAreRefusedWithTheirReason) {
   };
   auto drain = [](Transport& t, std::vector<surge::v1::Reject>& got) {
     for (;;) {
-      auto in = t.Receive(milliseconds(0));
+      auto in = t.Receive(Clock::TimePoint::min());
       if (!in.ok() || !in->has_value()) return;
       if ((*in)->message.has_reject()) got.push_back((*in)->message.reject());
     }
   };
   AutoAdvanceClock clock(kStart);
-  InMemoryRouter router;
+  InMemoryRouter router(clock);
   FixedPayloads payloads;
   SimRun run;
   for (int k = 0; k < 2; ++k) {
@@ -319,7 +320,7 @@ TEST(DispatcherSimTest, LateExtraAndForeignWorkersAreRefusedWithTheirReason) {
   late = router.Connect("late");
   hello(*foreign, surge::v1::PROTOCOL_VERSION_CURRENT + 7);
   bool extra_sent = false;
-  router.UseSimulatedTime(clock, [&] {
+  clock.set_world([&] {
     for (auto& w : run.workers) w->Step();
     // Once the two have said Hello (their first step), a third one does.
     if (!extra_sent) {
@@ -364,7 +365,7 @@ TEST(DispatcherSimTest, LateExtraAndForeignWorkersAreRefusedWithTheirReason) {
 TEST(DispatcherSimTest, NoWorkersIsAnErrorNotAHang) {
   const ArrivalSchedule plan = ConstantPlan(100, 5);
   AutoAdvanceClock clock(kStart);
-  InMemoryRouter router;
+  InMemoryRouter router(clock);
   FixedPayloads payloads;
   std::vector<surge::v1::RequestRecord> records;
   Dispatcher dispatcher(clock, router, plan, payloads, SimOptions(0),
