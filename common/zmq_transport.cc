@@ -561,7 +561,7 @@ absl::StatusOr<std::unique_ptr<ZmqRouterTransport>> ZmqRouterTransport::Create(
   }
   try {
     // A send to a vanished peer fails with EHOSTUNREACH instead of being
-    // dropped silently (DISTRIBUTED.md §3).
+    // dropped silently: a gone worker shows as a failed send.
     impl->socket.set(zmq::sockopt::router_mandatory, 1);
     impl->socket.set(zmq::sockopt::sndhwm, 10000);
     impl->socket.set(zmq::sockopt::linger, 0);

@@ -1,4 +1,4 @@
-// CurveZMQ on the ZeroMQ transports (R-DIST-5, issue 7 item 5): the bind
+// CurveZMQ on the ZeroMQ transports (R-DIST-5): the bind
 // rule, key files, and what reaches the coordinator's socket from allowed,
 // unknown and unauthenticated peers. All traffic on 127.0.0.1.
 #include <arpa/inet.h>
