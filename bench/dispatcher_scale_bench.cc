@@ -98,7 +98,7 @@ Result RunOnce(int num_workers, double rate_rps, double seconds, AssignPolicyKin
   res.planned = n;
 
   AutoAdvanceClock clock(Clock::TimePoint(std::chrono::seconds(1000)));
-  InMemoryRouter router;
+  InMemoryRouter router(clock);
   SyntheticPayloads payloads;
   std::vector<std::unique_ptr<ScriptedWorker>> workers;
   for (int k = 0; k < num_workers; ++k) {
@@ -107,7 +107,7 @@ Result RunOnce(int num_workers, double rate_rps, double seconds, AssignPolicyKin
     workers.back()->set_record_itl_values(itl_values);
   }
   double worker_cpu_s = 0;
-  router.UseSimulatedTime(clock, [&] {
+  clock.set_world([&] {
     const double a = CpuSeconds(CLOCK_THREAD_CPUTIME_ID);
     for (auto& w : workers) w->Step();
     worker_cpu_s += CpuSeconds(CLOCK_THREAD_CPUTIME_ID) - a;

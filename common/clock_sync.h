@@ -13,8 +13,8 @@
 // smallest δ, drops buckets whose best δ is far above the window's minimum,
 // and fits θ = offset + drift · (c − c_ref) by least squares (c = the
 // coordinator-time midpoint (t2 + t3)/2). Before two buckets span
-// min_fit_span it uses the mean θ of the 3 lowest-δ samples, drift 0
-// (DISTRIBUTED.md §5). docs/DESIGN.md "Shared clock" gives the details.
+// min_fit_span it uses the mean θ of the 3 lowest-δ samples, drift 0.
+// docs/DESIGN.md "Shared clock" gives the details.
 #ifndef SURGE_COMMON_CLOCK_SYNC_H_
 #define SURGE_COMMON_CLOCK_SYNC_H_
 
@@ -73,7 +73,7 @@ struct ClockEstimate {
 struct ClockSyncOptions {
   // Samples needed before the estimate is ready (probes before the start).
   int min_probes = 8;
-  // A sample with δ above this is rejected outright, ns (DISTRIBUTED.md §5).
+  // A sample with δ above this is rejected outright, ns.
   int64_t max_rtt_ns = 50'000'000;
   // A bucket minimum is used in the fit only when its δ ≤
   // max(outlier_factor · δ_min, δ_min + outlier_slack_ns).

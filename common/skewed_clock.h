@@ -7,6 +7,10 @@
 #define SURGE_COMMON_SKEWED_CLOCK_H_
 
 #include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <utility>
 
 #include "common/clock.h"
 #include "common/clock_sync.h"  // ClockMapping: the same linear map
@@ -23,12 +27,20 @@ class SkewedClock final : public Clock {
 
   TimePoint Now() override { return FromNanos(FromBase(ToNanos(base_.Now()))); }
   std::chrono::system_clock::time_point WallNow() override { return base_.WallNow(); }
-  void SleepUntil(TimePoint deadline) override {
-    base_.SleepUntil(FromNanos(ToBase(ToNanos(deadline))));
-  }
+  void SleepUntil(TimePoint deadline) override { base_.SleepUntil(BaseInstant(deadline)); }
   void SleepUntilCoarse(TimePoint deadline) override {
-    base_.SleepUntilCoarse(FromNanos(ToBase(ToNanos(deadline))));
+    base_.SleepUntilCoarse(BaseInstant(deadline));
   }
+  // Waits and threads are the base clock's, deadlines mapped onto it.
+  bool Await(ClockCondition& condition, std::unique_lock<std::mutex>& lock,
+             absl::FunctionRef<bool()> done, TimePoint deadline) override {
+    return base_.Await(condition, lock, done, BaseInstant(deadline));
+  }
+  void Notify(ClockCondition& condition) override { base_.Notify(condition); }
+  std::thread StartThread(std::function<void()> body) override {
+    return base_.StartThread(std::move(body));
+  }
+  void Join(std::thread& thread) override { base_.Join(thread); }
 
   // Skewed ns of the base instant `base_ns`, and the inverse (the base plays
   // the coordinator's clock of a ClockMapping anchored at construction).
@@ -40,6 +52,12 @@ class SkewedClock final : public Clock {
   int64_t TrueOffsetAt(int64_t base_ns) const { return FromBase(base_ns) - base_ns; }
 
  private:
+  // The base instant of the skewed instant `skewed`; a deadline of
+  // TimePoint::max() (no deadline) stays one.
+  TimePoint BaseInstant(TimePoint skewed) const {
+    return skewed == TimePoint::max() ? skewed : FromNanos(ToBase(ToNanos(skewed)));
+  }
+
   Clock& base_;
   const ClockMapping map_;
 };

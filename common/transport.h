@@ -1,15 +1,15 @@
 // Message passing between the coordinator and its workers (R-DIST-2). The
 // interface hides ZeroMQ so the dispatcher and the worker session can be
-// tested over in-memory queues.
+// tested over in-memory queues on simulated time.
 #ifndef SURGE_COMMON_TRANSPORT_H_
 #define SURGE_COMMON_TRANSPORT_H_
 
-#include <chrono>
 #include <optional>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/clock.h"
 #include "surge/v1/wire.pb.h"
 
 namespace surge {
@@ -22,7 +22,7 @@ struct Inbound {
 };
 
 // A message channel. Not thread-safe: exactly one thread owns a Transport
-// (ARCHITECTURE.md example 7).
+// (sends and receives on it); other threads never touch it.
 class Transport {
  public:
   virtual ~Transport() = default;
@@ -30,9 +30,11 @@ class Transport {
   // UNAVAILABLE when the peer is gone or the queue is full; INTERNAL when
   // `message` cannot be serialized (nothing is sent).
   virtual absl::Status Send(const std::string& peer, const surge::v1::Envelope& message) = 0;
-  // Waits at most `timeout` for one message; nullopt on timeout. Errors:
-  // DATA_LOSS for a frame that is not an Envelope, INTERNAL on socket errors.
-  virtual absl::StatusOr<std::optional<Inbound>> Receive(std::chrono::milliseconds timeout) = 0;
+  // Waits until `deadline`, on the clock the transport was made with, for
+  // one message; nullopt when none came by then (a deadline already past
+  // only looks). Errors: DATA_LOSS for a frame that is not an Envelope,
+  // INTERNAL on socket errors.
+  virtual absl::StatusOr<std::optional<Inbound>> Receive(Clock::TimePoint deadline) = 0;
 };
 
 }  // namespace surge

@@ -68,8 +68,17 @@ absl::Status FromZmq(const zmq::error_t& e, const std::string& what) {
   return absl::InternalError(absl::StrCat(what, ": ", e.what()));
 }
 
-absl::StatusOr<std::optional<zmq::message_t>> PollOne(zmq::socket_t& socket,
-                                                      std::chrono::milliseconds timeout) {
+// The poll timeout that ends at `deadline` on `clock`: whole milliseconds,
+// rounded up (so a wait never ends before its deadline), 0 when it is past.
+std::chrono::milliseconds TimeoutUntil(Clock& clock, Clock::TimePoint deadline) {
+  const Clock::TimePoint now = clock.Now();
+  if (deadline <= now) return std::chrono::milliseconds(0);
+  return std::chrono::ceil<std::chrono::milliseconds>(deadline - now);
+}
+
+absl::StatusOr<std::optional<zmq::message_t>> PollOne(zmq::socket_t& socket, Clock& clock,
+                                                      Clock::TimePoint deadline) {
+  const std::chrono::milliseconds timeout = TimeoutUntil(clock, deadline);
   zmq::pollitem_t items[] = {{static_cast<void*>(socket), 0, ZMQ_POLLIN, 0}};
   try {
     zmq::poll(items, 1, timeout);
@@ -507,6 +516,7 @@ absl::Status CheckConnectSecurity(const ConnectSecurityFlags& flags) {
 }
 
 struct ZmqRouterTransport::Impl {
+  explicit Impl(Clock& c) : clock(c) {}
   // Closes the socket first, then stops the ZAP thread, then the context.
   ~Impl() {
     socket.close();
@@ -517,14 +527,15 @@ struct ZmqRouterTransport::Impl {
   std::unique_ptr<ZapHandler> zap;  // set with CURVE only
   zmq::socket_t socket{context, zmq::socket_type::router};
   std::string endpoint;
+  Clock& clock;
 };
 
 ZmqRouterTransport::ZmqRouterTransport(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 ZmqRouterTransport::~ZmqRouterTransport() = default;
 
 absl::StatusOr<std::unique_ptr<ZmqRouterTransport>> ZmqRouterTransport::Create(
-    const std::string& endpoint, const ZmqRouterOptions& options) {
-  auto impl = std::make_unique<Impl>();
+    const std::string& endpoint, const ZmqRouterOptions& options, Clock& clock) {
+  auto impl = std::make_unique<Impl>(clock);
   if (options.curve.has_value()) {
     if (absl::Status s = RequireCurve(); !s.ok()) return s;
     auto secret = CheckedKey(options.curve->secret_key_z85, "the coordinator's secret key");
@@ -550,7 +561,7 @@ absl::StatusOr<std::unique_ptr<ZmqRouterTransport>> ZmqRouterTransport::Create(
   }
   try {
     // A send to a vanished peer fails with EHOSTUNREACH instead of being
-    // dropped silently (DISTRIBUTED.md §3).
+    // dropped silently: a gone worker shows as a failed send.
     impl->socket.set(zmq::sockopt::router_mandatory, 1);
     impl->socket.set(zmq::sockopt::sndhwm, 10000);
     impl->socket.set(zmq::sockopt::linger, 0);
@@ -590,10 +601,9 @@ absl::Status ZmqRouterTransport::Send(const std::string& peer, const surge::v1::
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::optional<Inbound>> ZmqRouterTransport::Receive(
-    std::chrono::milliseconds timeout) {
+absl::StatusOr<std::optional<Inbound>> ZmqRouterTransport::Receive(Clock::TimePoint deadline) {
   try {
-    auto id = PollOne(impl_->socket, timeout);
+    auto id = PollOne(impl_->socket, impl_->clock, deadline);
     if (!id.ok()) return id.status();
     if (!id->has_value()) return std::nullopt;
     if (!impl_->socket.get(zmq::sockopt::rcvmore)) {
@@ -611,16 +621,19 @@ absl::StatusOr<std::optional<Inbound>> ZmqRouterTransport::Receive(
 }
 
 struct ZmqDealerTransport::Impl {
+  explicit Impl(Clock& c) : clock(c) {}
   zmq::context_t context{1};
   zmq::socket_t socket{context, zmq::socket_type::dealer};
+  Clock& clock;
 };
 
 ZmqDealerTransport::ZmqDealerTransport(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 ZmqDealerTransport::~ZmqDealerTransport() = default;
 
 absl::StatusOr<std::unique_ptr<ZmqDealerTransport>> ZmqDealerTransport::Create(
-    const std::string& endpoint, const std::string& identity, const ZmqDealerOptions& options) {
-  auto impl = std::make_unique<Impl>();
+    const std::string& endpoint, const std::string& identity, const ZmqDealerOptions& options,
+    Clock& clock) {
+  auto impl = std::make_unique<Impl>(clock);
   std::string public_key;
   if (options.curve.has_value()) {
     auto server = CheckedKey(options.curve->server_public_key_z85, "the coordinator's public key");
@@ -665,10 +678,9 @@ absl::Status ZmqDealerTransport::Send(const std::string& /*peer*/,
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::optional<Inbound>> ZmqDealerTransport::Receive(
-    std::chrono::milliseconds timeout) {
+absl::StatusOr<std::optional<Inbound>> ZmqDealerTransport::Receive(Clock::TimePoint deadline) {
   try {
-    auto frame = PollOne(impl_->socket, timeout);
+    auto frame = PollOne(impl_->socket, impl_->clock, deadline);
     if (!frame.ok()) return frame.status();
     if (!frame->has_value()) return std::nullopt;
     DrainMore(impl_->socket);

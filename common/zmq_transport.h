@@ -13,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/clock.h"
 #include "common/transport.h"
 
 namespace surge {
@@ -140,8 +141,10 @@ class ZmqRouterTransport final : public Transport {
   // warning (up to 32 different keys, then refusals are only counted). Errors: UNAVAILABLE when the
   // bind fails; INVALID_ARGUMENT for a malformed key or an empty allow-list; UNIMPLEMENTED without
   // CURVE in libzmq.
+  // Receive's deadlines are on `clock`.
   static absl::StatusOr<std::unique_ptr<ZmqRouterTransport>> Create(
-      const std::string& endpoint, const ZmqRouterOptions& options = {});
+      const std::string& endpoint, const ZmqRouterOptions& options = {},
+      Clock& clock = RealClock());
   ~ZmqRouterTransport() override;
 
   // The bound endpoint with the real port, e.g. "tcp://127.0.0.1:40123".
@@ -150,7 +153,7 @@ class ZmqRouterTransport final : public Transport {
   ZapCounts zap_counts() const;
 
   absl::Status Send(const std::string& peer, const surge::v1::Envelope& message) override;
-  absl::StatusOr<std::optional<Inbound>> Receive(std::chrono::milliseconds timeout) override;
+  absl::StatusOr<std::optional<Inbound>> Receive(Clock::TimePoint deadline) override;
 
  private:
   struct Impl;
@@ -178,13 +181,14 @@ class ZmqDealerTransport final : public Transport {
   // Connects to `endpoint` with routing id `identity` (unique per worker
   // incarnation). Errors: INVALID_ARGUMENT for a malformed endpoint or key;
   // UNIMPLEMENTED without CURVE in libzmq.
+  // Receive's deadlines are on `clock`.
   static absl::StatusOr<std::unique_ptr<ZmqDealerTransport>> Create(
       const std::string& endpoint, const std::string& identity,
-      const ZmqDealerOptions& options = {});
+      const ZmqDealerOptions& options = {}, Clock& clock = RealClock());
   ~ZmqDealerTransport() override;
 
   absl::Status Send(const std::string& peer, const surge::v1::Envelope& message) override;
-  absl::StatusOr<std::optional<Inbound>> Receive(std::chrono::milliseconds timeout) override;
+  absl::StatusOr<std::optional<Inbound>> Receive(Clock::TimePoint deadline) override;
 
  private:
   struct Impl;

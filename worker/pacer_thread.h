@@ -1,4 +1,4 @@
-// Scheduling of the pacer's own thread (issue 9 item 2): timer slack,
+// Scheduling of the pacer's own thread: timer slack,
 // optional CPU pinning and optional real-time priority. Called on the pacer
 // thread before SendLoop::Run (docs/PERFORMANCE.md "Pacer thread" has the
 // measurements behind each choice).

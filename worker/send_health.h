@@ -1,5 +1,5 @@
-// A worker's own view of how well it keeps its schedule (issue 9 item 1:
-// "the generator knows its own limit"). The pacer reports the lateness of
+// A worker's own view of how well it keeps its schedule: the generator
+// knows its own limit. The pacer reports the lateness of
 // every request it hands to the sender and every wait for an in-flight
 // slot; the session feeds it the error of every record (descriptor
 // exhaustion, refused connections) and, at each heartbeat, the cumulative

@@ -18,7 +18,45 @@ void ApplyLatePolicy(const surge::v1::Welcome& welcome, SendLoopOptions* options
 
 SendLoop::SendLoop(Clock& clock, RequestSender& sender, SendLoopOptions options,
                    RecordCallback on_record)
-    : clock_(clock), sender_(sender), options_(options), on_record_(std::move(on_record)) {}
+    : clock_(clock),
+      sender_(sender),
+      options_(options),
+      on_record_(std::move(on_record)),
+      release_policy_(PickReleasePolicy(options.late_policy)),
+      slot_freed_(clock) {}
+
+void SendLoop::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(gate_mu_);
+    stop_.store(true);
+  }
+  slot_freed_.Notify();
+}
+
+void SendLoop::OnCompletion() {
+  {
+    std::lock_guard<std::mutex> lock(gate_mu_);
+    ++completions_;
+  }
+  slot_freed_.Notify();
+}
+
+bool SendLoop::WaitForSlot() {
+  while (true) {
+    std::unique_lock<std::mutex> lock(gate_mu_);
+    // Read before looking at inflight(): the sender retires a request before
+    // its callback counts the completion, so a slot freed after the look
+    // below changes `seen` and ends the wait at once.
+    const uint64_t seen = completions_;
+    lock.unlock();
+    if (stop_.load()) return false;
+    if (sender_.inflight() < options_.max_inflight) return true;
+    lock.lock();
+    slot_freed_.WaitUntil(
+        lock, [this, seen] { return completions_ != seen || stop_.load(); },
+        clock_.Now() + options_.slice);
+  }
+}
 
 void SendLoop::PushHeap(Heap& heap, surge::v1::Assignment a) {
   heap.push_back(std::move(a));
@@ -77,134 +115,178 @@ std::vector<surge::v1::Assignment> SendLoop::TakeUnreleased() {
   return out;
 }
 
-void SendLoop::Run() {
+SendLoop::Events SendLoop::NextEvents() const {
+  // Deadlines are absolute local steady ns, mapped from the coordinator's
+  // t0 + offset through the mapping of this very moment: the clock-sync
+  // estimate, or the identity for a same-clock worker.
+  const int64_t lead =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(options_.prepare_lead).count();
+  Events ev;
+  std::lock_guard<std::mutex> lock(mu_);
+  ev.prepared = ready_.size();
+  if (started_ && !unprepared_.empty()) {
+    ev.prepare_deadline = mapping_.ToWorker(t0_coord_ns_ + unprepared_.front().offset_ns());
+    ev.prepare_due = ev.prepare_deadline - lead;
+  }
+  if (started_ && !ready_.empty()) {
+    ev.release_due = mapping_.ToWorker(t0_coord_ns_ + ready_.front().offset_ns());
+  }
+  return ev;
+}
+
+bool SendLoop::PrepareMayGo(const Events& ev, int64_t now) const {
+  // A preparation is cheap but not free (a few µs on this thread): it waits
+  // while a release is close, unless its own deadline comes first (an
+  // assignment that arrived late, with less than `lead` to go) or it has
+  // waited until half the lead is left. Without that last rule regular
+  // traffic starves it: at ≥ 1,000 RPS constant the next release is never
+  // more than the guard away, so every request would be prepared just
+  // before its own release, its connection not ready. It also waits while
+  // max_prepared requests are prepared and unreleased (each holds a
+  // connection), unless its own deadline comes first.
   using std::chrono::nanoseconds;
-  const int64_t slice = std::chrono::duration_cast<nanoseconds>(options_.slice).count();
   const int64_t lead = std::chrono::duration_cast<nanoseconds>(options_.prepare_lead).count();
   const int64_t guard = std::chrono::duration_cast<nanoseconds>(options_.prepare_guard).count();
-  constexpr int64_t kNever = INT64_MAX;
+  return ev.prepare_due != kNever && (ev.prepare_deadline <= ev.release_due ||
+                                      (ev.prepared < options_.max_prepared &&
+                                       (ev.release_due == kNever || ev.release_due - now > guard ||
+                                        ev.prepare_deadline - now <= lead / 2)));
+}
+
+void SendLoop::PrepareNext() {
+  surge::v1::Assignment a;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    a = PopHeap(unprepared_);
+  }
+  sender_.Prepare(a);
+  std::lock_guard<std::mutex> lock(mu_);
+  PushHeap(ready_, std::move(a));
+}
+
+bool SendLoop::SleepTowardNextEvent(const Events& ev, bool prepare_may_go, int64_t now) {
+  using std::chrono::nanoseconds;
+  const int64_t slice = std::chrono::duration_cast<nanoseconds>(options_.slice).count();
+  const int64_t guard = std::chrono::duration_cast<nanoseconds>(options_.prepare_guard).count();
+  if (ev.prepare_due == kNever && ev.release_due == kNever) {
+    clock_.SleepUntilCoarse(FromNanos(now + slice));
+    return true;
+  }
+  if (prepare_may_go && ev.prepare_due < ev.release_due) {
+    // The next event is a preparation: no precision needed. But a coarse
+    // sleep wakes up to ~300 µs late (docs/PERFORMANCE.md), so it ends
+    // `guard` before a release at the latest; from there the release's own
+    // precise sleep runs (the preparation waits for it unless its deadline
+    // comes first).
+    int64_t wake = std::min(ev.prepare_due, now + slice);
+    if (ev.release_due != kNever && ev.prepare_deadline > ev.release_due) {
+      wake = std::min(wake, ev.release_due - guard);
+    }
+    if (wake > now) {
+      clock_.SleepUntilCoarse(FromNanos(wake));
+      return true;
+    }
+  }
+  if (ev.release_due - now > slice) {
+    // Far from the deadline: sleep one slice, then look again, so that an
+    // earlier assignment or a stop is noticed. The last stretch is a
+    // precise absolute sleep.
+    clock_.SleepUntilCoarse(FromNanos(std::min(ev.release_due - slice / 2, now + slice)));
+    return true;
+  }
+  return false;
+}
+
+void SendLoop::ReleaseDue(int64_t release_due) {
+  clock_.SleepUntil(FromNanos(release_due));
+  const int64_t reached_ns = ToNanos(clock_.Now());
+  // The lease check sits here, at the release itself, not in a watchdog: a
+  // pacer that wakes after a long stall must not send what the coordinator
+  // may already have given to another worker.
+  if (reached_ns > lease_expiry_ns_.load()) {
+    clock_.SleepUntilCoarse(clock_.Now() + options_.slice);
+    return;
+  }
+  surge::v1::Assignment next;
+  int64_t deadline_local_ns;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    next = PopHeap(ready_);
+    // The front may have changed since release_due (an earlier arrival).
+    deadline_local_ns = mapping_.ToWorker(t0_coord_ns_ + next.offset_ns());
+  }
+  // Late = reached more than the threshold after the deadline; the policy,
+  // picked once, decides what a late request becomes.
+  const bool late = reached_ns - deadline_local_ns > options_.late_threshold_ns;
+  (this->*release_policy_)(std::move(next), reached_ns, late, reached_ns - deadline_local_ns);
+}
+
+SendLoop::ReleasePolicy SendLoop::PickReleasePolicy(surge::v1::LatePolicy policy) {
+  switch (policy) {
+    case surge::v1::LATE_POLICY_SKIP:
+      return &SendLoop::ReleaseOrSkip;
+    case surge::v1::LATE_POLICY_CAP:
+      return &SendLoop::ReleaseWithCatchUp;
+    default:
+      return &SendLoop::ReleaseAsDue;
+  }
+}
+
+void SendLoop::ReleaseAsDue(surge::v1::Assignment next, int64_t reached_ns, bool late,
+                            int64_t /*lateness_ns*/) {
+  last_release_local_ns_ = reached_ns;
+  Release(std::move(next), reached_ns, late, 0);
+}
+
+void SendLoop::ReleaseOrSkip(surge::v1::Assignment next, int64_t reached_ns, bool late,
+                             int64_t lateness_ns) {
+  if (!late) {
+    ReleaseAsDue(std::move(next), reached_ns, late, lateness_ns);
+    return;
+  }
+  if (options_.prepare_lead.count() > 0) sender_.CancelPrepared(next);
+  Skip(next, lateness_ns);
+}
+
+void SendLoop::ReleaseWithCatchUp(surge::v1::Assignment next, int64_t reached_ns, bool late,
+                                  int64_t lateness_ns) {
+  if (!late || last_release_local_ns_ == INT64_MIN ||
+      last_release_local_ns_ + options_.catch_up_spacing_ns <= reached_ns) {
+    ReleaseAsDue(std::move(next), reached_ns, late, lateness_ns);
+    return;
+  }
+  if (!WaitForCatchUpGate(last_release_local_ns_ + options_.catch_up_spacing_ns)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    PushHeap(ready_, std::move(next));  // stopped: never released
+    return;
+  }
+  const int64_t released_ns = ToNanos(clock_.Now());
+  if (released_ns > lease_expiry_ns_.load()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    PushHeap(ready_, std::move(next));  // the lease ran out while it waited
+    return;
+  }
+  last_release_local_ns_ = released_ns;
+  Release(std::move(next), released_ns, /*late=*/true, released_ns - reached_ns);
+}
+
+void SendLoop::Run() {
   while (!stop_.load()) {
     // Two kinds of events: preparing the earliest unprepared assignment at
     // its deadline − lead, and releasing the earliest ready one at its
-    // deadline (absolute local steady ns, mapped from the coordinator's
-    // t0 + offset through the mapping of this very iteration: the clock-sync
-    // estimate, or the identity for a same-clock worker).
-    int64_t prepare_due = kNever;
-    int64_t prepare_deadline = kNever;
-    int64_t release_due = kNever;
-    size_t prepared_count = 0;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      prepared_count = ready_.size();
-      if (started_ && !unprepared_.empty()) {
-        prepare_deadline = mapping_.ToWorker(t0_coord_ns_ + unprepared_.front().offset_ns());
-        prepare_due = prepare_deadline - lead;
-      }
-      if (started_ && !ready_.empty()) {
-        release_due = mapping_.ToWorker(t0_coord_ns_ + ready_.front().offset_ns());
-      }
-    }
+    // deadline.
+    const Events ev = NextEvents();
     const int64_t now = ToNanos(clock_.Now());
-    if (prepare_due == kNever && release_due == kNever) {
-      clock_.SleepUntilCoarse(FromNanos(now + slice));
+    const bool prepare_may_go = PrepareMayGo(ev, now);
+    if (ev.prepare_due != kNever && prepare_may_go && ev.prepare_due <= now) {
+      PrepareNext();
       continue;
     }
-    // A preparation is cheap but not free (a few µs on this thread): it
-    // waits while a release is close, unless its own deadline comes first
-    // (an assignment that arrived late, with less than `lead` to go) or it
-    // has waited until half the lead is left. Without that last rule regular
-    // traffic starves it: at ≥ 1,000 RPS constant the next release is never
-    // more than the guard away, so every request would be prepared just
-    // before its own release, its connection not ready. It also waits while
-    // max_prepared requests are prepared and unreleased (each holds a
-    // connection), unless its own deadline comes first.
-    const bool prepare_may_go =
-        prepare_due != kNever &&
-        (prepare_deadline <= release_due || (prepared_count < options_.max_prepared &&
-                                             (release_due == kNever || release_due - now > guard ||
-                                              prepare_deadline - now <= lead / 2)));
-    if (prepare_may_go && prepare_due <= now) {
-      surge::v1::Assignment a;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        a = PopHeap(unprepared_);
-      }
-      sender_.Prepare(a);
-      std::lock_guard<std::mutex> lock(mu_);
-      PushHeap(ready_, std::move(a));
-      continue;
-    }
-    if (prepare_may_go && prepare_due < release_due) {
-      // The next event is a preparation: no precision needed. But a coarse
-      // sleep wakes up to ~300 µs late (docs/PERFORMANCE.md), so it ends
-      // `guard` before a release at the latest; from there the release's own
-      // precise sleep runs (the preparation waits for it unless its deadline
-      // comes first).
-      int64_t wake = std::min(prepare_due, now + slice);
-      if (release_due != kNever && prepare_deadline > release_due) {
-        wake = std::min(wake, release_due - guard);
-      }
-      if (wake > now) {
-        clock_.SleepUntilCoarse(FromNanos(wake));
-        continue;
-      }
-    }
-    if (release_due - now > slice) {
-      // Far from the deadline: sleep one slice, then look again, so that an
-      // earlier assignment or a stop is noticed. The last stretch below is a
-      // precise absolute sleep.
-      clock_.SleepUntilCoarse(FromNanos(std::min(release_due - slice / 2, now + slice)));
-      continue;
-    }
-    clock_.SleepUntil(FromNanos(release_due));
-    int64_t released_ns = ToNanos(clock_.Now());
-    // The lease check sits here, at the release itself, not in a watchdog: a
-    // pacer that wakes after a long stall must not send what the coordinator
-    // may already have given to another worker (DISTRIBUTED.md §7).
-    if (released_ns > lease_expiry_ns_.load()) {
-      clock_.SleepUntilCoarse(clock_.Now() + options_.slice);
-      continue;
-    }
-    surge::v1::Assignment next;
-    int64_t deadline_local_ns;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      next = PopHeap(ready_);
-      // The front may have changed since release_due (an earlier arrival).
-      deadline_local_ns = mapping_.ToWorker(t0_coord_ns_ + next.offset_ns());
-    }
-    // Late-send policy, decided here at the release (docs/DESIGN.md
-    // "Late-send policy"): late = reached more than the threshold after the
-    // deadline. SEND leaves everything as it was.
-    const bool late = released_ns - deadline_local_ns > options_.late_threshold_ns;
-    int64_t catch_up_delay_ns = 0;
-    if (late && options_.late_policy == surge::v1::LATE_POLICY_SKIP) {
-      if (lead > 0) sender_.CancelPrepared(next);
-      Skip(next, released_ns - deadline_local_ns);
-      continue;
-    }
-    if (late && options_.late_policy == surge::v1::LATE_POLICY_CAP &&
-        last_release_local_ns_ != INT64_MIN &&
-        last_release_local_ns_ + options_.catch_up_spacing_ns > released_ns) {
-      const int64_t reached_ns = released_ns;
-      if (!WaitForCatchUpGate(last_release_local_ns_ + options_.catch_up_spacing_ns)) {
-        std::lock_guard<std::mutex> lock(mu_);
-        PushHeap(ready_, std::move(next));  // stopped: never released
-        continue;
-      }
-      released_ns = ToNanos(clock_.Now());
-      if (released_ns > lease_expiry_ns_.load()) {
-        std::lock_guard<std::mutex> lock(mu_);
-        PushHeap(ready_, std::move(next));  // the lease ran out while it waited
-        continue;
-      }
-      catch_up_delay_ns = released_ns - reached_ns;
-    }
-    last_release_local_ns_ = released_ns;
-    Release(std::move(next), released_ns, late, catch_up_delay_ns);
+    if (SleepTowardNextEvent(ev, prepare_may_go, now)) continue;
+    ReleaseDue(ev.release_due);
   }
   // What was prepared but will not be sent gives back its reservation.
-  if (lead > 0) {
+  if (options_.prepare_lead.count() > 0) {
     std::lock_guard<std::mutex> lock(mu_);
     for (const surge::v1::Assignment& a : ready_) sender_.CancelPrepared(a);
   }
@@ -263,10 +345,7 @@ void SendLoop::Release(surge::v1::Assignment assignment, int64_t released_local_
   if (options_.max_inflight > 0 && sender_.inflight() >= options_.max_inflight) {
     // Counted as the wait begins, so the next heartbeat already says why.
     if (options_.health != nullptr) options_.health->OnGateWait();
-    while (sender_.inflight() >= options_.max_inflight && !stop_.load()) {
-      clock_.SleepUntilCoarse(clock_.Now() + std::chrono::microseconds(100));
-    }
-    if (stop_.load()) {  // stopped while held back: it was never sent
+    if (!WaitForSlot()) {  // stopped while held back: it was never sent
       std::lock_guard<std::mutex> lock(mu_);
       PushHeap(ready_, std::move(assignment));
       return;
@@ -286,6 +365,7 @@ void SendLoop::Release(surge::v1::Assignment assignment, int64_t released_local_
   // changes a 1 s duration by 0.2 ms).
   sender_.Send(assignment, [this, t0, mapping, worker, planned_ns, released_local_ns, blocked_ns,
                             late, catch_up_delay_ns](surge::v1::RequestRecord record) {
+    OnCompletion();
     record.set_worker(worker);
     record.set_late(late);
     record.set_catch_up_delay_ns(catch_up_delay_ns);
@@ -306,7 +386,7 @@ void SendLoop::Release(surge::v1::Assignment assignment, int64_t released_local_
     on_record_(std::move(record));
   });
   if (options_.health != nullptr) {
-    // Lateness at the hand-off, on the local clock (issue 9 item 1).
+    // Lateness at the hand-off, on the local clock.
     const int64_t handed_ns = ToNanos(clock_.Now());
     options_.health->OnSend(handed_ns, handed_ns - mapping.ToWorker(deadline_ns));
   }

@@ -1,4 +1,4 @@
-// The pacer (ARCHITECTURE.md example 4): releases each assigned request at
+// The pacer: releases each assigned request at
 // its absolute deadline, never by sleeping for an interval, and records
 // planned, released, sent and blocked times per request. The plan is on the
 // coordinator's clock; every deadline is mapped to the local clock through
@@ -68,8 +68,8 @@ struct SendLoopOptions {
   // it, ns (1e9 / the worker's catch-up rate); > 0 with CAP.
   int64_t catch_up_spacing_ns = 0;
   // Told of every hand-off to the sender (its lateness: hand-off − deadline,
-  // local ns) and every wait for an in-flight slot (issue 9 item 1). May be
-  // null; must outlive Run().
+  // local ns) and every wait for an in-flight slot. May be null; must
+  // outlive Run().
   SendHealth* health = nullptr;
 };
 
@@ -97,14 +97,15 @@ class SendLoop {
   // Adds assignments; each is released at map(t0 + offset_ns) (ordered by
   // offset, then index, whatever the order of arrival).
   void Enqueue(std::vector<surge::v1::Assignment> assignments);
-  // Local steady ns after which nothing may be released (the worker lease,
-  // DISTRIBUTED.md §3, checked at every release). Default: no expiry.
+  // Local steady ns after which nothing may be released (the worker's
+  // lease, checked at every release). Default: no expiry.
   void SetLeaseExpiry(int64_t local_ns) { lease_expiry_ns_.store(local_ns); }
   // The pacer body; returns soon after Stop(). Before returning it calls
   // RequestSender::CancelPrepared for every prepared, unreleased assignment.
   void Run();
-  // Stops releasing. Requests already handed to the sender are not touched.
-  void Stop() { stop_.store(true); }
+  // Stops releasing (a pacer waiting for an in-flight slot wakes at once).
+  // Requests already handed to the sender are not touched.
+  void Stop();
   // Assignments never released (after Run returned), in release order.
   std::vector<surge::v1::Assignment> TakeUnreleased();
 
@@ -135,6 +136,39 @@ class SendLoop {
   static void PushHeap(Heap& heap, surge::v1::Assignment a);
   static surge::v1::Assignment PopHeap(Heap& heap);
 
+  static constexpr int64_t kNever = INT64_MAX;
+  // The pacer's next two events, local steady ns (kNever: none): preparing
+  // the earliest unprepared assignment (due at its deadline − lead), and
+  // releasing the earliest ready one; and how many are prepared.
+  struct Events {
+    int64_t prepare_due = kNever;
+    int64_t prepare_deadline = kNever;
+    int64_t release_due = kNever;
+    size_t prepared = 0;
+  };
+  // Run's phases: the next events; whether the preparation may go now; the
+  // preparation; a sleep toward the next event (false when the release is
+  // within a slice: release now); the release at `release_due`.
+  Events NextEvents() const;
+  bool PrepareMayGo(const Events& ev, int64_t now) const;
+  void PrepareNext();
+  bool SleepTowardNextEvent(const Events& ev, bool prepare_may_go, int64_t now);
+  void ReleaseDue(int64_t release_due);
+
+  // The late-send policy, picked once at construction: what becomes of a
+  // request the pacer reached at local `reached_ns`, `lateness_ns` after
+  // its deadline (`late`: more than the threshold). SEND releases it; SKIP
+  // records a late one as SKIPPED; CAP holds a late one back to the
+  // catch-up spacing.
+  using ReleasePolicy = void (SendLoop::*)(surge::v1::Assignment next, int64_t reached_ns,
+                                           bool late, int64_t lateness_ns);
+  static ReleasePolicy PickReleasePolicy(surge::v1::LatePolicy policy);
+  void ReleaseAsDue(surge::v1::Assignment next, int64_t reached_ns, bool late, int64_t lateness_ns);
+  void ReleaseOrSkip(surge::v1::Assignment next, int64_t reached_ns, bool late,
+                     int64_t lateness_ns);
+  void ReleaseWithCatchUp(surge::v1::Assignment next, int64_t reached_ns, bool late,
+                          int64_t lateness_ns);
+
   // `late` and `catch_up_delay_ns` go into the record as they are.
   void Release(surge::v1::Assignment assignment, int64_t released_local_ns, bool late,
                int64_t catch_up_delay_ns);
@@ -144,11 +178,18 @@ class SendLoop {
   // CAP: sleeps until local ns `gate` (sliced, so a stop is seen); false
   // when stopped first.
   bool WaitForCatchUpGate(int64_t gate);
+  // The concurrency cap: waits until the sender has fewer than
+  // max_inflight requests in flight; false when stopped first. Woken by
+  // every completion (and by Stop), it looks again at least every slice.
+  bool WaitForSlot();
+  // Called on the sender's thread as each released request finishes.
+  void OnCompletion();
 
   Clock& clock_;
   RequestSender& sender_;
   const SendLoopOptions options_;
   const RecordCallback on_record_;
+  const ReleasePolicy release_policy_;
 
   mutable std::mutex mu_;
   // Assignments waiting for Prepare (empty when prepare_lead is 0), and
@@ -158,6 +199,12 @@ class SendLoop {
   bool started_ = false;
   int64_t t0_coord_ns_ = 0;
   ClockMapping mapping_;
+
+  // Completions so far, and what the pacer waiting for a slot waits on
+  // (a completion or a stop).
+  std::mutex gate_mu_;
+  uint64_t completions_ = 0;  // guarded by gate_mu_
+  ClockCondition slot_freed_;
 
   std::atomic<bool> stop_{false};
   std::atomic<int64_t> lease_expiry_ns_{INT64_MAX};

@@ -62,9 +62,20 @@ int WorkerCommand(const WorkerArgs& args) {
     }
     transport_options.curve = CurveClientOptions{*secret, *server};
   }
+  // Everything in this worker reads time through `clock`, its transport's
+  // receive deadlines too: with the test options a skewed copy of the
+  // host's, so the coordinator sees a worker whose clock is offset and
+  // drifting (R-DIST-4).
+  std::unique_ptr<SkewedClock> skewed;
+  if (args.simulate_clock_offset_ms != 0 || args.simulate_clock_drift_ppm != 0) {
+    skewed = std::make_unique<SkewedClock>(RealClock(),
+                                           SecondsToNanos(args.simulate_clock_offset_ms / 1e3),
+                                           args.simulate_clock_drift_ppm);
+  }
+  Clock* clock = skewed != nullptr ? skewed.get() : &RealClock();
   auto transport = ZmqDealerTransport::Create(
       args.connect, absl::StrFormat("w%d-%016x", args.worker_index, options.incarnation),
-      transport_options);
+      transport_options, *clock);
   if (!transport.ok()) {
     LogError(transport.status().ToString());
     return kExitRejected;
@@ -73,16 +84,7 @@ int WorkerCommand(const WorkerArgs& args) {
     LogInfo(absl::StrFormat("connecting to %s; giving up after %d s without an answer",
                             args.connect, static_cast<int>(options.hello_timeout.count() / 1000)));
   }
-  // Everything in this worker reads time through `clock`: with the test
-  // options a skewed copy of the host's, so the coordinator sees a worker
-  // whose clock is offset and drifting (R-DIST-4).
-  std::unique_ptr<SkewedClock> skewed;
-  Clock* clock = &RealClock();
-  if (args.simulate_clock_offset_ms != 0 || args.simulate_clock_drift_ppm != 0) {
-    skewed = std::make_unique<SkewedClock>(RealClock(),
-                                           SecondsToNanos(args.simulate_clock_offset_ms / 1e3),
-                                           args.simulate_clock_drift_ppm);
-    clock = skewed.get();
+  if (skewed != nullptr) {
     LogWarning(absl::StrFormat("test option: simulated clock %+.3f ms, %+.3f ppm",
                                args.simulate_clock_offset_ms, args.simulate_clock_drift_ppm));
     // The truth beside each estimate: on one host the base clock is the

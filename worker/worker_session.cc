@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <optional>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -20,8 +21,8 @@ namespace {
 
 using surge::v1::Envelope;
 
-// DISTRIBUTED.md §2: a RecordBatch holds at most 256 records or 64 KiB, so a
-// heartbeat never waits long behind bulk data.
+// A RecordBatch holds at most 256 records or 64 KiB, so a heartbeat never
+// waits long behind bulk data.
 constexpr size_t kMaxBatchRecords = 256;
 constexpr size_t kMaxBatchBytes = 64 * 1024;
 
@@ -107,7 +108,7 @@ int WorkerSession::SyncClock(Clock::TimePoint give_up) {
         if (sent == options_.probe_count) round_end = clock_.Now() + options_.probe_round_wait;
       }
       if (sent == options_.probe_count && (replies >= sent || now >= round_end)) break;
-      auto in = transport_.Receive(std::chrono::milliseconds(1));
+      auto in = transport_.Receive(clock_.Now() + std::chrono::milliseconds(1));
       if (!in.ok()) {
         OnReceiveError(in.status());
         continue;
@@ -205,277 +206,317 @@ bool WorkerSession::FlushRecords(bool force) {
   return true;
 }
 
-int WorkerSession::Run() {
-  // 1. Hello until Welcome or Reject.
+// Everything the phases of one session share: what Join learned, what the
+// set-up built, the serving state (heartbeats, lease, start) and how the
+// session ends. Members are destroyed in reverse order: the pacer thread
+// (joined by Drain), the loop, its health, then the sender.
+struct WorkerSession::State {
   surge::v1::Welcome welcome;
-  {
-    const Clock::TimePoint give_up = clock_.Now() + options_.hello_timeout;
-    Clock::TimePoint next_hello = clock_.Now();
-    bool welcomed = false;
-    while (!welcomed) {
-      if (clock_.Now() >= give_up) {
-        LogError("no Welcome from the coordinator; giving up");
-        return kExitCoordinatorLost;
-      }
-      if (clock_.Now() >= next_hello) {
-        Envelope hello;
-        auto* h = hello.mutable_hello();
-        h->set_requested_index(options_.requested_index);
-        h->set_host(ToValidUtf8(HostName()));  // the OS's bytes: proto needs UTF-8
-        h->set_pid(static_cast<uint32_t>(getpid()));
-        (void)SendEnvelope(std::move(hello));
-        next_hello = clock_.Now() + options_.hello_period;
-      }
-      auto in = transport_.Receive(options_.poll);
-      if (!in.ok()) OnReceiveError(in.status());
-      if (!in.ok() || !in->has_value()) continue;
-      const Envelope& e = (*in)->message;
-      if (e.protocol_version() != surge::v1::PROTOCOL_VERSION_CURRENT) {
-        LogError(absl::StrCat("the coordinator speaks protocol version ", e.protocol_version(),
-                              ", this worker speaks version ", surge::v1::PROTOCOL_VERSION_CURRENT,
-                              ": run the same surge release on both sides"));
-        return kExitRejected;
-      }
-      if (e.has_reject()) {
-        const auto kind = e.reject().kind();
-        if (kind == surge::v1::REJECT_RUN_STARTED || kind == surge::v1::REJECT_RUN_FULL) {
-          // Too late or one too many: nothing went wrong, there is just
-          // nothing for this worker to do.
-          LogInfo(absl::StrCat("not needed: ", e.reject().reason(), "; exiting"));
-          return kExitDone;
-        }
-        LogError(absl::StrCat("rejected by the coordinator: ", e.reject().reason()));
-        return kExitRejected;
-      }
-      if (e.has_welcome()) {
-        welcome = e.welcome();
-        run_id_ = e.run_id();
-        welcomed = true;
-      }
-    }
-  }
-  SetLogTag(absl::StrCat("worker ", welcome.worker_index()));
-
-  auto sender_or = make_sender_(welcome);
-  if (!sender_or.ok()) {
-    LogError(absl::StrCat("cannot create the HTTP sender: ", sender_or.status().ToString()));
-    Envelope bye;
-    // May quote a TLS library's or a file's text.
-    bye.mutable_goodbye()->set_reason(ToValidUtf8(std::string(sender_or.status().message())));
-    (void)SendEnvelope(std::move(bye));
-    return kExitSenderFailed;
-  }
-  std::unique_ptr<RequestSender> sender = *std::move(sender_or);
-
-  const auto heartbeat_period =
-      std::chrono::milliseconds(welcome.heartbeat_ms() > 0 ? welcome.heartbeat_ms() : 250);
-  const int64_t lease_ns =
-      static_cast<int64_t>(welcome.lease_ms() > 0 ? welcome.lease_ms() : 1000) * 1000000;
-  // R-DIST-4: measure the coordinator's clock before the first heartbeat
-  // (the coordinator starts the run only when every worker heartbeats), so
-  // the first deadline already goes through a real estimate.
-  if (const int code = SyncClock(clock_.Now() + options_.hello_timeout); code != kExitDone) {
-    Envelope bye;
-    bye.mutable_goodbye()->set_reason(code == kExitStoppedBeforeStart ? "stopped"
-                                                                      : "clock_sync_failed");
-    (void)SendEnvelope(std::move(bye));
-    return code == kExitStoppedBeforeStart ? kExitDone : code;
-  }
-
-  // Issue 9 item 1: every connection is a descriptor. The worker holds at
-  // most what its open-file limit allows; beyond that a request waits for a
-  // slot (its lateness shows it) instead of failing with EMFILE.
-  const uint64_t fd_limit = options_.fd_limit > 0 ? options_.fd_limit : SoftOpenFileLimit();
-  const uint64_t fd_capacity = std::min<uint64_t>(DescriptorCapacity(fd_limit), UINT32_MAX);
-  uint32_t max_inflight = welcome.max_inflight();
-  if (max_inflight == 0 || max_inflight > fd_capacity) {
-    if (max_inflight > fd_capacity) {
-      LogWarning(absl::StrCat("in-flight cap lowered from ", max_inflight, " to ", fd_capacity,
-                              ": the open-file limit is ", fd_limit, " (ulimit -n)"));
-    }
-    max_inflight = static_cast<uint32_t>(fd_capacity);
-  }
-  auto read_totals = [&sender, this] {
-    HealthTotals t;
-    const ConnectTotals c = sender->connect_totals();
-    t.connects = c.connects;
-    t.connect_ns = c.connect_ns;
-    if (options_.read_cpu) {
-      t.cpu_ns = ProcessCpuNs();
-      ReadHostCpu(t);
-    }
-    return t;
-  };
-  SendHealth health(ToNanos(clock_.Now()), read_totals());
-  SendLoopOptions loop_options;
-  loop_options.worker_index = welcome.worker_index();
-  loop_options.max_inflight = max_inflight;
-  loop_options.health = &health;
-  // Late-send policy (RunConfig.late_policy; the coordinator validated it).
-  ApplyLatePolicy(welcome, &loop_options);
-  SendLoop loop(clock_, *sender, loop_options, [this, &health](surge::v1::RequestRecord record) {
-    health.OnRecordError(record.error());
-    AddToOutbox(std::move(record));
-  });
-  loop.SetClockMapping(UsedMapping());
-  // Every heartbeat ack is a clock sample; the pacer reads the new mapping
-  // at its next deadline.
-  auto on_heartbeat_ack = [&](const surge::v1::HeartbeatAck& ack) {
-    if (ack.t3_coord_ns() == 0) return;  // an ack without coordinator stamps
-    AddClockSample(ack.t1_worker_ns(), ack.t2_coord_ns(), ack.t3_coord_ns());
-    loop.SetClockMapping(UsedMapping());
-  };
-  // The lease starts at Welcome, so a coordinator that dies before the first
-  // heartbeat ack still stops this worker (DISTRIBUTED.md §3).
-  int64_t lease_expiry_ns = ToNanos(clock_.Now()) + lease_ns;
-  loop.SetLeaseExpiry(lease_expiry_ns);
-  std::thread pacer([&loop, pacer_options = options_.pacer] {
-    const std::string refused = ConfigurePacerThread(pacer_options);
-    if (!refused.empty()) LogWarning(refused);
-    loop.Run();
-  });
-
+  std::unique_ptr<RequestSender> sender;
+  std::chrono::milliseconds heartbeat_period{250};
+  int64_t lease_ns = 0;
+  // The open-file limit and the connection capacity it leaves, and the
+  // in-flight cap in use.
+  uint64_t fd_limit = 0;
+  uint64_t fd_capacity = 0;
+  uint32_t max_inflight = 0;
+  std::unique_ptr<SendHealth> health;
+  std::unique_ptr<SendLoop> loop;
+  std::thread pacer;
+  // Local steady ns after which the pacer releases nothing.
+  int64_t lease_expiry_ns = 0;
   uint64_t hb_seq = 0;
-  Clock::TimePoint next_heartbeat = clock_.Now();
+  Clock::TimePoint next_heartbeat{};
   // Before Start nothing can be released, so a late heartbeat ack (the
   // coordinator is busy welcoming hundreds of workers on a loaded machine)
   // is no reason to leave: until Start the worker waits up to hello_timeout.
   bool started = false;
-  const Clock::TimePoint start_give_up = clock_.Now() + options_.hello_timeout;
+  Clock::TimePoint start_give_up{};
+  int64_t asked_again_ns = -1;  // local time of the last question; -1: none
   std::string stop_reason;
   uint32_t drain_ms = 0;
   int exit_code = kExitDone;
-  last_flush_ = clock_.Now();
-  // Also during the drain (queued 0 then: the unreleased are reported).
-  auto send_heartbeat = [&](Clock::TimePoint now) {
-    Envelope hb;
-    auto* h = hb.mutable_heartbeat();
-    h->set_hb_seq(++hb_seq);
-    h->set_t1_worker_ns(ToNanos(now));
-    h->set_inflight(static_cast<uint32_t>(sender->inflight()));
-    h->set_sent_total(sender->sent_total());
-    h->set_queued(static_cast<uint32_t>(loop.queued()));
-    h->set_horizon_ns(loop.horizon_ns());
-    *h->mutable_clock() = ClockReportNow();
-    if (started) {
-      surge::v1::SendHealth* sh = h->mutable_send_health();
-      *sh = health.Report(ToNanos(now), read_totals(), loop.OverdueNs(ToNanos(now)));
-      sh->set_max_inflight(max_inflight);
-      sh->set_inflight(h->inflight());
-      sh->set_fd_limit(fd_limit);
-      sh->set_fd_capacity(fd_capacity);
-    }
-    (void)SendEnvelope(std::move(hb));
-    next_heartbeat = now + heartbeat_period;
-  };
+};
 
-  // R-DIST-7: a coordinator silent past the lease stops the pacer at once
-  // (the pacer checks the lease itself). Half a second later the worker asks
-  // once more (a heartbeat), and gives up one second after the lease ended,
-  // but never less than kLastCallNs after that question: a process that was
-  // frozen (SIGSTOP, a VM pause) and wakes long past both moments still
-  // hears the answer — a Stop ("fenced": it was declared dead; DISTRIBUTED.md
-  // §6) or an ack that renews the lease (§7: the window is kept) — instead of
-  // leaving without a word.
+std::optional<int> WorkerSession::Join(State& st) {
+  const Clock::TimePoint give_up = clock_.Now() + options_.hello_timeout;
+  Clock::TimePoint next_hello = clock_.Now();
+  while (true) {
+    if (clock_.Now() >= give_up) {
+      LogError("no Welcome from the coordinator; giving up");
+      return kExitCoordinatorLost;
+    }
+    if (clock_.Now() >= next_hello) {
+      Envelope hello;
+      auto* h = hello.mutable_hello();
+      h->set_requested_index(options_.requested_index);
+      h->set_host(ToValidUtf8(HostName()));  // the OS's bytes: proto needs UTF-8
+      h->set_pid(static_cast<uint32_t>(getpid()));
+      (void)SendEnvelope(std::move(hello));
+      next_hello = clock_.Now() + options_.hello_period;
+    }
+    auto in = transport_.Receive(clock_.Now() + options_.poll);
+    if (!in.ok()) OnReceiveError(in.status());
+    if (!in.ok() || !in->has_value()) continue;
+    const Envelope& e = (*in)->message;
+    if (std::optional<int> refused = RefusedJoin(e)) return refused;
+    if (e.has_welcome()) {
+      st.welcome = e.welcome();
+      run_id_ = e.run_id();
+      break;
+    }
+  }
+  SetLogTag(absl::StrCat("worker ", st.welcome.worker_index()));
+  auto sender = make_sender_(st.welcome);
+  if (!sender.ok()) {
+    LogError(absl::StrCat("cannot create the HTTP sender: ", sender.status().ToString()));
+    // May quote a TLS library's or a file's text.
+    SendGoodbye(ToValidUtf8(std::string(sender.status().message())));
+    return kExitSenderFailed;
+  }
+  st.sender = *std::move(sender);
+  st.heartbeat_period =
+      std::chrono::milliseconds(st.welcome.heartbeat_ms() > 0 ? st.welcome.heartbeat_ms() : 250);
+  st.lease_ns =
+      static_cast<int64_t>(st.welcome.lease_ms() > 0 ? st.welcome.lease_ms() : 1000) * 1000000;
+  return std::nullopt;
+}
+
+std::optional<int> WorkerSession::RefusedJoin(const Envelope& e) {
+  if (e.protocol_version() != surge::v1::PROTOCOL_VERSION_CURRENT) {
+    LogError(absl::StrCat("the coordinator speaks protocol version ", e.protocol_version(),
+                          ", this worker speaks version ", surge::v1::PROTOCOL_VERSION_CURRENT,
+                          ": run the same surge release on both sides"));
+    return kExitRejected;
+  }
+  if (!e.has_reject()) return std::nullopt;
+  const auto kind = e.reject().kind();
+  if (kind == surge::v1::REJECT_RUN_STARTED || kind == surge::v1::REJECT_RUN_FULL) {
+    // Too late or one too many: nothing went wrong, there is just nothing
+    // for this worker to do.
+    LogInfo(absl::StrCat("not needed: ", e.reject().reason(), "; exiting"));
+    return kExitDone;
+  }
+  LogError(absl::StrCat("rejected by the coordinator: ", e.reject().reason()));
+  return kExitRejected;
+}
+
+std::optional<int> WorkerSession::SyncClockPhase() {
+  // Measure the coordinator's clock before the first heartbeat (the
+  // coordinator starts the run only when every worker heartbeats), so the
+  // first deadline already goes through a real estimate (R-DIST-4).
+  const int code = SyncClock(clock_.Now() + options_.hello_timeout);
+  if (code == kExitDone) return std::nullopt;
+  SendGoodbye(code == kExitStoppedBeforeStart ? "stopped" : "clock_sync_failed");
+  return code == kExitStoppedBeforeStart ? kExitDone : code;
+}
+
+HealthTotals WorkerSession::ReadTotals(const RequestSender& sender) const {
+  HealthTotals t;
+  const ConnectTotals c = sender.connect_totals();
+  t.connects = c.connects;
+  t.connect_ns = c.connect_ns;
+  if (options_.read_cpu) {
+    t.cpu_ns = ProcessCpuNs();
+    ReadHostCpu(t);
+  }
+  return t;
+}
+
+void WorkerSession::StartPacer(State& st) {
+  // Every connection is a descriptor. The worker holds at most what its
+  // open-file limit allows; beyond that a request waits for a slot (its
+  // lateness shows it) instead of failing with EMFILE.
+  st.fd_limit = options_.fd_limit > 0 ? options_.fd_limit : SoftOpenFileLimit();
+  st.fd_capacity = std::min<uint64_t>(DescriptorCapacity(st.fd_limit), UINT32_MAX);
+  st.max_inflight = st.welcome.max_inflight();
+  if (st.max_inflight == 0 || st.max_inflight > st.fd_capacity) {
+    if (st.max_inflight > st.fd_capacity) {
+      LogWarning(absl::StrCat("in-flight cap lowered from ", st.max_inflight, " to ",
+                              st.fd_capacity, ": the open-file limit is ", st.fd_limit,
+                              " (ulimit -n)"));
+    }
+    st.max_inflight = static_cast<uint32_t>(st.fd_capacity);
+  }
+  st.health = std::make_unique<SendHealth>(ToNanos(clock_.Now()), ReadTotals(*st.sender));
+  SendLoopOptions loop_options;
+  loop_options.worker_index = st.welcome.worker_index();
+  loop_options.max_inflight = st.max_inflight;
+  loop_options.health = st.health.get();
+  // Late-send policy (RunConfig.late_policy; the coordinator validated it).
+  ApplyLatePolicy(st.welcome, &loop_options);
+  st.loop =
+      std::make_unique<SendLoop>(clock_, *st.sender, loop_options,
+                                 [this, health = st.health.get()](surge::v1::RequestRecord record) {
+                                   health->OnRecordError(record.error());
+                                   AddToOutbox(std::move(record));
+                                 });
+  st.loop->SetClockMapping(UsedMapping());
+  // The lease starts at Welcome, so a coordinator that dies before the first
+  // heartbeat ack still stops this worker.
+  st.lease_expiry_ns = ToNanos(clock_.Now()) + st.lease_ns;
+  st.loop->SetLeaseExpiry(st.lease_expiry_ns);
+  st.pacer = clock_.StartThread([loop = st.loop.get(), pacer_options = options_.pacer] {
+    const std::string refused = ConfigurePacerThread(pacer_options);
+    if (!refused.empty()) LogWarning(refused);
+    loop->Run();
+  });
+  st.next_heartbeat = clock_.Now();
+  st.start_give_up = clock_.Now() + options_.hello_timeout;
+  last_flush_ = clock_.Now();
+}
+
+void WorkerSession::SendHeartbeat(State& st, Clock::TimePoint now) {
+  // Also during the drain (queued 0 then: the unreleased are reported).
+  Envelope hb;
+  auto* h = hb.mutable_heartbeat();
+  h->set_hb_seq(++st.hb_seq);
+  h->set_t1_worker_ns(ToNanos(now));
+  h->set_inflight(static_cast<uint32_t>(st.sender->inflight()));
+  h->set_sent_total(st.sender->sent_total());
+  h->set_queued(static_cast<uint32_t>(st.loop->queued()));
+  h->set_horizon_ns(st.loop->horizon_ns());
+  *h->mutable_clock() = ClockReportNow();
+  if (st.started) {
+    surge::v1::SendHealth* sh = h->mutable_send_health();
+    *sh = st.health->Report(ToNanos(now), ReadTotals(*st.sender), st.loop->OverdueNs(ToNanos(now)));
+    sh->set_max_inflight(st.max_inflight);
+    sh->set_inflight(h->inflight());
+    sh->set_fd_limit(st.fd_limit);
+    sh->set_fd_capacity(st.fd_capacity);
+  }
+  (void)SendEnvelope(std::move(hb));
+  st.next_heartbeat = now + st.heartbeat_period;
+}
+
+void WorkerSession::OnHeartbeatAck(State& st, const surge::v1::HeartbeatAck& ack) {
+  // Every heartbeat ack is a clock sample; the pacer reads the new mapping
+  // at its next deadline.
+  if (ack.t3_coord_ns() == 0) return;  // an ack without coordinator stamps
+  AddClockSample(ack.t1_worker_ns(), ack.t2_coord_ns(), ack.t3_coord_ns());
+  st.loop->SetClockMapping(UsedMapping());
+}
+
+// A coordinator silent past the lease stops the pacer at once (the pacer
+// checks the lease itself). Half a second later the worker asks once more (a
+// heartbeat), and gives up one second after the lease ended, but never less
+// than kLastCallNs after that question: a process that was frozen (SIGSTOP,
+// a VM pause) and wakes long past both moments still hears the answer — a
+// Stop ("fenced": it was declared dead) or an ack that renews the lease (the
+// window is kept) — instead of leaving without a word (R-DIST-7).
+bool WorkerSession::CoordinatorLost(State& st, Clock::TimePoint now) {
   constexpr int64_t kAskAgainNs = 500000000;
   constexpr int64_t kGiveUpNs = 1000000000;
   constexpr int64_t kLastCallNs = 300000000;
-  int64_t asked_again_ns = -1;  // local time of the last question; -1: none
+  const int64_t now_ns = ToNanos(now);
+  if (st.started && now_ns > st.lease_expiry_ns + kAskAgainNs &&
+      st.asked_again_ns < st.lease_expiry_ns) {
+    SendHeartbeat(st, now);
+    st.asked_again_ns = now_ns;
+  }
+  return st.started
+             ? now_ns > st.lease_expiry_ns + kGiveUpNs && now_ns > st.asked_again_ns + kLastCallNs
+             : now > st.start_give_up;
+}
+
+bool WorkerSession::ServeMessage(State& st, Envelope& e) {
+  if (e.has_start()) {
+    st.started = true;
+    st.loop->SetStart(e.start().t0_coord_ns());
+  } else if (e.has_assignment_batch()) {
+    auto* list = e.mutable_assignment_batch()->mutable_assignments();
+    st.loop->Enqueue(std::vector<surge::v1::Assignment>(std::make_move_iterator(list->begin()),
+                                                        std::make_move_iterator(list->end())));
+  } else if (e.has_heartbeat_ack()) {
+    OnHeartbeatAck(st, e.heartbeat_ack());
+    // The lease runs from the worker's own send time of the acknowledged
+    // heartbeat, so a late ack can never extend it.
+    const int64_t expiry = e.heartbeat_ack().t1_worker_ns() + st.lease_ns;
+    if (expiry > st.lease_expiry_ns) {
+      st.lease_expiry_ns = expiry;
+      st.loop->SetLeaseExpiry(expiry);
+    }
+  } else if (e.has_stop()) {
+    st.stop_reason = e.stop().reason();
+    st.drain_ms = e.stop().drain_ms();
+    if (st.stop_reason == kStopFenced) {
+      // Its pacer released nothing past the lease; what it still holds was
+      // taken back by the coordinator.
+      LogError(
+          "the coordinator declared this worker dead and told it to stop (fenced); nothing "
+          "more is sent");
+      st.exit_code = kExitFenced;
+    }
+    return true;
+  } else if (e.has_reject()) {
+    st.stop_reason = "rejected";
+    st.exit_code = kExitRejected;
+    return true;
+  }
+  return false;
+}
+
+void WorkerSession::Serve(State& st) {
   while (true) {
     const Clock::TimePoint now = clock_.Now();
-    const int64_t now_ns = ToNanos(now);
-    if (now >= next_heartbeat) send_heartbeat(now);
-    if (started && now_ns > lease_expiry_ns + kAskAgainNs && asked_again_ns < lease_expiry_ns) {
-      send_heartbeat(now);
-      asked_again_ns = now_ns;
-    }
-    if (started ? now_ns > lease_expiry_ns + kGiveUpNs && now_ns > asked_again_ns + kLastCallNs
-                : now > start_give_up) {
+    if (now >= st.next_heartbeat) SendHeartbeat(st, now);
+    if (CoordinatorLost(st, now)) {
       LogError("coordinator lost (no heartbeat acknowledged); stopping");
-      stop_reason = "coordinator_lost";
-      exit_code = kExitCoordinatorLost;
-      break;
+      st.stop_reason = "coordinator_lost";
+      st.exit_code = kExitCoordinatorLost;
+      return;
     }
     FlushRecords(false);
-
-    auto in = transport_.Receive(options_.poll);
+    auto in = transport_.Receive(clock_.Now() + options_.poll);
     if (!in.ok()) {
       OnReceiveError(in.status());
       continue;
     }
-    if (!in->has_value()) continue;
-    Envelope& e = (*in)->message;
-    if (e.has_start()) {
-      started = true;
-      loop.SetStart(e.start().t0_coord_ns());
-    } else if (e.has_assignment_batch()) {
-      auto* list = e.mutable_assignment_batch()->mutable_assignments();
-      loop.Enqueue(std::vector<surge::v1::Assignment>(std::make_move_iterator(list->begin()),
-                                                      std::make_move_iterator(list->end())));
-    } else if (e.has_heartbeat_ack()) {
-      on_heartbeat_ack(e.heartbeat_ack());
-      // The lease runs from the worker's own send time of the acknowledged
-      // heartbeat, so a late ack can never extend it (DISTRIBUTED.md §3).
-      const int64_t expiry = e.heartbeat_ack().t1_worker_ns() + lease_ns;
-      if (expiry > lease_expiry_ns) {
-        lease_expiry_ns = expiry;
-        loop.SetLeaseExpiry(expiry);
-      }
-    } else if (e.has_stop()) {
-      stop_reason = e.stop().reason();
-      drain_ms = e.stop().drain_ms();
-      if (stop_reason == kStopFenced) {
-        // Its pacer released nothing past the lease; what it still holds was
-        // taken back by the coordinator.
-        LogError(
-            "the coordinator declared this worker dead and told it to stop (fenced); nothing "
-            "more is sent");
-        exit_code = kExitFenced;
-      }
-      break;
-    } else if (e.has_reject()) {
-      stop_reason = "rejected";
-      exit_code = kExitRejected;
-      break;
-    }
+    if (in->has_value() && ServeMessage(st, (*in)->message)) return;
   }
+}
 
-  // Drain: stop releasing, report what was never released, give in-flight
-  // requests up to drain_ms, then cut them off (they become INTERRUPTED with
-  // what is known of them). A later Stop (the user's second Ctrl-C, or the
-  // coordinator's end of run) shortens the drain to its own drain_ms.
-  loop.Stop();
-  pacer.join();
-  for (const auto& a : loop.TakeUnreleased()) {
+void WorkerSession::Drain(State& st) {
+  // Stop releasing, report what was never released, give in-flight
+  // requests up to drain_ms, then cut them off (they become INTERRUPTED
+  // with what is known of them). A later Stop (the user's second Ctrl-C, or
+  // the coordinator's end of run) shortens the drain to its own drain_ms.
+  st.loop->Stop();
+  clock_.Join(st.pacer);
+  for (const auto& a : st.loop->TakeUnreleased()) {
     surge::v1::RequestRecord r;
     r.set_index(a.index());
     r.set_attempt(a.attempt());
-    r.set_worker(welcome.worker_index());
+    r.set_worker(st.welcome.worker_index());
     r.set_planned_ns(a.offset_ns());
     SetFailure(r, surge::v1::NOT_SENT, surge::v1::FAILURE_KIND_NOT_SENT,
-               absl::StrCat("not_sent: ", stop_reason.empty() ? "stopped" : stop_reason));
+               absl::StrCat("not_sent: ", st.stop_reason.empty() ? "stopped" : st.stop_reason));
     AddToOutbox(std::move(r));
   }
-  Clock::TimePoint drain_end = clock_.Now() + std::chrono::milliseconds(drain_ms);
-  while (exit_code == kExitDone && sender->inflight() > 0 && clock_.Now() < drain_end) {
+  Clock::TimePoint drain_end = clock_.Now() + std::chrono::milliseconds(st.drain_ms);
+  while (st.exit_code == kExitDone && st.sender->inflight() > 0 && clock_.Now() < drain_end) {
     const Clock::TimePoint now = clock_.Now();
-    if (now >= next_heartbeat) send_heartbeat(now);
-    if (ToNanos(now) > lease_expiry_ns + 1000000000) break;  // coordinator gone
+    if (now >= st.next_heartbeat) SendHeartbeat(st, now);
+    if (ToNanos(now) > st.lease_expiry_ns + 1000000000) break;  // coordinator gone
     FlushRecords(false);
-    auto in = transport_.Receive(options_.poll);
+    auto in = transport_.Receive(clock_.Now() + options_.poll);
     if (!in.ok() || !in->has_value()) continue;
     const Envelope& e = (*in)->message;
     if (e.has_stop()) {
       drain_end =
           std::min(drain_end, clock_.Now() + std::chrono::milliseconds(e.stop().drain_ms()));
     } else if (e.has_heartbeat_ack()) {
-      on_heartbeat_ack(e.heartbeat_ack());
-      lease_expiry_ns = std::max(lease_expiry_ns, e.heartbeat_ack().t1_worker_ns() + lease_ns);
+      OnHeartbeatAck(st, e.heartbeat_ack());
+      st.lease_expiry_ns =
+          std::max(st.lease_expiry_ns, e.heartbeat_ack().t1_worker_ns() + st.lease_ns);
     } else if (e.has_reject()) {
       break;
     }
   }
-  sender->Shutdown(std::chrono::milliseconds(0));
+}
+
+int WorkerSession::Goodbye(State& st) {
+  st.sender->Shutdown(std::chrono::milliseconds(0));
   // A full send queue empties as the coordinator reads: retry for a while
   // (bounded) before giving up on the last records.
   const Clock::TimePoint flush_deadline = clock_.Now() + std::chrono::seconds(2);
@@ -483,10 +524,26 @@ int WorkerSession::Run() {
     clock_.SleepUntilCoarse(clock_.Now() + std::chrono::milliseconds(20));
   }
   Envelope bye;
-  bye.mutable_goodbye()->set_reason(stop_reason);
+  bye.mutable_goodbye()->set_reason(st.stop_reason);
   bye.mutable_goodbye()->set_last_batch_seq(batch_seq_);
   (void)SendEnvelope(std::move(bye));
-  return exit_code;
+  return st.exit_code;
+}
+
+void WorkerSession::SendGoodbye(const std::string& reason) {
+  Envelope bye;
+  bye.mutable_goodbye()->set_reason(reason);
+  (void)SendEnvelope(std::move(bye));
+}
+
+int WorkerSession::Run() {
+  State st;
+  if (std::optional<int> code = Join(st)) return *code;
+  if (std::optional<int> code = SyncClockPhase()) return *code;
+  StartPacer(st);
+  Serve(st);
+  Drain(st);
+  return Goodbye(st);
 }
 
 }  // namespace surge::worker

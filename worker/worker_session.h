@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,10 +19,11 @@
 #include "surge/v1/wire.pb.h"
 #include "worker/pacer_thread.h"
 #include "worker/request_sender.h"
+#include "worker/send_health.h"
 
 namespace surge::worker {
 
-// Exit codes of `surge worker` (DISTRIBUTED.md §7).
+// Exit codes of `surge worker`.
 inline constexpr int kExitDone = 0;
 inline constexpr int kExitRejected = 2;
 inline constexpr int kExitCoordinatorLost = 3;
@@ -37,7 +39,8 @@ inline constexpr int kExitStoppedBeforeStart = -1;
 struct WorkerSessionOptions {
   // Index asked for in Hello; -1 lets the coordinator choose.
   int32_t requested_index = -1;
-  // Random per process start; fences a restarted process (DISTRIBUTED.md §2).
+  // Random per process start; a restarted process is a new worker to the
+  // coordinator, never the old one resumed.
   uint64_t incarnation = 0;
   // How long Hello is repeated before giving up; also how long a welcomed
   // worker waits for Start (the lease is enforced only after Start).
@@ -48,7 +51,7 @@ struct WorkerSessionOptions {
   std::chrono::milliseconds poll{5};
   // A record batch is sent when this old, or at kMaxBatchRecords/Bytes.
   std::chrono::milliseconds record_flush{50};
-  // Clock sync before the first heartbeat (R-DIST-4; DISTRIBUTED.md §5):
+  // Clock sync before the first heartbeat (R-DIST-4):
   // rounds of probe_count probes probe_period apart, each round waiting up
   // to probe_round_wait for late replies, until the estimator is ready
   // (clock_sync.min_probes usable replies). Gives up after hello_timeout.
@@ -65,8 +68,8 @@ struct WorkerSessionOptions {
   // amount. The probes still run (they prove the link) and their estimate
   // is reported as ClockReport.measured_offset_ns. Default false.
   bool same_clock = false;
-  // The open-file limit the worker's connection capacity is derived from
-  // (issue 9 item 1): capacity = fd_limit − kReservedDescriptors
+  // The open-file limit the worker's connection capacity is derived from:
+  // capacity = fd_limit − kReservedDescriptors
   // (common/fd_limit.h), and the in-flight cap becomes min(Welcome's cap,
   // capacity) (the capacity alone when Welcome gives none), so a request
   // waits for a descriptor instead of failing with EMFILE. 0 = read the soft
@@ -78,8 +81,8 @@ struct WorkerSessionOptions {
   // Test-only: called for every heartbeat's ClockReport to add the
   // simulated truth (SkewedClock); empty = the clock is not simulated.
   std::function<void(surge::v1::ClockReport&)> describe_simulated_clock;
-  // The pacer thread's scheduling, applied on that thread before it runs
-  // (issue 9 item 2); a refused setting is logged once as a warning.
+  // The pacer thread's scheduling, applied on that thread before it runs;
+  // a refused setting is logged once as a warning.
   PacerThreadOptions pacer;
 };
 
@@ -95,6 +98,32 @@ class WorkerSession {
   int Run();
 
  private:
+  // The phases of Run, over one State: Join (Hello until Welcome or a
+  // refusal, then the HTTP sender), SyncClock (probes until the estimator
+  // is ready), the set-up of the pacer, Serve (heartbeats, the lease,
+  // assignments, until Stop or the coordinator is lost), Drain (what was
+  // never released, the requests in flight) and Goodbye (the last records
+  // and the Goodbye). A phase that ends the session returns its exit code.
+  struct State;
+  std::optional<int> Join(State& st);
+  std::optional<int> SyncClockPhase();
+  void StartPacer(State& st);
+  void Serve(State& st);
+  void Drain(State& st);
+  int Goodbye(State& st);
+  // Join: the exit code when `e` refuses this worker (another protocol
+  // version, a Reject).
+  std::optional<int> RefusedJoin(const surge::v1::Envelope& e);
+  // Serve: handles one message; true when it ends serving (Stop, Reject).
+  bool ServeMessage(State& st, surge::v1::Envelope& e);
+  // Serve: true when the coordinator counts as lost (asks once more first).
+  bool CoordinatorLost(State& st, Clock::TimePoint now);
+  void SendHeartbeat(State& st, Clock::TimePoint now);
+  void OnHeartbeatAck(State& st, const surge::v1::HeartbeatAck& ack);
+  HealthTotals ReadTotals(const RequestSender& sender) const;
+  // A Goodbye that carries only `reason` (a session that ends before Serve).
+  void SendGoodbye(const std::string& reason);
+
   absl::Status SendEnvelope(surge::v1::Envelope envelope);
   // Sends the outbox in batches when due (or now when `force`). A batch the
   // transport does not take goes back to the front of the outbox and is

@@ -1,4 +1,4 @@
-// Which worker gets the next request (R-DIST-3; DISTRIBUTED.md §1). The
+// Which worker gets the next request (R-DIST-3). The
 // dispatcher asks a policy once per assigned request, over the joined
 // workers in index order with their current load. Pure: no I/O, no clock.
 #ifndef SURGE_COORDINATOR_DISPATCH_ASSIGNMENT_POLICY_H_
@@ -19,7 +19,7 @@ struct WorkerLoad {
   bool alive = true;
   // Assigned and not final yet (the ledger's count).
   size_t outstanding = 0;
-  // Cap on `outstanding` (DISTRIBUTED.md §4: 16,384).
+  // Cap on `outstanding` (16,384 by default).
   size_t max_outstanding = 0;
   // In flight, from the worker's last heartbeat.
   uint32_t inflight = 0;
@@ -51,7 +51,7 @@ class RoundRobinPolicy final : public AssignmentPolicy {
 // The worker with room holding the fewest outstanding requests; on a tie
 // the first such worker at or after the one following the last pick (so
 // equal loads still stripe). For uneven workers (a concurrency cap, long
-// streams); `--assign least-loaded` (DISTRIBUTED.md §1).
+// streams); `--assign least-loaded`.
 class LeastLoadedPolicy final : public AssignmentPolicy {
  public:
   std::optional<size_t> Pick(std::span<const WorkerLoad> workers) override;

@@ -1,4 +1,4 @@
-// The coordinator's side of the shared clock (R-DIST-4; DISTRIBUTED.md §5),
+// The coordinator's side of the shared clock (R-DIST-4),
 // in one place: it stamps t2 (receipt) and t3 (reply) on clock probes and
 // heartbeat acks. The worker owns the estimate (common/clock_sync.h) and
 // reports it in every Heartbeat; the dispatcher keeps the last report per

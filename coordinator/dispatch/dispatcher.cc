@@ -16,7 +16,7 @@ using surge::v1::Envelope;
 
 // How long Goodbyes are awaited after the last record.
 constexpr auto kGoodbyeWait = std::chrono::milliseconds(3000);
-// Process checks while waiting for the workers (DISTRIBUTED.md §3 sweep).
+// Process checks while waiting for the workers (the liveness sweep's period).
 constexpr auto kExitCheckPeriod = std::chrono::milliseconds(100);
 
 std::vector<int64_t> PlannedOffsetsNs(const ArrivalSchedule& plan) {
@@ -101,7 +101,7 @@ absl::Status Dispatcher::AwaitWorkers() {
         }
       }
     }
-    auto in = transport_.Receive(std::chrono::milliseconds(10));
+    auto in = transport_.Receive(clock_.Now() + std::chrono::milliseconds(10));
     if (!in.ok()) {
       OnReceiveError(in.status());
       continue;
@@ -168,9 +168,7 @@ void Dispatcher::Handle(const std::string& peer, Envelope& e) {
   if (!w->alive) {
     // Fenced: a worker declared dead may not take part any more. The ledger
     // refuses its records (it holds nothing now) and counts them.
-    Envelope stop;
-    stop.mutable_stop()->set_reason("fenced");
-    Send(*w, std::move(stop));
+    Send(*w, StopEnvelope("fenced", std::chrono::milliseconds(0)));
     if (!w->fenced_told) {
       w->fenced_told = true;
       ++outcome_.workers_fenced;
@@ -299,7 +297,7 @@ void Dispatcher::DeclareDead(Worker& w, Clock::TimePoint now, const std::string&
   outboxes_[w.index].pending.clear();
   ++outcome_.workers_lost;
   LogWarning(absl::StrCat("worker ", w.index, " lost: ", why));
-  // DISTRIBUTED.md §6: the worker releases nothing past its lease (its last
+  // The worker releases nothing past its lease (its last
   // heartbeat + lease_ms, checked by its pacer at every release), and a
   // process that has exited releases nothing after now. Requests planned
   // later are provably unsent: those still ahead go to the survivors with
@@ -357,20 +355,199 @@ void Dispatcher::FinishUnassigned(const std::string& reason) {
   ledger_.CloseUnassigned(reason, [this](surge::v1::RequestRecord r) { Deliver(std::move(r)); });
 }
 
+Envelope Dispatcher::StopEnvelope(const std::string& reason, std::chrono::milliseconds drain) {
+  Envelope stop;
+  stop.mutable_stop()->set_reason(reason);
+  stop.mutable_stop()->set_drain_ms(static_cast<uint32_t>(drain.count()));
+  return stop;
+}
+
+void Dispatcher::StopWorkers(const std::string& reason, std::chrono::milliseconds drain,
+                             bool alive_only) {
+  for (auto& w : registry_.workers()) {
+    if (alive_only && !w.alive) continue;
+    Send(w, StopEnvelope(reason, drain));
+  }
+}
+
 void Dispatcher::BeginStop(Clock::TimePoint now, const std::string& reason,
                            std::chrono::milliseconds drain) {
   stopping_ = true;
   FinishUnassigned(absl::StrCat("not_sent: ", reason));
-  for (auto& w : registry_.workers()) {
-    if (!w.alive) continue;
-    Envelope stop;
-    stop.mutable_stop()->set_reason(reason);
-    stop.mutable_stop()->set_drain_ms(static_cast<uint32_t>(drain.count()));
-    Send(w, std::move(stop));
-  }
+  StopWorkers(reason, drain, /*alive_only=*/true);
   // The workers cut off what is still running at the end of the drain and
   // send those records; they get cut_wait (plus the drain) to arrive.
   stop_deadline_ = now + drain + options_.cut_wait;
+}
+
+std::optional<Dispatcher::StopOrder> Dispatcher::UserStopRule(Clock::TimePoint now) {
+  if (stop_requests_.load() == 0 || user_stop_seen_) return std::nullopt;
+  user_stop_seen_ = true;
+  outcome_.interrupted = true;
+  outcome_.interrupted_at_ns = NowRelNs(now);
+  if (stopping_) return std::nullopt;  // already stopping for another cause
+  LogWarning(absl::StrFormat(
+      "interrupted by the user at %.2f s: nothing more is sent; waiting up to %d s for "
+      "the %d requests in flight; Ctrl-C again to cut them off now",
+      NanosToSeconds(outcome_.interrupted_at_ns), static_cast<int>(options_.drain.count() / 1000),
+      registry_.inflight()));
+  return StopOrder{"interrupted", options_.drain, std::nullopt, /*cut_off=*/false};
+}
+
+std::optional<Dispatcher::StopOrder> Dispatcher::SecondStopRule(Clock::TimePoint) {
+  if (!stopping_ || stop_requests_.load() <= 1 || second_stop_seen_) return std::nullopt;
+  second_stop_seen_ = true;
+  LogWarning(
+      "second interrupt: cutting off the requests in flight (they are recorded as "
+      "interrupted, with what is known of them)");
+  return StopOrder{"interrupted", std::chrono::milliseconds(0), std::nullopt, /*cut_off=*/true};
+}
+
+std::optional<Dispatcher::StopOrder> Dispatcher::AlarmStopRule(Clock::TimePoint now) {
+  if (!outcome_.stopped_on_alarm || stopping_) return std::nullopt;
+  LogError(absl::StrFormat(
+      "stopping the run (--stop-on-alarm): %s; nothing more is sent, the %d requests in "
+      "flight are cut off after %.1f s and their records awaited up to %.1f s",
+      outcome_.stop_message, registry_.inflight(),
+      static_cast<double>(options_.alarm_drain.count()) / 1000,
+      static_cast<double>(options_.alarm_record_wait.count()) / 1000));
+  return StopOrder{"lateness_alarm", options_.alarm_drain,
+                   now + std::max(options_.alarm_record_wait, options_.alarm_drain),
+                   /*cut_off=*/false};
+}
+
+std::optional<Dispatcher::StopOrder> Dispatcher::UnreachableStopRule(Clock::TimePoint) {
+  if (!outcome_.target_unreachable || stopping_) return std::nullopt;
+  LogError(absl::StrCat("target unreachable: ", outcome_.stop_message));
+  return StopOrder{"target_unreachable", std::chrono::milliseconds(0), std::nullopt,
+                   /*cut_off=*/false};
+}
+
+void Dispatcher::ApplyStopRules(Clock::TimePoint now) {
+  // In this order: a rule sees the stop an earlier one began in this turn.
+  using StopRule = std::optional<StopOrder> (Dispatcher::*)(Clock::TimePoint);
+  static constexpr StopRule kStopRules[] = {&Dispatcher::UserStopRule, &Dispatcher::SecondStopRule,
+                                            &Dispatcher::AlarmStopRule,
+                                            &Dispatcher::UnreachableStopRule};
+  for (const StopRule rule : kStopRules) {
+    const std::optional<StopOrder> order = (this->*rule)(now);
+    if (!order) continue;
+    if (order->cut_off) {
+      stop_deadline_ = std::min(stop_deadline_, now + options_.cut_wait);
+      StopWorkers(order->reason, order->drain, /*alive_only=*/true);
+      continue;
+    }
+    BeginStop(now, order->reason, order->drain);
+    if (order->records_by) stop_deadline_ = *order->records_by;
+  }
+}
+
+void Dispatcher::ReportProgress(Clock::TimePoint now) {
+  const size_t n = ledger_.size();
+  DispatchProgress p;
+  p.elapsed_s = NanosToSeconds(NowRelNs(now));
+  p.planned = n;
+  p.stopping = stopping_;
+  p.inflight = registry_.inflight();
+  p.last_planned_s = n > 0 ? NanosToSeconds(ledger_.offset_ns(n - 1)) : 0;
+  p.lateness = lateness_.latest();
+  p.behind = !lateness_.verdict().kept;
+  for (const Worker& w : registry_.workers()) {
+    if (static_cast<size_t>(w.index) >= p.worker_sent_total.size()) {
+      p.worker_sent_total.resize(static_cast<size_t>(w.index) + 1, 0);
+    }
+    p.worker_sent_total[w.index] = w.sent_total;
+    if (w.alive && w.window_ns > 0) {
+      p.window_send_rate_rps += static_cast<double>(w.window_sends) / NanosToSeconds(w.window_ns);
+    }
+  }
+  options_.on_progress(p);
+}
+
+void Dispatcher::ReceiveTurn() {
+  // Up to 4096 messages per turn, each one handled once it is taken (the
+  // turn ends before a receive, never with a message taken and dropped).
+  auto in = transport_.Receive(clock_.Now() + std::chrono::milliseconds(5));
+  for (int k = 1;; ++k) {
+    if (in.ok()) {
+      if (!in->has_value()) break;
+      Handle((*in)->peer, (*in)->message);
+    } else {
+      // An undecodable frame is skipped: the frames behind it still count.
+      OnReceiveError(in.status());
+      if (!absl::IsDataLoss(in.status())) break;
+    }
+    if (k >= 4096) break;
+    in = transport_.Receive(clock_.Now());
+  }
+}
+
+void Dispatcher::StartRun() {
+  const Clock::TimePoint now = clock_.Now();
+  // t0 lies start_lead ahead so that the first window reaches every worker
+  // before anything is due.
+  t0_ns_ = ToNanos(now + options_.start_lead);
+  outcome_.t0_ns = t0_ns_;
+  Refill(now);
+  for (auto& w : registry_.workers()) {
+    Envelope start;
+    start.mutable_start()->set_t0_coord_ns(t0_ns_);
+    Send(w, std::move(start));
+  }
+  registry_.Start(now);
+  LogInfo(absl::StrCat("started ", ledger_.size(), " requests on ", registry_.workers().size(),
+                       " workers"));
+}
+
+bool Dispatcher::Serve() {
+  Clock::TimePoint next_progress = clock_.Now();
+  while (outcome_.records < ledger_.size()) {
+    Clock::TimePoint now = clock_.Now();
+    if (options_.on_progress && now >= next_progress) {
+      next_progress = now + options_.progress_period;
+      ReportProgress(now);
+    }
+    ApplyStopRules(now);
+    ReceiveTurn();
+    now = clock_.Now();
+    // The stall guard applies at every due sweep, also while stopping.
+    if (registry_.BeginSweep(now) && !stopping_) {
+      SweepLiveness(now);
+      SweepIdleOwners(now);
+    }
+    if (!registry_.any_alive()) {
+      FinishUnassigned("not_sent: no_worker_left");
+      return false;
+    }
+    if (!stopping_) Refill(now);
+    if (stopping_ && now >= stop_deadline_) break;
+  }
+  return true;
+}
+
+void Dispatcher::Release() {
+  // Anything still open (the wait after a stop ended) has no record: its
+  // worker is alive but said nothing in time. After a stop that is an
+  // interrupted request of which nothing is known; otherwise lost.
+  ledger_.CloseOpen(stopping_, [this](surge::v1::RequestRecord r) { Deliver(std::move(r)); });
+  // Release the workers and wait briefly for their Goodbyes.
+  StopWorkers(stopping_ ? "interrupted" : "done", std::chrono::milliseconds(0),
+              /*alive_only=*/true);
+  const Clock::TimePoint goodbye_deadline = clock_.Now() + kGoodbyeWait;
+  while (
+      clock_.Now() < goodbye_deadline &&
+      std::any_of(registry_.workers().begin(), registry_.workers().end(), [this](const Worker& w) {
+        return w.alive && !w.said_goodbye && !(exited_ && exited_(w.index));
+      })) {
+    auto in = transport_.Receive(clock_.Now() + std::chrono::milliseconds(10));
+    if (in.ok() && in->has_value()) Handle((*in)->peer, (*in)->message);
+    if (!in.ok()) OnReceiveError(in.status());
+  }
+  outcome_.rejected_records = ledger_.refused();
+  alarm_log_.Flush();
+  outcome_.schedule = lateness_.verdict();
+  outcome_.alarm_lines = alarm_log_.lines("lateness");
+  outcome_.reassigned = ledger_.reassigned();
 }
 
 absl::StatusOr<DispatchOutcome> Dispatcher::Run() {
@@ -381,154 +558,13 @@ absl::StatusOr<DispatchOutcome> Dispatcher::Run() {
   }
   if (absl::Status s = AwaitWorkers(); !s.ok()) {
     // Nothing was assigned: release the workers that did come.
-    for (auto& w : registry_.workers()) {
-      Envelope stop;
-      stop.mutable_stop()->set_reason("start_failed");
-      Send(w, std::move(stop));
-    }
+    StopWorkers("start_failed", std::chrono::milliseconds(0), /*alive_only=*/false);
     return s;
   }
-  const size_t n = ledger_.size();
-  Clock::TimePoint now = clock_.Now();
-  // t0 lies start_lead ahead so that the first window reaches every worker
-  // before anything is due (DISTRIBUTED.md §4).
-  t0_ns_ = ToNanos(now + options_.start_lead);
-  outcome_.t0_ns = t0_ns_;
-  Refill(now);
-  for (auto& w : registry_.workers()) {
-    Envelope start;
-    start.mutable_start()->set_t0_coord_ns(t0_ns_);
-    Send(w, std::move(start));
-  }
-  registry_.Start(now);
-  LogInfo(absl::StrCat("started ", n, " requests on ", registry_.workers().size(), " workers"));
-
-  bool user_stop_seen = false;
-  bool second_stop_seen = false;
-  bool aborted = false;
-  Clock::TimePoint next_progress = now;
-  while (outcome_.records < n) {
-    now = clock_.Now();
-    if (options_.on_progress && now >= next_progress) {
-      next_progress = now + options_.progress_period;
-      DispatchProgress p;
-      p.elapsed_s = NanosToSeconds(NowRelNs(now));
-      p.planned = n;
-      p.stopping = stopping_;
-      p.inflight = registry_.inflight();
-      p.last_planned_s = n > 0 ? NanosToSeconds(ledger_.offset_ns(n - 1)) : 0;
-      p.lateness = lateness_.latest();
-      p.behind = !lateness_.verdict().kept;
-      for (const Worker& w : registry_.workers()) {
-        if (static_cast<size_t>(w.index) >= p.worker_sent_total.size()) {
-          p.worker_sent_total.resize(static_cast<size_t>(w.index) + 1, 0);
-        }
-        p.worker_sent_total[w.index] = w.sent_total;
-        if (w.alive && w.window_ns > 0) {
-          p.window_send_rate_rps +=
-              static_cast<double>(w.window_sends) / NanosToSeconds(w.window_ns);
-        }
-      }
-      options_.on_progress(p);
-    }
-    if (stop_requests_.load() > 0 && !user_stop_seen) {
-      user_stop_seen = true;
-      outcome_.interrupted = true;
-      outcome_.interrupted_at_ns = NowRelNs(now);
-      if (!stopping_) {
-        const uint64_t inflight = registry_.inflight();
-        LogWarning(absl::StrFormat(
-            "interrupted by the user at %.2f s: nothing more is sent; waiting up to %d s for "
-            "the %d requests in flight; Ctrl-C again to cut them off now",
-            NanosToSeconds(outcome_.interrupted_at_ns),
-            static_cast<int>(options_.drain.count() / 1000), inflight));
-        BeginStop(now, "interrupted", options_.drain);
-      }
-    }
-    if (stopping_ && stop_requests_.load() > 1 && !second_stop_seen) {
-      second_stop_seen = true;
-      LogWarning(
-          "second interrupt: cutting off the requests in flight (they are recorded as "
-          "interrupted, with what is known of them)");
-      stop_deadline_ = std::min(stop_deadline_, now + options_.cut_wait);
-      for (auto& w : registry_.workers()) {
-        if (!w.alive) continue;
-        Envelope stop;
-        stop.mutable_stop()->set_reason("interrupted");
-        stop.mutable_stop()->set_drain_ms(0);
-        Send(w, std::move(stop));
-      }
-    }
-    if (outcome_.stopped_on_alarm && !stopping_) {
-      LogError(absl::StrFormat(
-          "stopping the run (--stop-on-alarm): %s; nothing more is sent, the %d requests in "
-          "flight are cut off after %.1f s and their records awaited up to %.1f s",
-          outcome_.stop_message, registry_.inflight(),
-          static_cast<double>(options_.alarm_drain.count()) / 1000,
-          static_cast<double>(options_.alarm_record_wait.count()) / 1000));
-      BeginStop(now, "lateness_alarm", options_.alarm_drain);
-      stop_deadline_ = now + std::max(options_.alarm_record_wait, options_.alarm_drain);
-    }
-    if (outcome_.target_unreachable && !stopping_) {
-      LogError(absl::StrCat("target unreachable: ", outcome_.stop_message));
-      BeginStop(now, "target_unreachable", std::chrono::milliseconds(0));
-    }
-    // Up to 4096 messages per turn, each one handled once it is taken (the
-    // turn ends before a receive, never with a message taken and dropped).
-    auto in = transport_.Receive(std::chrono::milliseconds(5));
-    for (int k = 1;; ++k) {
-      if (in.ok()) {
-        if (!in->has_value()) break;
-        Handle((*in)->peer, (*in)->message);
-      } else {
-        // An undecodable frame is skipped: the frames behind it still count.
-        OnReceiveError(in.status());
-        if (!absl::IsDataLoss(in.status())) break;
-      }
-      if (k >= 4096) break;
-      in = transport_.Receive(std::chrono::milliseconds(0));
-    }
-    now = clock_.Now();
-    // The stall guard applies at every due sweep, also while stopping.
-    if (registry_.BeginSweep(now) && !stopping_) {
-      SweepLiveness(now);
-      SweepIdleOwners(now);
-    }
-    if (!registry_.any_alive()) {
-      aborted = true;
-      FinishUnassigned("not_sent: no_worker_left");
-      break;
-    }
-    if (!stopping_) Refill(now);
-    if (stopping_ && now >= stop_deadline_) break;
-  }
-  // Anything still open (the wait after a stop ended) has no record: its
-  // worker is alive but said nothing in time. After a stop that is an
-  // interrupted request of which nothing is known; otherwise lost.
-  ledger_.CloseOpen(stopping_, [this](surge::v1::RequestRecord r) { Deliver(std::move(r)); });
-  // Release the workers and wait briefly for their Goodbyes.
-  for (auto& w : registry_.workers()) {
-    if (!w.alive) continue;
-    Envelope stop;
-    stop.mutable_stop()->set_reason(stopping_ ? "interrupted" : "done");
-    Send(w, std::move(stop));
-  }
-  const Clock::TimePoint goodbye_deadline = clock_.Now() + kGoodbyeWait;
-  while (
-      clock_.Now() < goodbye_deadline &&
-      std::any_of(registry_.workers().begin(), registry_.workers().end(), [this](const Worker& w) {
-        return w.alive && !w.said_goodbye && !(exited_ && exited_(w.index));
-      })) {
-    auto in = transport_.Receive(std::chrono::milliseconds(10));
-    if (in.ok() && in->has_value()) Handle((*in)->peer, (*in)->message);
-    if (!in.ok()) OnReceiveError(in.status());
-  }
-  outcome_.rejected_records = ledger_.refused();
-  alarm_log_.Flush();
-  outcome_.schedule = lateness_.verdict();
-  outcome_.alarm_lines = alarm_log_.lines("lateness");
-  outcome_.reassigned = ledger_.reassigned();
-  if (aborted) {
+  StartRun();
+  const bool any_worker_left = Serve();
+  Release();
+  if (!any_worker_left) {
     return absl::AbortedError(
         absl::StrCat("every worker was lost; ", outcome_.records, " records written"));
   }

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -53,8 +54,8 @@ struct DispatchProgress {
   uint64_t inflight = 0;
   // Planned offset of the last request, seconds.
   double last_planned_s = 0;
-  // Each worker's send lateness over its last reported window (issue 9
-  // item 1), by index; `reported` false until its first report.
+  // Each worker's send lateness over its last reported window, by index; `reported` false until its
+  // first report.
   std::vector<WorkerLateness> lateness;
   // A lateness alarm has fired in this run.
   bool behind = false;
@@ -83,15 +84,16 @@ struct DispatcherOptions {
   surge::v1::LatePolicy late_policy = surge::v1::LATE_POLICY_SEND;
   int64_t late_threshold_ns = 0;
   double catch_up_rps = 0;
-  // Streaming window (DISTRIBUTED.md §4): assign requests planned up to this
+  // Streaming window: assign requests planned up to this
   // far ahead of now, in batches of at most max_batch, with at most
   // max_outstanding_per_worker assigned-but-unfinished per worker.
   std::chrono::milliseconds lookahead{2000};
   size_t max_batch = 512;
   size_t max_outstanding_per_worker = 16384;
-  // Who gets the next request (DISTRIBUTED.md §1): round-robin by default.
+  // Who gets the next request: round-robin by default.
   AssignPolicyKind assign = AssignPolicyKind::kRoundRobin;
-  // Liveness (DISTRIBUTED.md §3).
+  // Liveness: heartbeat period, lease, and the silence after which a worker
+  // is dead.
   uint32_t heartbeat_ms = 250;
   uint32_t lease_ms = 1000;
   std::chrono::milliseconds dead_after{1500};
@@ -111,7 +113,7 @@ struct DispatcherOptions {
   // connection failures (no response at all: errors "connect", "tls",
   // "connection_closed"): the target is unreachable. 0 = never (R-UI-5).
   uint32_t abort_after_connect_failures = 0;
-  // The lateness monitor (issue 9 item 1): threshold and cause thresholds
+  // The lateness monitor: threshold and cause thresholds
   // (threshold_ns 0 = no alarm). Its warnings are rate limited: one line per
   // alarm_log_interval, with the count of those it stands for.
   LatenessMonitorOptions lateness;
@@ -132,7 +134,7 @@ struct DispatcherOptions {
 };
 
 // One worker declared dead during the run and what became of the requests
-// it held (DISTRIBUTED.md §6), for the summary and the actual page.
+// it held, for the summary and the actual page.
 struct WorkerLoss {
   int32_t worker = -1;
   // When it was declared dead, ns after t0 on the coordinator's clock.
@@ -153,7 +155,7 @@ struct DispatchOutcome {
   // Stopped by --stop-on-alarm at the first lateness alarm (stop_message
   // says which worker, when and why).
   bool stopped_on_alarm = false;
-  // The lateness monitor's verdict (issue 9 item 1), and how many alarm
+  // The lateness monitor's verdict, and how many alarm
   // reports there were and how many warning lines they took.
   ScheduleVerdict schedule;
   uint64_t alarm_lines = 0;
@@ -242,6 +244,42 @@ class Dispatcher {
   // Finalizes as LOST the past-due requests of workers idle for the grace
   // period: nothing else would ever end them (see records_lost_in_transit).
   void SweepIdleOwners(Clock::TimePoint now);
+  // The run's phases: fixes t0, sends the first window and Start; serves
+  // turns (stop rules, messages, sweeps, refills) until every record is in,
+  // the wait after a stop ends, or no worker is left (false then); releases
+  // the workers and awaits their Goodbyes.
+  void StartRun();
+  bool Serve();
+  void Release();
+  void ReportProgress(Clock::TimePoint now);
+  // Takes and handles the messages of one turn.
+  void ReceiveTurn();
+
+  // What a stop rule asks for when its cause appears: the Stop reason (also
+  // "not_sent: <reason>" for what was never released), the drain the
+  // requests in flight get, when the wait for their records ends (unset:
+  // drain + cut_wait), and whether it only cuts off a stop under way.
+  struct StopOrder {
+    std::string reason;
+    std::chrono::milliseconds drain{0};
+    std::optional<Clock::TimePoint> records_by;
+    bool cut_off = false;
+  };
+  // The stop rules, asked in this order at every turn (in the manner of
+  // Nighthawk's termination predicates: each answers "stop now, and why?",
+  // logging the why): the user's stop (Ctrl-C), the user's second stop
+  // (cuts off the drain), the lateness alarm (--stop-on-alarm), the
+  // unreachable target (the connect-failure rule).
+  std::optional<StopOrder> UserStopRule(Clock::TimePoint now);
+  std::optional<StopOrder> SecondStopRule(Clock::TimePoint now);
+  std::optional<StopOrder> AlarmStopRule(Clock::TimePoint now);
+  std::optional<StopOrder> UnreachableStopRule(Clock::TimePoint now);
+  void ApplyStopRules(Clock::TimePoint now);
+  // The one way a Stop is made, and sent to every worker (or the alive
+  // ones).
+  static surge::v1::Envelope StopEnvelope(const std::string& reason,
+                                          std::chrono::milliseconds drain);
+  void StopWorkers(const std::string& reason, std::chrono::milliseconds drain, bool alive_only);
   // Stops releasing (the rest NOT_SENT "not_sent: <reason>") and tells the
   // workers to stop with `drain`.
   void BeginStop(Clock::TimePoint now, const std::string& reason, std::chrono::milliseconds drain);
@@ -278,6 +316,9 @@ class Dispatcher {
   uint32_t connect_failures_ = 0;
   bool connect_rule_settled_ = false;
   bool stopping_ = false;
+  // The stop rules' memory: the user's first and second stop were seen.
+  bool user_stop_seen_ = false;
+  bool second_stop_seen_ = false;
   Clock::TimePoint stop_deadline_{};
   LatenessMonitor lateness_;
   RateLimitedLog alarm_log_;

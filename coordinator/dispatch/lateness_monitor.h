@@ -1,11 +1,9 @@
-// The lateness monitor (issue 9 item 1: "the generator knows its own
-// limit"). Every worker's Heartbeat carries its SendHealth: the lateness of
-// its own sends over the last window (about 1 s) and the counters that tell
-// why it is late (worker/send_health.h). The monitor judges each report as
-// it arrives — no request record is awaited, so a long streamed answer
-// cannot delay the alarm — and keeps the run's schedule verdict. Pure: time
-// comes in as arguments (ns after t0 on the coordinator's clock), so tests
-// drive it with exact simulated reports.
+// The lateness monitor: the generator knows its own limit. Every worker's Heartbeat carries its
+// SendHealth: the lateness of its own sends over the last window (about 1 s) and the counters that
+// tell why it is late (worker/send_health.h). The monitor judges each report as it arrives — no
+// request record is awaited, so a long streamed answer cannot delay the alarm — and keeps the run's
+// schedule verdict. Pure: time comes in as arguments (ns after t0 on the coordinator's clock), so
+// tests drive it with exact simulated reports.
 #ifndef SURGE_COORDINATOR_DISPATCH_LATENESS_MONITOR_H_
 #define SURGE_COORDINATOR_DISPATCH_LATENESS_MONITOR_H_
 

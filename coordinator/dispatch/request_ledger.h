@@ -1,4 +1,4 @@
-// The request ledger (R-DIST-5, R-DIST-6; DISTRIBUTED.md §6 and §8): per
+// The request ledger (R-DIST-5, R-DIST-6): per
 // planned request its state, owner worker and attempt, and the rule that
 // every request ends in exactly one final record. Pure: no I/O, no clock
 // (times are passed in as ns after t0). One writer (the dispatcher thread).
@@ -35,7 +35,7 @@ class RequestLedger {
     uint64_t reassigned = 0;
   };
 
-  // Margin beyond the lease for "provably unsent" (DISTRIBUTED.md §6, ε), ns.
+  // Margin beyond the lease for "provably unsent" (ε), ns.
   static constexpr int64_t kReassignMarginNs = 50 * 1000 * 1000;
 
   // `offset_ns`: planned offsets after t0, ns, non-decreasing (the plan).
@@ -72,7 +72,7 @@ class RequestLedger {
   std::optional<surge::v1::RequestRecord> Accept(int32_t from,
                                                  const surge::v1::RequestRecord& record);
 
-  // Worker `owner` was declared dead (DISTRIBUTED.md §6). Times are ns after
+  // Worker `owner` was declared dead. Times are ns after
   // t0 on the coordinator's clock:
   //  - `may_have_sent_until_ns`: the latest planned time the worker may still
   //    have released — its last message + lease (+ margin) for a silent

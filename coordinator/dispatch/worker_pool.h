@@ -1,7 +1,7 @@
 // Where a run's workers come from (R-DIST-1): the pool seam. `surge run`
 // uses a LocalProcessPool (it spawns `surge worker` processes on this host
 // and knows when one exits); a RemoteWorkerPool spawns nothing and expects
-// the workers to join over the network (the coordinator role of issue 7;
+// the workers to join over the network (`surge coordinator`;
 // liveness then comes from heartbeats alone). The dispatcher only asks a
 // pool whether worker k has exited.
 #ifndef SURGE_COORDINATOR_DISPATCH_WORKER_POOL_H_

@@ -1,4 +1,4 @@
-// The worker registry (R-DIST-1, R-DIST-6; DISTRIBUTED.md §3): who joined
+// The worker registry (R-DIST-1, R-DIST-6): who joined
 // (Hello), who is ready (first heartbeat), the heartbeat bookkeeping and its
 // acknowledgement (the lease renewal), and death detection: a worker whose
 // process exited or that has been silent for dead_after, with the stall
@@ -22,14 +22,14 @@ namespace surge::coordinator {
 struct WorkerRegistryOptions {
   // Workers the run expects; indices are 0..num_workers-1.
   int num_workers = 1;
-  // Silence after which a worker is dead (DISTRIBUTED.md §3: 1.5 s). Any
+  // Silence after which a worker is dead (1.5 s by default). Any
   // message from the worker counts as alive.
   std::chrono::milliseconds dead_after{1500};
-  // Liveness is checked at most this often (DISTRIBUTED.md §3: 100 ms).
+  // Liveness is checked at most this often (100 ms by default).
   std::chrono::milliseconds sweep_period{100};
   // A sweep that starts this much later than the previous one means the
   // coordinator itself stalled: every silence deadline is pushed back by the
-  // lag instead of declaring deaths (the stall guard, DISTRIBUTED.md §3).
+  // lag instead of declaring deaths (the stall guard).
   std::chrono::milliseconds stall_guard{500};
   // How long a live worker must report itself idle (nothing in flight or
   // queued, no assignment sent to it since) before the requests it still
@@ -85,7 +85,7 @@ class WorkerRegistry {
   Worker* Find(const std::string& peer);
   // Any message from a live worker at `now` counts as a sign of life.
   void Heard(Worker& worker, Clock::TimePoint now) { worker.last_heard = now; }
-  // The one place heartbeats are handled (DISTRIBUTED.md §3): `received` is
+  // The one place heartbeats are handled: `received` is
   // the coordinator's time of receipt. Marks the worker ready, keeps its
   // in-flight count and idle state, and returns the acknowledgement (hb_seq
   // and t1 echoed, t2 = received), which renews the worker's lease.

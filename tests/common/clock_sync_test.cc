@@ -47,7 +47,7 @@ TEST(ClockSyncTest, ConstantOffsetSymmetricDelaysIsExactAfterEightProbes) {
   for (int k = 0; k < 16; ++k) {
     EXPECT_EQ(est.ready(), k >= 8) << k;
     ASSERT_TRUE(est.AddSample(Exchange(truth, c, 40'000, 10'000, 40'000)));
-    c += 5'000'000;  // 16 probes, 5 ms apart (DISTRIBUTED.md §5)
+    c += 5'000'000;  // 16 probes, 5 ms apart (the worker's default)
   }
   ASSERT_TRUE(est.ready());
   const ClockEstimate& e = est.estimate();

@@ -1,4 +1,4 @@
-// CurveZMQ on the ZeroMQ transports (R-DIST-5, issue 7 item 5): the bind
+// CurveZMQ on the ZeroMQ transports (R-DIST-5): the bind
 // rule, key files, and what reaches the coordinator's socket from allowed,
 // unknown and unauthenticated peers. All traffic on 127.0.0.1.
 #include <arpa/inet.h>
@@ -295,7 +295,7 @@ surge::v1::Envelope InjectedRecordBatch() {
 std::optional<Inbound> ReceiveWithin(Transport& transport, std::chrono::milliseconds wait) {
   const auto deadline = std::chrono::steady_clock::now() + wait;
   while (std::chrono::steady_clock::now() < deadline) {
-    auto r = transport.Receive(std::chrono::milliseconds(50));
+    auto r = transport.Receive(RealClock().Now() + std::chrono::milliseconds(50));
     EXPECT_TRUE(r.ok()) << r.status();
     if (!r.ok()) return std::nullopt;
     if (r->has_value()) return *std::move(*r);

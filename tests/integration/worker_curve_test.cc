@@ -96,7 +96,7 @@ CurveRig MakeSetup(const std::string& name) {
 std::optional<Inbound> ReceiveWithin(Transport& t, std::chrono::milliseconds wait) {
   const auto deadline = std::chrono::steady_clock::now() + wait;
   while (std::chrono::steady_clock::now() < deadline) {
-    auto r = t.Receive(std::chrono::milliseconds(50));
+    auto r = t.Receive(RealClock().Now() + std::chrono::milliseconds(50));
     if (!r.ok()) return std::nullopt;
     if (r->has_value()) return *std::move(*r);
   }

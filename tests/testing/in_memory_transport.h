@@ -1,21 +1,14 @@
 // A linked pair of Transports over queues, for dispatcher and worker tests
 // without sockets. Messages travel as serialized bytes, like on the wire: a
 // message protobuf cannot parse back (e.g. invalid UTF-8 in a string field)
-// comes out of Receive as DATA_LOSS, as from ZmqRouterTransport. Thread-safe.
-//
-// Simulated time: after InMemoryRouter::UseSimulatedTime(clock, step), the
-// router's Receive never waits in real time. It runs `step` (scripted peers
-// act at the clock's current time, on the caller's thread), takes a queued
-// message if there is one, and otherwise waits on the Clock until the
-// receive deadline (an AutoAdvanceClock jumps there at once) and returns
-// nullopt. A single-threaded test then runs the dispatcher on simulated time
-// with exact, reproducible timestamps.
+// comes out of Receive as DATA_LOSS, as from ZmqRouterTransport. Receive
+// waits on the clock its end was made with (a ClockCondition): on a
+// simulated clock a receive deadline is simulated time, and a message put in
+// a mailbox wakes its reader at the current simulated instant. Thread-safe.
 #ifndef SURGE_TESTS_TESTING_IN_MEMORY_TRANSPORT_H_
 #define SURGE_TESTS_TESTING_IN_MEMORY_TRANSPORT_H_
 
-#include <condition_variable>
 #include <deque>
-#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -29,9 +22,11 @@
 
 namespace surge::testing {
 
-// One mailbox: frames (serialized Envelopes) with their sender's name.
+// One mailbox: frames (serialized Envelopes) with their sender's name; its
+// reader waits on `clock`.
 class Mailbox {
  public:
+  explicit Mailbox(Clock& clock) : arrived_(clock) {}
   void Put(const std::string& peer, const surge::v1::Envelope& message) {
     std::string bytes;
     (void)message.SerializeToString(&bytes);
@@ -39,34 +34,19 @@ class Mailbox {
   }
   // A frame of any bytes (tests of undecodable frames).
   void PutRaw(const std::string& peer, std::string bytes) {
-    std::lock_guard<std::mutex> lock(mu_);
-    queue_.emplace_back(peer, std::move(bytes));
-    cv_.notify_one();
-  }
-  // Waits at most `timeout` in real time.
-  absl::StatusOr<std::optional<Inbound>> Take(std::chrono::milliseconds timeout) {
-    std::pair<std::string, std::string> frame;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      // A zero timeout only looks (no futex call: scripted workers poll often).
-      if (timeout.count() <= 0 ? queue_.empty()
-                               : !cv_.wait_for(lock, timeout, [this] { return !queue_.empty(); })) {
-        return std::nullopt;
-      }
-      frame = std::move(queue_.front());
-      queue_.pop_front();
+      std::lock_guard<std::mutex> lock(mu_);
+      queue_.emplace_back(peer, std::move(bytes));
     }
-    return Decode(std::move(frame));
+    arrived_.Notify();
   }
-  // Waits until `clock` reaches `deadline` when nothing is queued (simulated
-  // time: the waiting is the clock's, never real).
-  absl::StatusOr<std::optional<Inbound>> TakeBy(Clock& clock, Clock::TimePoint deadline) {
+  // Waits until `deadline` on the reader's clock for a frame.
+  absl::StatusOr<std::optional<Inbound>> Take(Clock::TimePoint deadline) {
     std::pair<std::string, std::string> frame;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      if (queue_.empty()) {
-        lock.unlock();
-        clock.SleepUntilCoarse(deadline);
+      if (!arrived_.WaitUntil(
+              lock, [this] { return !queue_.empty(); }, deadline)) {
         return std::nullopt;
       }
       frame = std::move(queue_.front());
@@ -87,15 +67,18 @@ class Mailbox {
   }
 
   std::mutex mu_;
-  std::condition_variable cv_;
+  ClockCondition arrived_;
   std::deque<std::pair<std::string, std::string>> queue_;
 };
 
-// The coordinator's end: Send(peer) delivers to the worker named `peer`.
+// The coordinator's end, on `clock`: Send(peer) delivers to the worker
+// named `peer`.
 class InMemoryRouter final : public Transport {
  public:
-  // Creates the end of worker `name`.
-  std::unique_ptr<Transport> Connect(const std::string& name);
+  explicit InMemoryRouter(Clock& clock = RealClock()) : clock_(clock), inbox_(clock) {}
+  // Creates the end of worker `name`, whose Receive waits on `clock` (the
+  // worker's own, e.g. a SkewedClock); null = the router's clock.
+  std::unique_ptr<Transport> Connect(const std::string& name, Clock* clock = nullptr);
   absl::Status Send(const std::string& peer, const surge::v1::Envelope& message) override {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = workers_.find(peer);
@@ -103,16 +86,8 @@ class InMemoryRouter final : public Transport {
     it->second->Put("", message);
     return absl::OkStatus();
   }
-  absl::StatusOr<std::optional<Inbound>> Receive(std::chrono::milliseconds timeout) override {
-    if (clock_ == nullptr) return inbox_.Take(timeout);
-    if (step_) step_();
-    return inbox_.TakeBy(*clock_, clock_->Now() + timeout);
-  }
-  // Receive waits on `clock` from now on, running `step` (may be empty)
-  // before each take; see the file comment.
-  void UseSimulatedTime(Clock& clock, std::function<void()> step) {
-    clock_ = &clock;
-    step_ = std::move(step);
+  absl::StatusOr<std::optional<Inbound>> Receive(Clock::TimePoint deadline) override {
+    return inbox_.Take(deadline);
   }
   Mailbox& inbox() { return inbox_; }
   // Delivers a frame of any bytes to worker `name` (tests of undecodable
@@ -126,11 +101,10 @@ class InMemoryRouter final : public Transport {
   }
 
  private:
+  Clock& clock_;
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<Mailbox>> workers_;
   Mailbox inbox_;
-  Clock* clock_ = nullptr;
-  std::function<void()> step_;
 };
 
 class InMemoryDealer final : public Transport {
@@ -141,8 +115,8 @@ class InMemoryDealer final : public Transport {
     router_inbox_.Put(name_, message);
     return absl::OkStatus();
   }
-  absl::StatusOr<std::optional<Inbound>> Receive(std::chrono::milliseconds timeout) override {
-    return own_->Take(timeout);
+  absl::StatusOr<std::optional<Inbound>> Receive(Clock::TimePoint deadline) override {
+    return own_->Take(deadline);
   }
 
  private:
@@ -151,8 +125,8 @@ class InMemoryDealer final : public Transport {
   std::shared_ptr<Mailbox> own_;
 };
 
-inline std::unique_ptr<Transport> InMemoryRouter::Connect(const std::string& name) {
-  auto box = std::make_shared<Mailbox>();
+inline std::unique_ptr<Transport> InMemoryRouter::Connect(const std::string& name, Clock* clock) {
+  auto box = std::make_shared<Mailbox>(clock != nullptr ? *clock : clock_);
   {
     std::lock_guard<std::mutex> lock(mu_);
     workers_[name] = box;

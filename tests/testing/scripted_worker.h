@@ -1,5 +1,5 @@
 // A worker that follows the protocol in simulated time, driven step by step
-// on the test's thread (InMemoryRouter::UseSimulatedTime): Hello, a first
+// on the test's thread (the AutoAdvanceClock's world): Hello, a first
 // heartbeat right after Welcome (ready), heartbeats every heartbeat_ms, and
 // each assignment "sent" at the first step at or after t0 + its offset,
 // answered OK at once (one RecordBatch per step). Silence() models a hung,
@@ -46,7 +46,7 @@ class ScriptedWorker {
       said_hello_ = true;
     }
     while (true) {
-      auto in = transport_->Receive(std::chrono::milliseconds(0));
+      auto in = transport_->Receive(clock_.Now());
       if (!in.ok() || !in->has_value()) break;
       const surge::v1::Envelope& e = (*in)->message;
       if (e.has_welcome()) {

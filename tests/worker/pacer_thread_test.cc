@@ -1,4 +1,4 @@
-// The pacer thread's scheduling (issue 9 item 2, worker/pacer_thread.h):
+// The pacer thread's scheduling (worker/pacer_thread.h):
 // what is applied is in effect on the calling thread, what is refused is
 // named with the reason; nothing is left half-set on the test's thread.
 #include "worker/pacer_thread.h"

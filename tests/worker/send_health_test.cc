@@ -1,4 +1,4 @@
-// The worker's own lateness window (issue 9 item 1; worker/send_health.h):
+// The worker's own lateness window (worker/send_health.h):
 // exact percentiles over the sends of the last window, counters as their
 // increase over it, errors classified by their system text.
 #include "worker/send_health.h"

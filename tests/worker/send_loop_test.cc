@@ -1,6 +1,6 @@
 // The pacer on simulated time: every request is released exactly at
 // t0 + offset_i (absolute deadlines), whatever the order of arrival, and the
-// lease and the concurrency cap hold requests back (R-REQ-2, DISTRIBUTED §7).
+// lease and the concurrency cap hold requests back (R-REQ-2).
 // Each request is prepared exactly prepare_lead before its deadline.
 #include "worker/send_loop.h"
 
@@ -197,7 +197,7 @@ TEST(SendLoopTest, ConcurrencyCapHoldsRequestsAndRecordsBlockedTime) {
 constexpr int64_t kMs = 1000000;
 constexpr int64_t kS = 1000000000;
 
-// Issue 11 item 5 (R-REQ-2): a cap of 2, 6 requests due at once, a server
+// R-REQ-2: a cap of 2, 6 requests due at once, a server
 // that answers in 1.0 s. Requests 2..5 are held back: 2 and 3 get a slot at
 // 1 s, 4 and 5 at 2 s. blocked_ns is the whole wait from the planned send to
 // the slot, also for 3 and 5, which were queued behind a held-back request
@@ -238,7 +238,7 @@ TEST(SendLoopTest, BlockedTimeIsTheWholeWaitFromThePlannedSendToTheSlot) {
   EXPECT_EQ(records[2].released_ns(), 0);
 }
 
-// Issue 9 item 1: the pacer tells the worker's SendHealth the lateness of
+// The pacer tells the worker's SendHealth the lateness of
 // every hand-off and every wait at the gate, as they happen (no record is
 // awaited). Cap 2, six requests due at 0, answers after 1 s: lateness 0, 0,
 // 1, 1, 2, 2 s; the pacer waited at the gate twice (for requests 2 and 4).
@@ -546,7 +546,7 @@ TEST(SendLoopTest, ZeroPrepareLeadNeverPrepares) {
   EXPECT_EQ(sender.sent()[1].at_ns, t0 + 20 * kMs);
 }
 
-// Issue 11 item 4: a keep-alive retry's write time arrives absolute, like
+// A keep-alive retry's write time arrives absolute, like
 // sent_ns, and leaves the worker relative to t0; sent_ns stays the first write.
 TEST(SendLoopTest, RetrySendTimeIsRelativeToT0) {
   AutoAdvanceClock clock;
@@ -570,7 +570,7 @@ TEST(SendLoopTest, RetrySendTimeIsRelativeToT0) {
   EXPECT_EQ(records[0].http_retries(), 1u);
 }
 
-// Issue 10 item 4: the late-send policy on simulated time. Ten requests
+// The late-send policy on simulated time. Ten requests
 // planned 10 ms apart (offsets 10..100 ms); the send of request 1 (at 20 ms)
 // stalls the pacer for 55 ms, so it reaches request 2 (due at 30 ms) at
 // 75 ms: 45 ms late, request 3 35 ms, 4 25 ms, 5 15 ms, 6 5 ms, 7 on time.

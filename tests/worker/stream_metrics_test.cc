@@ -1,4 +1,4 @@
-// R-MET-1 with fixed chunk times (issue 4): a recorded chat stream whose
+// R-MET-1 with fixed chunk times: a recorded chat stream whose
 // content chunks arrive 0.5, 0.6 and 0.7 s after the send, preceded by a
 // role-only chunk at 0.05 s and followed by a usage-only chunk, gives
 // TTFT 0.5 s, ITL [0.1, 0.1] and TPOT (0.7 − 0.5)/(3 − 1) = 0.1 s. The events
@@ -26,8 +26,9 @@ TEST(StreamMetricsTest, FixedChunkTimesGiveTheFieldsDefinitions) {
       {500 * kMs, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"}}]}\n\n"},
       {600 * kMs, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"lo\"}}]}\r\n\r\n"},
       {700 * kMs, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"!\"}}]}\n\n: ka\n\n"},
-      {710 * kMs, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":12,"
-                  "\"completion_tokens\":3}}\n\ndata: [DONE]\n\n"},
+      {710 * kMs,
+       "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":12,"
+       "\"completion_tokens\":3}}\n\ndata: [DONE]\n\n"},
   };
   SseParser parser;
   ResponseMetrics metrics(sent_ns);

@@ -1,4 +1,4 @@
-// How a worker ends when the coordinator refuses it (issue 7 item 1): a
+// How a worker ends when the coordinator refuses it, on simulated time: a
 // worker that came too late (the run started, or has all its workers) has
 // nothing to do and exits 0; a protocol version mismatch, either way round,
 // exits kExitRejected with a message naming both versions.
@@ -12,38 +12,43 @@
 #include "common/clock.h"
 #include "tests/testing/fake_request_sender.h"
 #include "tests/testing/in_memory_transport.h"
+#include "tests/testing/simulated_clock.h"
 
 namespace surge::worker {
 namespace {
 
 using surge::testing::InMemoryRouter;
+using surge::testing::kSimulatedStart;
+using surge::testing::SimulatedClock;
 
-// Runs one worker session against `router`; the test plays the coordinator:
-// it waits for the Hello and answers with `answer`. Returns the exit code.
+// Runs one worker session against `router` on simulated time; the test
+// plays the coordinator: it waits for the Hello and answers with `answer`.
+// Returns the exit code.
 int RunAgainst(const surge::v1::Envelope& answer) {
-  InMemoryRouter router;
+  SimulatedClock sim;
+  InMemoryRouter router(sim);
   auto transport = router.Connect("w");
   WorkerSessionOptions options;
   options.hello_timeout = std::chrono::milliseconds(5000);
   int exit_code = -1;
-  std::thread worker([&] {
+  std::thread worker = sim.StartThread([&] {
     WorkerSession session(
-        RealClock(), *transport,
-        [](const surge::v1::Welcome&) -> absl::StatusOr<std::unique_ptr<RequestSender>> {
+        sim, *transport,
+        [&sim](const surge::v1::Welcome&) -> absl::StatusOr<std::unique_ptr<RequestSender>> {
           return std::unique_ptr<RequestSender>(
-              std::make_unique<surge::testing::FakeRequestSender>(RealClock()));
+              std::make_unique<surge::testing::FakeRequestSender>(sim));
         },
         options);
     exit_code = session.Run();
   });
+  // The first Hello leaves at once: at the start, exactly.
   std::string peer;
-  for (int i = 0; i < 100 && peer.empty(); ++i) {
-    auto in = router.Receive(std::chrono::milliseconds(50));
-    if (in.ok() && in->has_value() && (*in)->message.has_hello()) peer = (*in)->peer;
-  }
+  auto in = router.Receive(sim.Now() + std::chrono::milliseconds(50));
+  if (in.ok() && in->has_value() && (*in)->message.has_hello()) peer = (*in)->peer;
   EXPECT_EQ(peer, "w");
+  EXPECT_EQ(sim.Now(), kSimulatedStart);
   EXPECT_TRUE(router.Send(peer, answer).ok());
-  worker.join();
+  sim.Join(worker);
   return exit_code;
 }
 

@@ -1,4 +1,4 @@
-// Assignment policies on their own (R-DIST-3; DISTRIBUTED.md §1).
+// Assignment policies on their own (R-DIST-3).
 #include "coordinator/dispatch/assignment_policy.h"
 
 #include <gtest/gtest.h>

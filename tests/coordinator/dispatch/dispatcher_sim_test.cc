@@ -1,8 +1,8 @@
-// The dispatcher on simulated time (issue 7): scripted workers step on the
-// test's thread whenever the dispatcher receives, and the in-memory
-// transport's receive deadlines wait on the AutoAdvanceClock, so a run of
-// seconds takes milliseconds and every timestamp is exact and reproducible
-// (R-DIST-3, R-DIST-5, R-DIST-6; DISTRIBUTED.md §3, §6, §11 items 1, 16).
+// The dispatcher on simulated time: scripted workers step on the test's
+// thread whenever the dispatcher waits to receive (the AutoAdvanceClock's
+// world), and the in-memory transport's receive deadlines are on that
+// clock, so a run of seconds takes milliseconds and every timestamp is exact
+// and reproducible (R-DIST-3, R-DIST-5, R-DIST-6).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -56,14 +56,14 @@ struct SimRun {
 SimRun RunSimulated(const ArrivalSchedule& plan, DispatcherOptions options,
                     std::function<bool(AutoAdvanceClock&, SimRun&)> before_step = nullptr) {
   AutoAdvanceClock clock(kStart);
-  InMemoryRouter router;
+  InMemoryRouter router(clock);
   FixedPayloads payloads;
   SimRun run;
   for (int k = 0; k < options.num_workers; ++k) {
     run.workers.push_back(std::make_unique<ScriptedWorker>(
         clock, router.Connect(absl::StrCat("w", k)), static_cast<int32_t>(k)));
   }
-  router.UseSimulatedTime(clock, [&] {
+  clock.set_world([&] {
     if (before_step && !before_step(clock, run)) return;
     for (auto& w : run.workers) w->Step();
   });
@@ -104,7 +104,7 @@ TEST(DispatcherSimTest, StripedRunWithExactTimestamps) {
   EXPECT_LT(run.ended, kStart + milliseconds(2400));
 }
 
-// DISTRIBUTED.md §11 item 1 on simulated time: worker 1 goes silent at
+// On simulated time: worker 1 goes silent at
 // t0 + 1 s; it is declared dead 1.5 s after it was last heard (within one
 // 100 ms sweep); what it held planned after death + lease (1 s) + 50 ms goes
 // to worker 0 with attempt 1, the rest of its share is LOST send_unknown;
@@ -125,7 +125,7 @@ TEST(DispatcherSimTest, SilentWorkerIsTakenOverAtTheLeaseBoundary) {
   // The silence began at 1.0 s after t0, so worker 1 was last heard just
   // before 1.0 s and may have released up to its lease end + margin (about
   // 2.05 s); it is declared dead at 2.5 s to 2.6 s (+ a step). Its requests
-  // split three ways (DISTRIBUTED.md §6): lost up to ≈2.05 s, not sent from
+  // split three ways: lost up to ≈2.05 s, not sent from
   // there to the death + 50 ms (provably unsent but already due), reassigned
   // after that.
   std::set<uint64_t> seen;
@@ -166,11 +166,11 @@ TEST(DispatcherSimTest, SilentWorkerIsTakenOverAtTheLeaseBoundary) {
   EXPECT_GE(max_not_sent_ns, 2500 * kMs);
   EXPECT_LE(max_not_sent_ns, 2670 * kMs);
   EXPECT_EQ(min_retried_ns, max_not_sent_ns + 20 * kMs);
-  EXPECT_GT(lost, 40u);      // about 1.05 s of worker 1's share (50/s)
+  EXPECT_GT(lost, 40u);  // about 1.05 s of worker 1's share (50/s)
   EXPECT_LT(lost, 54u);
   EXPECT_GT(not_sent, 20u);  // about 0.5 s of it
   EXPECT_LT(not_sent, 45u);
-  EXPECT_GT(retried, 90u);   // the rest of its share up to 5.0 s (≈ 2.4 s)
+  EXPECT_GT(retried, 90u);  // the rest of its share up to 5.0 s (≈ 2.4 s)
   // The loss event for the summary and the actual page: who, when, why and
   // the same three-way split as the records above.
   ASSERT_EQ(run.outcome->worker_losses.size(), 1u);
@@ -203,7 +203,7 @@ TEST(DispatcherSimTest, SilentWorkerIsTakenOverAtTheLeaseBoundary) {
   EXPECT_EQ(again.ended, run.ended);
 }
 
-// R-DIST-6/7 (DISTRIBUTED.md §6 step 1): worker 1 is frozen at 1.0 s
+// R-DIST-6/7: worker 1 is frozen at 1.0 s
 // (SIGSTOP), declared dead ~1.5 s later, and continued at 3.0 s. Its first
 // message after that is answered with Stop "fenced", once counted and
 // logged; it releases nothing after it woke, and every request still has
@@ -238,7 +238,7 @@ TEST(DispatcherSimTest, WorkerThatWakesAfterItsDeathIsToldToStop) {
   for (const auto& r : run.records) EXPECT_TRUE(seen.insert(r.index()).second) << r.index();
 }
 
-// DISTRIBUTED.md §11 item 16: the coordinator stalls for 2 s (the clock
+// The coordinator stalls for 2 s (the clock
 // jumps while nobody runs): the stall guard moves every silence deadline
 // back, so nobody is evicted and nothing is lost; requests due during the
 // stall are sent late.
@@ -284,7 +284,7 @@ TEST(DispatcherSimTest, LeastLoadedPolicyRunsAPlanToTheEnd) {
   EXPECT_EQ(per_worker, (std::map<int32_t, int>{{0, 40}, {1, 40}, {2, 40}}));
 }
 
-// Issue 7 item 1: who may join. A third worker before the start is told the
+// Who may join. A third worker before the start is told the
 // run has all its workers (REJECT_RUN_FULL), one after the start that it
 // started without it (REJECT_RUN_STARTED): both exit 0, nothing to do. A
 // worker of another protocol version is refused naming both versions.
@@ -301,13 +301,13 @@ TEST(DispatcherSimTest, LateExtraAndForeignWorkersAreRefusedWithTheirReason) {
   };
   auto drain = [](Transport& t, std::vector<surge::v1::Reject>& got) {
     for (;;) {
-      auto in = t.Receive(milliseconds(0));
+      auto in = t.Receive(Clock::TimePoint::min());
       if (!in.ok() || !in->has_value()) return;
       if ((*in)->message.has_reject()) got.push_back((*in)->message.reject());
     }
   };
   AutoAdvanceClock clock(kStart);
-  InMemoryRouter router;
+  InMemoryRouter router(clock);
   FixedPayloads payloads;
   SimRun run;
   for (int k = 0; k < 2; ++k) {
@@ -319,7 +319,7 @@ TEST(DispatcherSimTest, LateExtraAndForeignWorkersAreRefusedWithTheirReason) {
   late = router.Connect("late");
   hello(*foreign, surge::v1::PROTOCOL_VERSION_CURRENT + 7);
   bool extra_sent = false;
-  router.UseSimulatedTime(clock, [&] {
+  clock.set_world([&] {
     for (auto& w : run.workers) w->Step();
     // Once the two have said Hello (their first step), a third one does.
     if (!extra_sent) {
@@ -364,7 +364,7 @@ TEST(DispatcherSimTest, LateExtraAndForeignWorkersAreRefusedWithTheirReason) {
 TEST(DispatcherSimTest, NoWorkersIsAnErrorNotAHang) {
   const ArrivalSchedule plan = ConstantPlan(100, 5);
   AutoAdvanceClock clock(kStart);
-  InMemoryRouter router;
+  InMemoryRouter router(clock);
   FixedPayloads payloads;
   std::vector<surge::v1::RequestRecord> records;
   Dispatcher dispatcher(clock, router, plan, payloads, SimOptions(0),
@@ -376,7 +376,7 @@ TEST(DispatcherSimTest, NoWorkersIsAnErrorNotAHang) {
   EXPECT_EQ(clock.Now(), kStart);
 }
 
-// Issue 9 item 1 on simulated time. A worker's pacer, modelled: its
+// The lateness alarm on simulated time. A worker's pacer, modelled: its
 // requests are due every `interval_ns` from `first_ns` to `last_ns` (ns
 // after t0); from `saturate_at_ns` on each waits for one of its 8 in-flight
 // slots and they leave `cost_ns` apart (the server answers slower than the

@@ -1,4 +1,4 @@
-// The lateness monitor and its cause heuristics (issue 9 item 1: "the
+// The lateness monitor and its cause heuristics ("the
 // generator knows its own limit"), on exact simulated reports: the
 // worker-side window (worker::SendHealth) fed with modelled sends, the
 // coordinator-side monitor judging each heartbeat's report.

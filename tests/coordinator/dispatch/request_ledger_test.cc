@@ -1,4 +1,4 @@
-// The request ledger on its own (R-DIST-5, R-DIST-6; DISTRIBUTED.md §6, §8):
+// The request ledger on its own (R-DIST-5, R-DIST-6):
 // exactly one final record per request, fencing of stale owners and
 // attempts, and the provably-unsent / send_unknown split at a death, with
 // times given as ns after t0 (no clock).
@@ -79,7 +79,7 @@ TEST(RequestLedgerTest, RecordFromWrongOwnerOrUnknownIndexIsRefused) {
   EXPECT_EQ(ledger.final_count(), 0u);
 }
 
-// DISTRIBUTED.md §6: worker 1 may have sent up to 1.5 s (its last message
+// Worker 1 may have sent up to 1.5 s (its last message
 // at 0.45 s + 1 s lease + margin) and is declared dead at 2.0 s: requests
 // planned up to 1.5 s end LOST send_unknown; those after 1.5 s but due before
 // 2.0 + 0.05 s are provably unsent yet too late to move: NOT_SENT; later

@@ -1,5 +1,5 @@
 // The worker registry on its own, with exact timestamps (R-DIST-1,
-// R-DIST-6; DISTRIBUTED.md §3): joins, readiness, the heartbeat ack, death
+// R-DIST-6): joins, readiness, the heartbeat ack, death
 // by silence or process exit, the stall guard and the idle-owner rule.
 #include "coordinator/dispatch/worker_registry.h"
 
@@ -84,7 +84,7 @@ TEST(WorkerRegistryTest, HeartbeatMakesReadyAndIsAcknowledgedWithEchoAndReceiptT
   EXPECT_FALSE(w->idle);
 }
 
-// The live metrics' inputs (issue 10 item 7): the first bytes a worker has
+// The live metrics' inputs: the first bytes a worker has
 // written (never lowered by an older count) and its last send window.
 TEST(WorkerRegistryTest, HeartbeatKeepsSentTotalAndTheLastSendWindow) {
   WorkerRegistry registry(Options(1));
@@ -140,7 +140,7 @@ TEST(WorkerRegistryTest, ExitedProcessIsDeadAtOnce) {
   EXPECT_EQ(dead[0].why, "process exited");
 }
 
-// DISTRIBUTED.md §11 item 16: a 2 s jump between two sweeps (the coordinator
+// A 2 s jump between two sweeps (the coordinator
 // stalled) evicts nobody; deadlines move back by the lag.
 TEST(WorkerRegistryTest, StallGuardPushesSilenceDeadlinesBackByTheLag) {
   WorkerRegistry registry(Options(1));

@@ -1,0 +1,235 @@
+// How a run stops, through real worker sessions on simulated time: the
+// lateness alarm with --stop-on-alarm, the user's first and second stop,
+// and the connect-failure rule (R-UI-5).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/skewed_clock.h"
+#include "coordinator/dispatch/dispatcher.h"
+#include "tests/testing/dispatch_fixtures.h"
+#include "tests/testing/session_harness.h"
+
+namespace surge::coordinator {
+namespace {
+
+using surge::testing::ConstantPlan;
+using surge::testing::FakeRequestSender;
+using surge::testing::FixedPayloads;
+using surge::testing::InMemoryRouter;
+using surge::testing::LocalWorker;
+using surge::testing::SimulatedClock;
+using surge::testing::StartWorker;
+using surge::testing::TestOptions;
+
+// How far a send time may come out before its planned time after the
+// worker's clock mapping brought it back to the coordinator's clock.
+constexpr int64_t kClockToleranceNs = 200'000;
+
+// The lateness alarm through real worker sessions: a worker whose open-file
+// limit is 66 holds at most 2 connections (66 − 64 kept), so at 100 RPS with answers after 400 ms
+// it falls behind at once. Its heartbeats report the lateness before any answer came back; the
+// coordinator names the worker and the descriptor limit, and
+// --stop-on-alarm ends the run with one record per planned request.
+TEST(DispatcherStopTest, DescriptorCapacityCapsTheWorkerAndStopOnAlarmEndsTheRun) {
+  const ArrivalSchedule plan = ConstantPlan(100, 300);  // 3 s
+  FixedPayloads payloads;
+  SimulatedClock sim;
+  InMemoryRouter router(sim);
+  DispatcherOptions options = TestOptions(1);
+  options.stop_on_alarm = true;
+  std::vector<std::string> lines;
+  options.log_writer = [&lines](LogLevel, std::string_view line) { lines.emplace_back(line); };
+  std::vector<surge::v1::RequestRecord> records;
+  Dispatcher dispatcher(sim, router, plan, payloads, options,
+                        [&](const surge::v1::RequestRecord& r) { records.push_back(r); });
+  LocalWorker w0;
+  StartWorker(sim, router, "a", 0, w0, {.fd_limit = 66, .latency = std::chrono::milliseconds(400)});
+  const auto started = sim.Now();
+  auto outcome = dispatcher.Run();
+  const auto took = sim.Now() - started;
+  sim.Join(w0.thread);
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_TRUE(outcome->stopped_on_alarm);
+  const ScheduleVerdict& v = outcome->schedule;
+  EXPECT_FALSE(v.kept);
+  EXPECT_EQ(v.worker, 0);
+  EXPECT_EQ(v.diagnosis.cause, LatenessCause::kFileDescriptors) << v.diagnosis.text;
+  EXPECT_NE(v.diagnosis.text.find("open-file limit 66, capacity 2 connections"), std::string::npos)
+      << v.diagnosis.text;
+  // The first answer comes 400 ms after the first send; the alarm needs no
+  // answer, only heartbeats (every 250 ms): well before the plan's 3 s.
+  EXPECT_GT(v.fell_behind_at_ns, 0);
+  EXPECT_LT(v.fell_behind_at_ns, 2'000'000'000);
+  ASSERT_GE(lines.size(), 1u);
+  EXPECT_NE(lines[0].find("lateness alarm: worker 0 is behind its schedule"), std::string::npos)
+      << lines[0];
+  ASSERT_EQ(records.size(), 300u);
+  std::set<uint64_t> seen;
+  uint64_t sent = 0;
+  for (const auto& r : records) {
+    EXPECT_TRUE(seen.insert(r.index()).second) << r.index();
+    sent += r.sent();
+  }
+  // Two at a time, 400 ms each: only a handful went out before the stop.
+  EXPECT_LT(sent, 40u);
+  EXPECT_GE(sent, 2u);
+  // Stopped early: the 1 s drain and the 1 s wait for cut-off records at
+  // most, not the 3 s plan plus 300 × 400 ms / 2 of answers.
+  EXPECT_LT(took, std::chrono::seconds(8));
+}
+
+// Ctrl-C, then Ctrl-C again: requests on the wire are cut
+// off and recorded as interrupted with their send time (not lost), the
+// never-released ones are not_sent, and the run ends within cut_wait of the
+// second stop.
+TEST(DispatcherStopTest, SecondStopCutsOffInflightRequestsAsInterrupted) {
+  const ArrivalSchedule plan = ConstantPlan(100, 300);  // 3 s
+  FixedPayloads payloads;
+  SimulatedClock sim;
+  InMemoryRouter router(sim);
+  DispatcherOptions options = TestOptions(2);
+  options.drain = std::chrono::milliseconds(10000);
+  options.cut_wait = std::chrono::milliseconds(1000);
+  std::vector<surge::v1::RequestRecord> records;
+  Dispatcher dispatcher(sim, router, plan, payloads, options,
+                        [&](const surge::v1::RequestRecord& r) { records.push_back(r); });
+  LocalWorker w0, w1;
+  // Answers never come: every sent request stays in flight.
+  StartWorker(sim, router, "a", 0, w0, {.complete_at_once = false});
+  StartWorker(sim, router, "b", 1, w1, {.complete_at_once = false});
+  Clock::TimePoint second_stop;
+  std::thread user = sim.StartThread([&] {
+    sim.SleepUntil(sim.Now() + std::chrono::milliseconds(900));
+    dispatcher.RequestStop();
+    sim.SleepUntil(sim.Now() + std::chrono::milliseconds(500));
+    second_stop = sim.Now();
+    dispatcher.RequestStop();
+  });
+  auto outcome = dispatcher.Run();
+  const auto ended = sim.Now();
+  sim.Join(user);
+  sim.Join(w0.thread);
+  sim.Join(w1.thread);
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_LT(ended - second_stop, std::chrono::milliseconds(1000));  // not the 10 s drain
+  EXPECT_TRUE(outcome->interrupted);
+  // The first stop came ~0.8 s after t0 (0.9 s after the start minus the lead).
+  EXPECT_GT(outcome->interrupted_at_ns, 500'000'000);
+  EXPECT_LT(outcome->interrupted_at_ns, 1'400'000'000);
+  EXPECT_EQ(outcome->send_unknown, 0u);
+  ASSERT_EQ(records.size(), 300u);
+  const size_t sent_by_workers = w0.sender->sent().size() + w1.sender->sent().size();
+  std::map<int, size_t> by_status;
+  for (const auto& r : records) {
+    ++by_status[r.status()];
+    if (r.status() == surge::v1::INTERRUPTED) {
+      EXPECT_TRUE(r.sent()) << r.index();
+      EXPECT_GE(r.sent_ns(), r.planned_ns() - kClockToleranceNs) << r.index();
+      EXPECT_LE(r.sent_ns(), outcome->interrupted_at_ns + 50'000'000) << r.index();
+      EXPECT_GT(r.interrupted_ns(), outcome->interrupted_at_ns) << r.index();
+      EXPECT_EQ(r.error(), "interrupted: cut_off_at_stop");
+    } else {
+      EXPECT_EQ(r.status(), surge::v1::NOT_SENT) << r.index();
+      EXPECT_FALSE(r.sent()) << r.index();
+      EXPECT_THAT(r.error(), ::testing::StartsWith("not_sent: interrupted")) << r.index();
+    }
+  }
+  EXPECT_GT(sent_by_workers, 50u);  // about 80 were due before the stop
+  EXPECT_EQ(by_status[surge::v1::INTERRUPTED], sent_by_workers);
+  EXPECT_EQ(by_status[surge::v1::INTERRUPTED] + by_status[surge::v1::NOT_SENT], 300u);
+}
+
+// When the first K records are all connection failures the
+// target is unreachable: the run stops at once, the rest is not_sent.
+TEST(DispatcherStopTest, ConnectFailuresAtTheStartStopTheRun) {
+  const ArrivalSchedule plan = ConstantPlan(100, 500);  // 5 s
+  FixedPayloads payloads;
+  SimulatedClock sim;
+  InMemoryRouter router(sim);
+  DispatcherOptions options = TestOptions(2);
+  options.abort_after_connect_failures = 10;
+  std::vector<surge::v1::RequestRecord> records;
+  Dispatcher dispatcher(sim, router, plan, payloads, options,
+                        [&](const surge::v1::RequestRecord& r) { records.push_back(r); });
+  auto refused = [](surge::v1::RequestRecord& r) {
+    r.set_sent(false);
+    r.set_sent_ns(0);
+    r.set_status(surge::v1::FAILED);
+    r.set_http_status(0);
+    r.set_error("connect: Connection refused");
+  };
+  LocalWorker w0, w1;
+  StartWorker(sim, router, "a", 0, w0, {.result = refused});
+  StartWorker(sim, router, "b", 1, w1, {.result = refused});
+  const auto start = sim.Now();
+  auto outcome = dispatcher.Run();
+  const auto ended = sim.Now();
+  sim.Join(w0.thread);
+  sim.Join(w1.thread);
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_TRUE(outcome->target_unreachable);
+  EXPECT_FALSE(outcome->interrupted);
+  EXPECT_THAT(outcome->stop_message,
+              ::testing::HasSubstr("the first 10 requests all failed without any response"));
+  EXPECT_THAT(outcome->stop_message, ::testing::HasSubstr("connect: Connection refused"));
+  EXPECT_LT(ended - start, std::chrono::milliseconds(3000));  // not the 5 s plan
+  ASSERT_EQ(records.size(), 500u);
+  size_t failed = 0, not_sent = 0;
+  for (const auto& r : records) {
+    if (r.status() == surge::v1::FAILED) ++failed;
+    if (r.status() == surge::v1::NOT_SENT) {
+      ++not_sent;
+      EXPECT_THAT(r.error(), ::testing::StartsWith("not_sent: target_unreachable"));
+    }
+  }
+  EXPECT_GE(failed, 10u);
+  EXPECT_LT(failed, 100u);
+  EXPECT_EQ(failed + not_sent, 500u);
+}
+
+// The rule looks at the start only: once the target has answered, later
+// connection failures are ordinary failed records; 0 turns the rule off.
+TEST(DispatcherStopTest, ConnectFailuresAfterAnAnswerOrWithRuleOffDoNotStopTheRun) {
+  for (const uint32_t k : {10u, 0u}) {
+    const ArrivalSchedule plan = ConstantPlan(200, 60);
+    FixedPayloads payloads;
+    SimulatedClock sim;
+    InMemoryRouter router(sim);
+    DispatcherOptions options;
+    options.num_workers = 1;
+    options.run_id = "test";
+    options.start_lead = std::chrono::milliseconds(100);
+    options.abort_after_connect_failures = k;
+    std::vector<surge::v1::RequestRecord> records;
+    Dispatcher dispatcher(sim, router, plan, payloads, options,
+                          [&](const surge::v1::RequestRecord& r) { records.push_back(r); });
+    // k = 10: request 0 is answered, all later ones are refused;
+    // k = 0: all are refused.
+    auto result = [k](surge::v1::RequestRecord& r) {
+      if (k != 0 && r.index() == 0) return;
+      r.set_sent(false);
+      r.set_sent_ns(0);
+      r.set_status(surge::v1::FAILED);
+      r.set_http_status(0);
+      r.set_error("connect: Connection refused");
+    };
+    LocalWorker w;
+    StartWorker(sim, router, "a", 0, w, {.result = result});
+    auto outcome = dispatcher.Run();
+    sim.Join(w.thread);
+    ASSERT_TRUE(outcome.ok()) << outcome.status();
+    EXPECT_FALSE(outcome->target_unreachable) << "k=" << k;
+    ASSERT_EQ(records.size(), 60u);
+    for (const auto& r : records) EXPECT_NE(r.status(), surge::v1::NOT_SENT) << "k=" << k;
+  }
+}
+
+}  // namespace
+}  // namespace surge::coordinator
