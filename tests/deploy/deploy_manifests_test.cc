@@ -1,4 +1,4 @@
-// Offline validation of deploy/ (issue 7 item 7, R-DIST-5 keys): every YAML
+// Offline validation of deploy/ (R-DIST-5 keys): every YAML
 // file parses; the compose file and the Kubernetes manifests carry the
 // required fields (kinds, apiVersions, selectors matching pod labels, an
 // Indexed worker Job, keys mounted from the Secret, resource requests);

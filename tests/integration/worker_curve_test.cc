@@ -1,4 +1,4 @@
-// `surge worker` with CurveZMQ flags (issue 7 item 5; docs/SECURITY.md): the
+// `surge worker` with CurveZMQ flags (docs/SECURITY.md): the
 // real worker binary against a CURVE coordinator socket made by the test on
 // 127.0.0.1. An allowed worker's Hello arrives and it obeys a Reject; a
 // worker whose key is not allowed gets nothing through; the flag rule and

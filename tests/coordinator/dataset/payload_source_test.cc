@@ -108,7 +108,7 @@ TEST(JsonlDatasetTest, BadLinesNameTheFileAndLine) {
       {"{\"messages\": [{\"role\": \"user\"}]}", "messages[0].content is missing"},
       {"{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"image_url\"}]}]}",
        "only text content parts"},
-      // A raw byte that is not UTF-8 (issue 8 item 1): named as such, quoted
+      // A raw byte that is not UTF-8: named as such, quoted
       // with U+FFFD.
       {"{\"prompt\": \"caf\xe9\"}",
        "not valid UTF-8 text (JSON must be UTF-8): \"{\"prompt\": \"caf\xEF\xBF\xBD\"}\""},
@@ -225,7 +225,7 @@ TEST(ShareGptDatasetTest, ErrorsNameTheFileAndWhere) {
   ASSERT_FALSE(n.ok());
   EXPECT_THAT(Message(n.status()), HasSubstr("no conversation with a human turn"));
 
-  // Invalid UTF-8 in a turn (issue 8 item 1): a JSON error naming the line,
+  // Invalid UTF-8 in a turn: a JSON error naming the line,
   // and the message itself is valid UTF-8.
   const fs::path bytes =
       WriteFile("sharegpt_utf8.json",
