@@ -127,9 +127,7 @@ TEST(EndToEndTest, ExternalServerAndBadConfigsSendNothing) {
   // An external sim server, as a real vLLM/SGLang target would be.
   const fs::path log = fs::path(::testing::TempDir()) / "sim_server.log";
   const SimServerProcess server = StartSimServerProcess({"--ttft-ms", "2", "--itl-ms", "1"}, log);
-  ASSERT_GT(server.pid, 0);
-  if (server.port.empty()) StopProcess(server.pid);
-  ASSERT_FALSE(server.port.empty()) << "sim server did not start";
+  ASSERT_TRUE(SimServerUp(server));
   const std::string& port = server.port;
   const std::string url = "http://127.0.0.1:" + port;
 
@@ -314,9 +312,7 @@ TEST(EndToEndTest, SecondInterruptCutsOffInflightRequestsAndKeepsWhatIsKnown) {
   fs::create_directories(dir);
   const SimServerProcess server =
       StartSimServerProcess({"--ttft-ms", "4000", "--itl-ms", "1"}, dir / "server.log");
-  ASSERT_GT(server.pid, 0);
-  if (server.port.empty()) StopProcess(server.pid);
-  ASSERT_FALSE(server.port.empty()) << "sim server did not start";
+  ASSERT_TRUE(SimServerUp(server));
   const fs::path log = dir / "run.log";
   const pid_t pid = SpawnSurge(
       {"run", "--base-url", "http://127.0.0.1:" + server.port, "--model", "m", "--num-prompts",
@@ -463,9 +459,7 @@ TEST(EndToEndTest, LostRequestsAreReportedAndExitOne) {
   fs::create_directories(dir);
   const SimServerProcess server =
       StartSimServerProcess({"--ttft-ms", "1500", "--itl-ms", "1"}, dir / "server.log");
-  ASSERT_GT(server.pid, 0);
-  if (server.port.empty()) StopProcess(server.pid);
-  ASSERT_FALSE(server.port.empty()) << "sim server did not start";
+  ASSERT_TRUE(SimServerUp(server));
   const fs::path log = dir / "run.log";
   const pid_t pid = SpawnSurge(
       {"run", "--base-url", "http://127.0.0.1:" + server.port, "--model", "m", "--num-prompts",
