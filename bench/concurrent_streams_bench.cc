@@ -1,5 +1,5 @@
 // Benchmark (not a test): one worker with 10,000 streamed answers in flight
-// (issue 9 item 3: "10,000 concurrent streams in one worker ≤ 300 MB RSS").
+// (the target: 10,000 concurrent streams in one worker in at most 300 MB RSS).
 // This process is the worker: the real SendLoop and BeastRequestSender (one
 // I/O thread, prepare ahead as `surge worker` does) on RealClock(). The
 // simulated server runs in a forked child (so its memory is not the

@@ -1,4 +1,4 @@
-// Scale in simulation (issue 7 item 8; R-DIST-3, R-DIST-5): the real
+// Scale in simulation (R-DIST-3, R-DIST-5): the real
 // Dispatcher with W scripted workers (tests/testing/scripted_worker.h) on the
 // in-memory transport and simulated time (AutoAdvanceClock), at R requests/s
 // aggregate for S simulated seconds. Measures the coordinator's CPU per

@@ -1,4 +1,4 @@
-// Google Benchmark micro-benchmarks of surge's hot paths (issue 9 item 4):
+// Google Benchmark micro-benchmarks of surge's hot paths:
 // plan math, anomaly classification, SSE parsing (bytes/s), request body and
 // prompt build, record encode/decode, the streaming statistics. Not a test:
 // numbers go to docs/PERFORMANCE.md.

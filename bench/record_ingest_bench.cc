@@ -1,4 +1,4 @@
-// Benchmark (not a test): the coordinator's record ingest (issue 9 item 3).
+// Benchmark (not a test): the coordinator's record ingest.
 // N synthetic records of streamed answers (128 output tokens: 127 ITL gaps
 // each) arrive as the workers send them — RecordBatch messages of 64 records
 // on the wire — and go through what `surge run` does with each: decode the

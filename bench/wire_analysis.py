@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Analysis half of bench/wire_precision.sh (issue 9 items 4 and 5).
+"""Analysis half of bench/wire_precision.sh.
 
 Two commands:
 
@@ -7,7 +7,7 @@ Two commands:
       --traffic {constant,poisson,gamma0.5} --rate RPS --workers W [--load TEXT] >> rows.jsonl
       One JSON row for one run: the wire view of surge's sends.
   wire_analysis.py table rows.jsonl
-      The table of all rows, the targets of issue 9 and the highest rate whose wire lateness
+      The table of all rows, the precision targets and the highest rate whose wire lateness
       p99 stays <= 1 ms.
 
 Inputs of `scenario`:
@@ -257,7 +257,7 @@ def table(args):
               f"{fmt(r['wire_p99_ms'])} | {fmt(r['wire_max_ms'], 2)} | {fmt(r['wire_spread_ms'])} | "
               f"{fmt(r['own_p99_ms'])} | {ks} |")
     print()
-    print("Lateness in ms. Targets (issue 9), nginx, 2 workers:")
+    print("Lateness in ms. Targets, nginx, 2 workers:")
     ok_rows = [r for r in rows if "error" not in r]
 
     def pick(traffic, rate, workers):

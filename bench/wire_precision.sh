@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End-to-end precision benchmark (issue 9 items 4 and 5): surge's sends as seen on the wire.
+# End-to-end precision benchmark: surge's sends as seen on the wire.
 #
 #   bench/wire_precision.sh [options]        # from the repository root, as root (dumpcap)
 #
@@ -12,7 +12,7 @@
 # bench/wire_analysis.py matches them to the run's details file and prints, per case:
 # sent/planned, achieved/target, wire lateness p50/p99/max and spread (p99 - p1), surge's own
 # lateness p99 and the two-sample KS distance of wire gaps vs planned gaps (scipy.stats.ks_2samp),
-# then the issue's targets and the highest rate whose wire lateness p99 stays <= 1 ms.
+# then the precision targets and the highest rate whose wire lateness p99 stays <= 1 ms.
 # Last, the streaming case: `surge sim-server` in its own process pinned to one core
 # (taskset), 1,000 RPS, 256 output tokens at 2 ms each.
 #

@@ -1,4 +1,4 @@
-// Where the API key of a target comes from (SPEC R-REQ-1): a file or an
+// Where the API key of a target comes from (R-REQ-1): a file or an
 // environment variable, never the command line, never written out.
 #ifndef SURGE_CLIENT_API_KEY_H_
 #define SURGE_CLIENT_API_KEY_H_

@@ -1,5 +1,5 @@
 // Finds the model to benchmark when none is configured: the first model the
-// server lists at /v1/models (SPEC R-UI-2 `--model` default).
+// server lists at /v1/models (R-UI-2 `--model` default).
 #ifndef SURGE_CLIENT_MODEL_LISTER_H_
 #define SURGE_CLIENT_MODEL_LISTER_H_
 

@@ -1,4 +1,4 @@
-// Checks of the TargetConfig fields that shape every request (SPEC R-REQ-1):
+// Checks of the TargetConfig fields that shape every request (R-REQ-1):
 // extra headers and the extra body. Shared by the run validator
 // (coordinator/config, configuration errors) and the worker's HTTP sender
 // (worker/http), so both apply the same rules. Header-only and pure: no I/O,

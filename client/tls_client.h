@@ -1,4 +1,4 @@
-// TLS client settings of a target (SPEC R-REQ-1 https), shared by the
+// TLS client settings of a target (R-REQ-1 https), shared by the
 // worker's request sender (worker/http) and the model lister. For client/
 // and worker/http only: it includes Asio's SSL headers.
 #ifndef SURGE_CLIENT_TLS_CLIENT_H_

@@ -1,4 +1,4 @@
-// Parsing of the target's base URL (TargetConfig.base_url, SPEC R-REQ-1,
+// Parsing of the target's base URL (TargetConfig.base_url, R-REQ-1,
 // R-UI-2 `--base-url`). Pure: no I/O, no name resolution.
 #ifndef SURGE_CLIENT_URL_H_
 #define SURGE_CLIENT_URL_H_

@@ -1,4 +1,4 @@
-// Failure kinds of request records (issue 10 item 6): the enum
+// Failure kinds of request records: the enum
 // surge.v1.FailureKind as label text, the kind of an HTTP status, and the
 // kind of a record from an older details file that has only the error text.
 #ifndef SURGE_COMMON_FAILURE_KIND_H_

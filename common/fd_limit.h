@@ -1,4 +1,4 @@
-// The open-file limit (issue 9 item 1): every connection a worker or the
+// The open-file limit: every connection a worker or the
 // built-in server holds is a file descriptor, and the usual soft limit (1024)
 // is far below what a high-rate run keeps open, while the hard limit is
 // usually much higher. surge raises the soft limit to the hard one at start.
@@ -31,8 +31,8 @@ inline constexpr uint64_t kReservedDescriptors = 64;
 // fd_limit − kReservedDescriptors, at least 1. Pure.
 uint64_t DescriptorCapacity(uint64_t fd_limit);
 
-// Whether a run's planned connections fit the open-file limit (issue 9
-// item 1: "a clear message when the plan cannot fit"). Each of `workers`
+// Whether a run's planned connections fit the open-file limit, so a
+// plan that cannot fit is refused with a clear message. Each of `workers`
 // worker processes (with `fd_limit`) holds up to its share of
 // `max_concurrency` connections (⌈C/W⌉ for the largest share); the process
 // running the built-in server (`sim_server_in_process`) holds one per

@@ -1,5 +1,5 @@
-// Repeated warnings, counted instead of repeated (issue 9 item 1: "one line
-// per kind per interval with a count, never thousands of lines"). The first
+// Repeated warnings, counted instead of repeated: one line per kind per
+// interval with a count, never thousands of lines. The first
 // message of a kind is written at once; later ones of that kind within
 // `interval` of the last written line are only counted; the next one after
 // the interval is written with the count of those it stood for

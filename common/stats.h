@@ -1,5 +1,5 @@
 // The statistics module: every percentile surge reports (summary JSON/CSV,
-// console table, pages) comes from here (SPEC R-MET-2; issue 10 item 6).
+// console table, pages) comes from here (R-MET-2).
 //
 // Exact order statistics use linear interpolation between closest ranks,
 // numpy's default ("linear"): pos = p/100·(n−1),

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The compose rig (issue 7 item 7, docs/DEPLOY.md): builds deploy/Dockerfile
+# The compose rig (docs/DEPLOY.md): builds deploy/Dockerfile
 # with podman on a local Debian 12 base image, makes keys with
 # deploy/make-keys.sh, runs deploy/docker-compose.yml with podman-compose
 # (coordinator, 2 workers over CurveZMQ, the sim server), and checks that the

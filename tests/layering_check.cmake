@@ -1,5 +1,5 @@
-# The folder rules of docs/DESIGN.md ("Folders", "Composition root (issue
-# 7)"), checked on every #include of the source tree. Run as
+# The folder rules of docs/DESIGN.md ("Layout and dependency direction",
+# "Composition root"), checked on every #include of the source tree. Run as
 #   cmake -DSOURCE_DIR=<repo> -P tests/layering_check.cmake
 # (ctest: layering_check). Fails, listing every offending line, when
 #  1. a folder includes one it must not depend on:
@@ -11,7 +11,7 @@
 #       app/         -> everything (the composition root)
 #     (tests/ and bench/ may include any folder);
 #  2. a file outside client/, worker/http/, simserver/ and
-#     coordinator/metrics_http/ (the live metrics' endpoint, issue 10 item 7)
+#     coordinator/metrics_http/ (the live metrics' endpoint)
 #     (and their tests, tests/client/, tests/worker/http/, tests/simserver/,
 #     tests/coordinator/metrics_http/) includes Boost.Beast;
 #  3. a file outside common/ (and tests/common/) includes zmq.hpp or zmq.h.

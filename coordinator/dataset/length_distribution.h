@@ -1,4 +1,4 @@
-// Per-request token lengths of the synthetic dataset (SPEC R-MET-3): fixed,
+// Per-request token lengths of the synthetic dataset (R-MET-3): fixed,
 // uniform, gaussian or zipf around a configured length. Draws come from a
 // Boost.Random engine the caller owns, so the stream is the same on every
 // platform and compiler (as R-RNG asks of the schedule).

@@ -1,4 +1,4 @@
-// A tiny HTTP server for the live metrics (issue 10 item 7; docs/METRICS.md):
+// A tiny HTTP server for the live metrics (docs/METRICS.md):
 // GET /metrics answers 200 with whatever `render` returns, as the Prometheus
 // text format 0.0.4; any other path 404, any other method 405. One Asio
 // thread; requests are bounded (8 KiB of headers, no body); keep-alive is

@@ -1,4 +1,4 @@
-// Browser test of the two RPS distribution pages (SPEC R-PLOT-2..7,
+// Browser test of the two RPS distribution pages (R-PLOT-2..7,
 // R-ACT-3..5): opens them from disk in Debian's chromium through
 // playwright-core and checks what a user sees.
 //
@@ -160,7 +160,7 @@ async function checkTable(page) {
   });
 }
 
-// The run context block above the charts (issue 8): every field there, none
+// The run context block above the charts: every field there, none
 // empty, the server without credentials; the same block on both pages.
 const CONTEXT_LABELS = [
   'Model',
@@ -310,12 +310,12 @@ describe('actual page', () => {
     await page.close();
   });
 
-  // Issue 7: a worker lost mid-run is a red vertical line on the time axes
+  // A worker lost mid-run is a red vertical line on the time axes
   // (Time vs RPS, Achieved vs Intended Rate) with a label naming the worker
   // and the counts, drawn by plotly, and the sentence in the list above the
   // charts. The pages' JSON says how many losses to expect (run events); the
   // sample page has one.
-  // Issue 10 item 3: TTFT and E2EL from actual vs from planned send, a small
+  // TTFT and E2EL from actual vs from planned send, a small
   // table between the run context and the charts; its cells are the
   // stats.latency numbers in ms. The sample page's numbers are fixed.
   test('the latency table shows TTFT and E2EL from actual vs from planned send', async () => {

@@ -1,4 +1,4 @@
-// Failure kinds (issue 10 item 6): the enum is the kind; older details files
+// Failure kinds: the enum is the kind; older details files
 // without it get the kind from their error text's prefix.
 #include "common/failure_kind.h"
 

@@ -1,4 +1,4 @@
-// RaiseOpenFileLimit (issue 9 item 1): the soft limit ends at the hard one,
+// RaiseOpenFileLimit: the soft limit ends at the hard one,
 // and a lowered soft limit is raised back.
 #include "common/fd_limit.h"
 
@@ -31,8 +31,8 @@ TEST(FdLimitTest, SoftLimitIsRaisedToTheHardOne) {
   EXPECT_EQ(limit->now, r.rlim_max);
 }
 
-// The per-process connection capacity and the plan check (issue 9 item 1:
-// "a clear message when the plan cannot fit").
+// The per-process connection capacity and the plan check (a
+// clear message when the plan cannot fit).
 TEST(FdLimitTest, CapacityAndWhetherThePlanFits) {
   EXPECT_EQ(DescriptorCapacity(1024), 960u);
   EXPECT_EQ(DescriptorCapacity(65), 1u);  // never 0

@@ -1,4 +1,4 @@
-// RateLimitedLog on simulated time (issue 9 item 1): a kind writes at most
+// RateLimitedLog on simulated time: a kind writes at most
 // one line per interval, the next line carries the count of the ones it
 // stood for, kinds are independent, and Flush writes what is pending.
 #include "common/rate_limited_log.h"

@@ -1,7 +1,6 @@
 // The statistics module (common/stats.h): exact numpy-"linear" percentiles,
 // and StreamingStats — exact up to its limit, then a log-linear histogram
-// within kStreamingRelativeError, mergeable (R-MET-2; issue 9 item 3,
-// issue 10 item 6).
+// within kStreamingRelativeError, mergeable (R-MET-2).
 #include "common/stats.h"
 
 #include <gtest/gtest.h>
@@ -200,7 +199,7 @@ TEST(StreamingStatsTest, ValuesOutsideTheRangeClampToMinAndMax) {
   EXPECT_NEAR(s.Percentile(50), 1.0, kStreamingRelativeError);
 }
 
-// Prometheus-style buckets for the live metrics (issue 10 item 7): a value
+// Prometheus-style buckets for the live metrics: a value
 // counts in the first bucket whose bound is >= it ("le").
 TEST(BucketCountsTest, LessOrEqualBucketsCumulativeCountAndSum) {
   BucketCounts b({0.1, 1, 10});

@@ -1,6 +1,6 @@
 // common/utf8: outside text made valid UTF-8 before it enters a proto string
-// (issue 8 item 1: a raw 0xFF byte in a server's chunk must not make the
-// record batch that carries it undecodable).
+// (a raw 0xFF byte in a server's chunk must not make the record batch that
+// carries it undecodable).
 #include "common/utf8.h"
 
 #include <gtest/gtest.h>

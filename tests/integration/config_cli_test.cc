@@ -1,4 +1,4 @@
-// The configuration at the command line, end to end (issue 8 items 4 and 7):
+// The configuration at the command line, end to end:
 // run_config.json given back to --config reproduces the plan byte for byte,
 // configurations that would burst by accident exit 2 and send nothing, and
 // large plans check their folder first and show an estimate and progress.
@@ -35,9 +35,9 @@ TEST(ConfigRoundTripTest, PlanFromRunConfigJsonIsByteForByteTheSame) {
       "traffic_cfg:\n  burstiness: 2\n  ramp_up_strategy: exponential\n  ramp_up_start_rps: 0.5\n"
       "  ramp_up_end_rps: 40\nnum_prompts: 500\nseed: 123456789012\nmodel: org/m\n"
       "random_len_dist: zipf\nrandom_zipf_s: 1.2\ngoodput: {ttft_ms: 25}\n",
-      // Issue 11 item 7: YAML's .inf is instant mode, saved as "inf".
+      // YAML's .inf is instant mode, saved as "inf".
       "request_rate: .inf\nnum_prompts: 300\nmax_concurrency: 4\n",
-      // Issue 11 item 6: a range ratio alone is the uniform distribution.
+      // A range ratio alone is the uniform distribution.
       "request_rate: 5\nnum_prompts: 300\nrandom_input_len: 64\nrandom_range_ratio: 0.25\n",
   };
   int k = 0;
@@ -93,7 +93,7 @@ TEST(ConfigRoundTripTest, RunFromRunConfigJsonReproducesThePlan) {
   EXPECT_EQ(report.exit_code, 0) << report.output;
 }
 
-// Issue 8 item 4, the two inputs: exit 2, the fields named, nothing written.
+// The two accidental-burst inputs: exit 2, the fields named, nothing written.
 TEST(AccidentalBurstTest, InactiveRampAndCollapsedPlanExitTwoAndWriteNothing) {
   const fs::path out = FreshDir("surge_cfg_burst");
   const Result ramp = RunSurge(
@@ -147,12 +147,12 @@ TEST(ConfigWarningsCliTest, ModelNameAndDoubledV1) {
   EXPECT_THAT(extra.output, HasSubstr("must not set \"model\""));
 }
 
-// Issue 11 items 6 and 7 at the command line: `--request-rate inf` (was exit
-// 2) is instant mode, saved as "inf"; a range ratio alone names the uniform
-// distribution (was: equal prompts, no word), one contradicting the named
+// At the command line: `--request-rate inf` is instant mode, saved as "inf";
+// a range ratio alone names the uniform distribution (not equal prompts
+// without a word), one contradicting the named
 // distribution exits 2; an ignored option is warned about and not saved.
 TEST(ConfigWarningsCliTest, InfiniteRateImpliedDistributionAndIgnoredOptions) {
-  const fs::path out = FreshDir("surge_cfg_issue11");
+  const fs::path out = FreshDir("surge_cfg_warnings");
   const Result inf = RunSurge(
       "plan --request-rate inf --max-concurrency 2 --num-prompts 6 --output-dir " + out.string());
   ASSERT_EQ(inf.exit_code, 0) << inf.output;

@@ -1,4 +1,4 @@
-// End-to-end request semantics through the real binary (issue 4): every
+// End-to-end request semantics through the real binary: every
 // sim-server fault kind ends as exactly one record with the right status and
 // reason; an all-503 run still writes everything; an https target with a
 // certificate the test makes itself; trace replay of the production trace.
@@ -121,12 +121,12 @@ TEST(LlmEndToEndTest, AllServiceUnavailableStillWritesEverything) {
   }
 }
 
-// Issue 8 items 1, 2 and 6(a) through the real processes (coordinator and a
-// worker process talking protobuf over ZeroMQ), against a scripted server
-// with no usage in its answers: the 3rd answer carries a raw 0xFF byte in a
-// chunk, the 4th ends cleanly without [DONE] or finish_reason. Before the
-// fix the raw byte made the coordinator drop the whole record batch and the
-// run stayed "draining" until killed. Now: every record arrives, the bad one
+// Outside text and unusual answers through the real processes (coordinator
+// and a worker process talking protobuf over ZeroMQ), against a scripted
+// server with no usage in its answers: the 3rd answer carries a raw 0xFF byte
+// in a chunk, the 4th ends cleanly without [DONE] or finish_reason. The raw
+// byte must not cost the coordinator the whole record batch (the run would
+// stay "draining" until killed): every record arrives, the bad one
 // is failed bad_chunk (error text valid UTF-8), the cut one
 // incomplete_stream, and the summary says the token counts are estimates.
 TEST(LlmEndToEndTest, ServerBytesNeverBreakTheRunAndCutStreamsFail) {
@@ -198,7 +198,7 @@ TEST(LlmEndToEndTest, HttpsTargetWithTheTestsOwnCertificate) {
   const std::string& port = server.port;
   const std::string url = "https://127.0.0.1:" + port;
   // Without the CA the certificate is refused: the pre-flight check says so
-  // at once (issue 8 item 5), names TLS, and nothing is sent.
+  // at once, names TLS, and nothing is sent.
   const Result refused = RunSurge("run --num-prompts 2 --request-rate 10 --workers 1 --model m "
                                   "--random-input-len 8 --random-output-len 2 --base-url " + url +
                                   " --output-dir " + (dir / "refused").string());
@@ -217,7 +217,7 @@ TEST(LlmEndToEndTest, HttpsTargetWithTheTestsOwnCertificate) {
   EXPECT_EQ(report.ok, 40u);
 }
 
-// Issue 4: replay of the first 500 production requests at 1/100 of their
+// Replay of the first 500 production requests at 1/100 of their
 // time sends each within 5 ms of its scaled timestamp (median).
 TEST(LlmEndToEndTest, TraceReplayFollowsTheScaledTimestamps) {
   const fs::path out = FreshDir("surge_llm_replay");

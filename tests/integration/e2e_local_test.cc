@@ -60,7 +60,7 @@ TEST(EndToEndTest, TwoWorkersAgainstBuiltInServer) {
   while (std::getline(details, line)) workers.insert(nlohmann::json::parse(line)["worker"].get<int>());
   EXPECT_EQ(workers, (std::set<int>{0, 1}));
 
-  // Issue 8, item 8: distinct titles with units and the run context on both
+  // Distinct titles with units and the run context on both
   // pages.
   for (const char* name : {"synthetic_rps_distribution_plot.html",
                            "synthetic_rps_distribution_plot_with_actual_rps.html"}) {
@@ -81,7 +81,7 @@ TEST(EndToEndTest, TwoWorkersAgainstBuiltInServer) {
   EXPECT_TRUE(report.summary["run"]["surge_version"].is_string());
 }
 
-// Issue 7 item 3 (R-DIST-3): --assign least-loaded runs to the end through
+// R-DIST-3: --assign least-loaded runs to the end through
 // the binary, every request has one record, every worker took a share (equal
 // loads rotate), and the choice is in run_config.json, the summary's run
 // block and the pages.
@@ -127,9 +127,7 @@ TEST(EndToEndTest, ExternalServerAndBadConfigsSendNothing) {
   // An external sim server, as a real vLLM/SGLang target would be.
   const fs::path log = fs::path(::testing::TempDir()) / "sim_server.log";
   const SimServerProcess server = StartSimServerProcess({"--ttft-ms", "2", "--itl-ms", "1"}, log);
-  ASSERT_GT(server.pid, 0);
-  if (server.port.empty()) StopProcess(server.pid);
-  ASSERT_FALSE(server.port.empty()) << "sim server did not start";
+  ASSERT_TRUE(SimServerUp(server));
   const std::string& port = server.port;
   const std::string url = "http://127.0.0.1:" + port;
 
@@ -151,7 +149,7 @@ TEST(EndToEndTest, ExternalServerAndBadConfigsSendNothing) {
   const Result bad_flag = RunSurge("run --burstiness -1 --base-url " + url);
   EXPECT_EQ(bad_flag.exit_code, 2);
   EXPECT_THAT(bad_flag.output, HasSubstr("traffic_cfg.burstiness = -1"));
-  // Issue 11 item 1: several answers per request (n = 2) are refused at
+  // Several answers per request (n = 2) are refused at
   // start, before anything is sent (the server's count below says so).
   const fs::path n2_out = FreshDir("surge_e2e_n2");
   const Result n2 = RunSurge("run --extra-body '{\"n\":2}' --num-prompts 4 --base-url " + url +
@@ -194,7 +192,7 @@ TEST(EndToEndTest, PlanSendsNothingAndInstantModeWritesNoExpectedPage) {
   ASSERT_EQ(instant.exit_code, 0) << instant.output;
   const fs::path f2 = ResultsFolder(instant.output);
   EXPECT_FALSE(fs::exists(f2 / "synthetic_rps_distribution_plot.html"));  // R-PLOT-0
-  // … and says why (issue 8, item 8), in `surge run` and `surge plan`.
+  // … and says why, in `surge run` and `surge plan`.
   const std::string why =
       "no expected page is written because the target rate 0 RPS is below 0.1 (instant mode, "
       "R-PLOT-0";
@@ -207,7 +205,7 @@ TEST(EndToEndTest, PlanSendsNothingAndInstantModeWritesNoExpectedPage) {
   EXPECT_TRUE(report.problems.empty()) << report.Describe();
   EXPECT_EQ(report.ok, 20u);
 
-  // One request: no rate from one point (issue 8, item 8): "n/a" on the
+  // One request: no rate from one point: "n/a" on the
   // console, null in the summary, no EWMA or rate line on the pages.
   const fs::path out3 = FreshDir("surge_e2e_one");
   const Result one = RunSurge(
@@ -303,7 +301,7 @@ TEST(EndToEndTest, InterruptLeavesEverythingReadableAndReportRebuildsIt) {
   EXPECT_THAT(wrong.output, HasSubstr("no {dataset}_plan.csv"));
 }
 
-// Issue 8 item 3: against a server whose answers take 4 s, Ctrl-C and Ctrl-C
+// Against a server whose answers take 4 s, Ctrl-C and Ctrl-C
 // again 1 s later: exit 130 within about a second of the second one; the
 // requests on the wire are `interrupted` with their send time, the
 // never-released ones `not_sent`; the summary counts match the records and
@@ -314,9 +312,7 @@ TEST(EndToEndTest, SecondInterruptCutsOffInflightRequestsAndKeepsWhatIsKnown) {
   fs::create_directories(dir);
   const SimServerProcess server =
       StartSimServerProcess({"--ttft-ms", "4000", "--itl-ms", "1"}, dir / "server.log");
-  ASSERT_GT(server.pid, 0);
-  if (server.port.empty()) StopProcess(server.pid);
-  ASSERT_FALSE(server.port.empty()) << "sim server did not start";
+  ASSERT_TRUE(SimServerUp(server));
   const fs::path log = dir / "run.log";
   const pid_t pid = SpawnSurge(
       {"run", "--base-url", "http://127.0.0.1:" + server.port, "--model", "m", "--num-prompts",
@@ -402,7 +398,7 @@ TEST(EndToEndTest, SecondInterruptCutsOffInflightRequestsAndKeepsWhatIsKnown) {
               HasSubstr("<p id=\"surge-note\">Run " + s["run"]["stop_reason"].get<std::string>()));
 }
 
-// Issue 8 item 5: a target that does not accept connections fails at once
+// R-UI-5: a target that does not accept connections fails at once
 // (exit 1, nothing sent, no run folder) even with --model given; one that
 // answers 404 at /v1/models is fine (that is not a connect failure).
 TEST(EndToEndTest, UnreachableTargetFailsFastEvenWithModelGiven) {
@@ -432,7 +428,7 @@ TEST(EndToEndTest, UnreachableTargetFailsFastEvenWithModelGiven) {
   EXPECT_FALSE(fs::exists(out));
 }
 
-// Issue 8 item 5: --workers far beyond the cores is capped with a warning
+// --workers far beyond the cores is capped with a warning
 // (at 4 per core, and at the number of requests), and the run is clean.
 TEST(EndToEndTest, TooManyWorkersAreCappedWithAWarning) {
   const fs::path out = FreshDir("surge_e2e_workers_cap");
@@ -455,7 +451,7 @@ TEST(EndToEndTest, TooManyWorkersAreCappedWithAWarning) {
   EXPECT_EQ(report.summary["run"]["stop_reason"], "completed");
 }
 
-// Issue 8 item 5: a worker that dies holding requests makes them `lost`;
+// A worker that dies holding requests makes them `lost`;
 // the console says how many workers were lost and the run exits 1 (its
 // numbers are incomplete), with every file written.
 TEST(EndToEndTest, LostRequestsAreReportedAndExitOne) {
@@ -463,9 +459,7 @@ TEST(EndToEndTest, LostRequestsAreReportedAndExitOne) {
   fs::create_directories(dir);
   const SimServerProcess server =
       StartSimServerProcess({"--ttft-ms", "1500", "--itl-ms", "1"}, dir / "server.log");
-  ASSERT_GT(server.pid, 0);
-  if (server.port.empty()) StopProcess(server.pid);
-  ASSERT_FALSE(server.port.empty()) << "sim server did not start";
+  ASSERT_TRUE(SimServerUp(server));
   const fs::path log = dir / "run.log";
   const pid_t pid = SpawnSurge(
       {"run", "--base-url", "http://127.0.0.1:" + server.port, "--model", "m", "--num-prompts",
@@ -513,7 +507,7 @@ TEST(EndToEndTest, LostRequestsAreReportedAndExitOne) {
                                 std::to_string(s["run"]["reassigned"].get<int>()) +
                                 ", send_unknown: " + std::to_string(lost)));
   EXPECT_THAT(output, HasSubstr(std::to_string(lost) + " requests are lost"));
-  // Issue 7: the loss itself, with when, why and the three-way split, in the
+  // The loss itself, with when, why and the three-way split, in the
   // summary, under the table and on the actual page (nothing else in this
   // run ends lost or not sent).
   ASSERT_EQ(s["run"]["worker_losses"].size(), 1u) << s["run"].dump();

@@ -1,4 +1,4 @@
-// `surge keygen` through the real binary (issue 7 item 5): the two files,
+// `surge keygen` through the real binary: the two files,
 // their format and modes, the printed lines (the public key, never the
 // secret one), refusal to overwrite, and errors with their exit codes.
 #include <gmock/gmock.h>

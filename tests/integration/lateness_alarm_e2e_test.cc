@@ -1,4 +1,4 @@
-// The lateness alarm through the real binary (issue 9 item 1), bounded:
+// The lateness alarm through the real binary, bounded:
 // an overload run (20,000 RPS against the built-in server on this machine)
 // alarms, names a worker and a cause, and --stop-on-alarm ends it with
 // every file written and exit 3; a light run keeps its schedule and never

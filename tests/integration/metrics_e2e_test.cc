@@ -1,4 +1,4 @@
-// Live metrics through the real binary (issue 10 item 7): `surge run` on the
+// Live metrics through the real binary: `surge run` on the
 // built-in server with --metrics-port on a free loopback port is scraped
 // during the run; counters never decrease, the run's target rate shows, and
 // the final exposition (written beside the summary) agrees with the

@@ -1,4 +1,4 @@
-// A real multi-host run (issue 7 item 6, R-DIST-1/3/5/6/7): the coordinator,
+// A real multi-host run (R-DIST-1/3/5/6/7): the coordinator,
 // the workers and the sim server each in their own Linux network namespace
 // with their own address in 10.231.0.0/24, joined by veth pairs on a bridge
 // that lives in a namespace of its own, so they talk real TCP and nothing
@@ -306,7 +306,7 @@ class NetnsTest : public ::testing::Test {
   void SetUp() override {
     std::string why;
     if (!lab_.Init(&why)) {
-      // Issue 7 item 6: CI runs as root and must run these cases; only
+      // CI runs as root and must run these cases; only
       // elsewhere is a missing capability a reason to skip.
       const char* ci = std::getenv("CI");
       if (ci != nullptr && std::string(ci) == "true") {
@@ -534,7 +534,7 @@ class NetnsTest : public ::testing::Test {
     const RunFolderReport report = CheckRunFolder(r.folder, "synthetic");
     EXPECT_EQ(report.summary["run"].value("workers_lost", 0), 1);
     EXPECT_GT(report.summary["run"].value("reassigned", 0), 0);
-    // Issue 7: the takeover is on the pages: one loss event for the
+    // The takeover is on the pages: one loss event for the
     // disturbed worker with the counts, a line under the summary and a red
     // line with its label on the actual page. Its index at the coordinator
     // is the join order, read from the console's "worker k connected (pid P)".
@@ -669,7 +669,7 @@ TEST_F(NetnsTest, WorkerCutOffByLinkDownIsTreatedAsDead) {
   EXPECT_THAT(r.worker_logs[1], HasSubstr("coordinator lost"));
 }
 
-// Issue 7 "Done when": four workers, 20,000 requests at 500 RPS, worker 1
+// The takeover at scale: four workers, 20,000 requests at 500 RPS, worker 1
 // killed at ~40%: every request accounted for (one record each, nothing
 // read by the server twice), and the survivors keep the schedule after the
 // takeover (send lateness p99 < 50 ms over the requests planned from the

@@ -1,5 +1,5 @@
-// Exact replay and the late-send policy through the real binary (issue 10
-// items 4 and 5; docs/REPLAY.md, docs/DESIGN.md "Late-send policy"). Two
+// Exact replay and the late-send policy through the real binary
+// (docs/REPLAY.md, docs/DESIGN.md "Late-send policy"). Two
 // simulated servers on 127.0.0.1 log every request they read, with a
 // fingerprint of its body; a run against the first, then `surge run
 // --plan-file` of that run's plan against the second, must send the same

@@ -1,5 +1,5 @@
 // The coordinator and worker roles through the real binary on 127.0.0.1
-// (issue 7 item 1, R-DIST-1): workers started before their coordinator join
+// (R-DIST-1): workers started before their coordinator join
 // when it comes up; the run starts when --expect-workers are ready and
 // every request has one record; a worker that comes after the start is told
 // so and exits 0; without workers the coordinator ends at --join-timeout
@@ -149,7 +149,7 @@ TEST(RolesTest, CurveKeysCarryTheSameRun) {
   EXPECT_EQ(report.ok, 60u);
 }
 
-// Issue 7 item 4: SIGTERM to the coordinator (`docker stop`, an eviction)
+// SIGTERM to the coordinator (`docker stop`, an eviction)
 // stops new sends, drains, writes every record and exits 143; its worker
 // is told to stop and exits 0.
 TEST(RolesTest, CoordinatorSigtermDrainsWritesAndExits143) {

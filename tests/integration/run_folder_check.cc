@@ -68,7 +68,7 @@ RunFolderReport CheckRunFolder(const fs::path& folder, const std::string& datase
   }
   const coordinator::ResolvedTraffic traffic = coordinator::ResolveTraffic(run);
 
-  // Plan CSV against SPEC §3.
+  // Plan CSV against the schedule rules (R-RATE, R-CUM, R-NORM, R-ANOM, R-OUT-2).
   std::ifstream csv(folder / (dataset + "_plan.csv"));
   std::string line;
   std::getline(csv, line);
@@ -132,7 +132,7 @@ RunFolderReport CheckRunFolder(const fs::path& folder, const std::string& datase
         std::fabs(r["planned_offset_s"].get<double>() - offsets[index]) > 1e-6) {
       problem(absl::StrCat("index ", index, ": planned_offset_s differs from the plan"));
     }
-    // Issue 10 item 3: from the planned send = the measured latency + the
+    // From the planned send = the measured latency + the
     // request's lateness (to the ns), only for a sent request with that metric.
     for (const char* metric : {"ttft", "e2el"}) {
       const nlohmann::json& planned = r[absl::StrCat(metric, "_from_planned_s")];

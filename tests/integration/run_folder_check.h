@@ -1,4 +1,4 @@
-// Checks a finished run folder against SPEC: the plan CSV satisfies §3
+// Checks a finished run folder: the plan CSV satisfies the schedule rules
 // (rates, cumulative offsets, normalization, classes), the details hold
 // exactly one record per planned request, and the summary's achieved and
 // intended rates are those of R-MET-2. Used by the integration tests and by

@@ -1,4 +1,4 @@
-// API keys never appear in logs or output files (R-REQ-1, issue 7 item 5):
+// API keys never appear in logs or output files (R-REQ-1):
 // a distinctive key is planted through --api-key-file and through
 // $OPENAI_API_KEY, `surge run` runs with debug logging, and every file the
 // run wrote and the whole console output are searched for it. The key only

@@ -18,6 +18,7 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace surge::testing {
@@ -28,6 +29,17 @@ struct Result {
   int exit_code;
   std::string output;
 };
+
+// In a forked child: replaces the process with `surge <args>` (argv[0] is
+// the binary's path); exits 127 when the exec fails.
+[[noreturn]] inline void ExecSurge(std::vector<std::string> args) {
+  args.insert(args.begin(), kSurge);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  execv(kSurge.c_str(), argv.data());
+  _exit(127);
+}
 
 // Runs `surge <args>` through the shell, killed after `timeout_s`; returns
 // its exit code and combined stdout/stderr.
@@ -76,13 +88,9 @@ inline SimServerProcess StartSimServerProcess(const std::vector<std::string>& ar
     // Goes with the test process, also when ctest kills it at its timeout.
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (freopen(log.c_str(), "w", stdout) == nullptr) _exit(126);
-    std::vector<std::string> all = {kSurge, "sim-server", "--port", "0"};
+    std::vector<std::string> all = {"sim-server", "--port", "0"};
     all.insert(all.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : all) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(kSurge.c_str(), argv.data());
-    _exit(127);
+    ExecSurge(std::move(all));
   }
   const std::regex listening("127\\.0\\.0\\.1:(\\d+)");
   for (int i = 0; i < 200 && server.pid > 0 && server.port.empty(); ++i) {
@@ -115,13 +123,7 @@ inline pid_t SpawnSurge(const std::vector<std::string>& args, const std::filesys
     // One open file for both streams, so neither overwrites the other.
     if (freopen(log.c_str(), "w", stdout) == nullptr) _exit(126);
     if (dup2(fileno(stdout), fileno(stderr)) < 0) _exit(126);
-    std::vector<std::string> all = {kSurge};
-    all.insert(all.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : all) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(kSurge.c_str(), argv.data());
-    _exit(127);
+    ExecSurge(args);
   }
   return pid;
 }
@@ -194,6 +196,17 @@ inline void StopProcess(pid_t pid) {
   kill(pid, SIGINT);
   int status = 0;
   waitpid(pid, &status, 0);
+}
+
+// Whether `server` started: forked and listening. One that was forked but
+// printed no port is stopped. Use as ASSERT_TRUE(SimServerUp(server)).
+inline ::testing::AssertionResult SimServerUp(const SimServerProcess& server) {
+  if (server.pid <= 0) return ::testing::AssertionFailure() << "sim server was not forked";
+  if (server.port.empty()) {
+    StopProcess(server.pid);
+    return ::testing::AssertionFailure() << "sim server did not start";
+  }
+  return ::testing::AssertionSuccess();
 }
 
 }  // namespace surge::testing

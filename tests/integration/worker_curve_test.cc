@@ -1,4 +1,4 @@
-// `surge worker` with CurveZMQ flags (issue 7 item 5; docs/SECURITY.md): the
+// `surge worker` with CurveZMQ flags (docs/SECURITY.md): the
 // real worker binary against a CURVE coordinator socket made by the test on
 // 127.0.0.1. An allowed worker's Hello arrives and it obeys a Reject; a
 // worker whose key is not allowed gets nothing through; the flag rule and
@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <thread>
+#include <utility>
 
 #include "common/zmq_transport.h"
 #include "tests/integration/surge_process.h"
@@ -30,13 +31,9 @@ class WorkerProcess {
     pid_ = fork();
     if (pid_ == 0) {
       if (freopen(log.c_str(), "w", stderr) == nullptr) _exit(126);
-      std::vector<std::string> all = {kSurge, "worker"};
+      std::vector<std::string> all = {"worker"};
       all.insert(all.end(), args.begin(), args.end());
-      std::vector<char*> argv;
-      for (auto& a : all) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(kSurge.c_str(), argv.data());
-      _exit(127);
+      ExecSurge(std::move(all));
     }
   }
   ~WorkerProcess() {

@@ -186,9 +186,9 @@ TEST(DatasetConfigTest, BadFlagsAreFieldNamedConfigErrors) {
   }
 }
 
-// Issue 11 item 6: `--random-input-len 64 --random-range-ratio 0.25` without
-// --random-len-dist gave every prompt 64 tokens, silently. A distribution's
-// parameter given alone now names it (vLLM's rule for the range ratio), and
+// `--random-input-len 64 --random-range-ratio 0.25` without --random-len-dist
+// is not silently 64 tokens for every prompt: a distribution's parameter
+// given alone names it (vLLM's rule for the range ratio), and
 // run_config.json says so; the same from a YAML file.
 TEST(ImpliedOptionsTest, ARangeRatioAloneMeansUniform) {
   auto c = FromFlags("--random-input-len 64 --random-range-ratio 0.25");
@@ -253,9 +253,9 @@ TEST(ImpliedOptionsTest, AParameterOfAnotherDistributionIsAnError) {
   }
 }
 
-// Issue 11 item 7: `--request-rate inf` (vLLM's all at once) was exit 2. It
-// is instant mode, alone or with --max-concurrency (vLLM's closed loop),
-// from a flag or YAML (inf, .inf), saved as "inf" and read back.
+// `--request-rate inf` (vLLM's all at once) is instant mode, alone or with
+// --max-concurrency (vLLM's closed loop), from a flag or YAML (inf, .inf),
+// saved as "inf" and read back.
 TEST(InfiniteRateTest, InfIsAcceptedSavedAndReadBack) {
   auto c = FromFlags("--request-rate inf --max-concurrency 4");
   ASSERT_TRUE(c.ok()) << c.status();
@@ -285,7 +285,7 @@ TEST(InfiniteRateTest, InfIsAcceptedSavedAndReadBack) {
   }
 }
 
-// Issue 11 item 6, the same kind: options that have no effect in this run
+// Options that have no effect in this run
 // are warned (naming the flags) and left out of run_config.json.
 TEST(IgnoredOptionsTest, EachIsWarnedAndNotSaved) {
   struct Case {

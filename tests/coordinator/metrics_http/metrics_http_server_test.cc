@@ -1,4 +1,4 @@
-// The live metrics' HTTP endpoint (issue 10 item 7) on loopback: GET
+// The live metrics' HTTP endpoint on loopback: GET
 // /metrics answers the rendered text, other paths 404, other methods 405,
 // bounded requests, and a port in use is a clear error.
 #include "coordinator/metrics_http/metrics_http_server.h"
