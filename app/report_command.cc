@@ -10,7 +10,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "app/exit_codes.h"
-#include "app/run_results.h"
 #include "common/failure_kind.h"
 #include "common/log.h"
 #include "common/stats.h"
@@ -22,10 +21,12 @@
 #include "coordinator/report/run_context.h"
 #include "coordinator/results/details_json.h"
 #include "coordinator/results/run_files.h"
+#include "coordinator/results/run_results.h"
 #include "coordinator/results/summary.h"
 
 namespace surge::app {
 
+using coordinator::ActualPageInputs;
 using coordinator::DefaultRunConfig;
 using coordinator::LoadYamlConfig;
 using coordinator::PageContext;
@@ -37,6 +38,7 @@ using coordinator::ResolveTraffic;
 using coordinator::RunContextItems;
 using coordinator::RunStartFromFolder;
 using coordinator::SummaryAccumulator;
+using coordinator::WriteRunResults;
 
 namespace fs = std::filesystem;
 using surge::v1::RunConfig;

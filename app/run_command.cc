@@ -20,7 +20,6 @@
 #include "absl/strings/str_join.h"
 #include "app/exit_codes.h"
 #include "app/prepare.h"
-#include "app/run_results.h"
 #include "app/sim_server_process.h"
 #include "client/model_lister.h"
 #include "common/clock.h"
@@ -41,11 +40,13 @@
 #include "coordinator/results/live_metrics.h"
 #include "coordinator/results/progress.h"
 #include "coordinator/results/run_files.h"
+#include "coordinator/results/run_results.h"
 #include "coordinator/results/summary.h"
 #include "simserver/sim_server.h"
 
 namespace surge::app {
 
+using coordinator::ActualPageInputs;
 using coordinator::AssignPolicyKind;
 using coordinator::ClockSyncJson;
 using coordinator::DefaultRunConfig;
@@ -64,9 +65,12 @@ using coordinator::RampStrategyTitle;
 using coordinator::RecordFanOut;
 using coordinator::RedactedUrl;
 using coordinator::RemoteWorkerPool;
+using coordinator::ScheduleFactsOf;
 using coordinator::ScheduleJson;
 using coordinator::SummaryAccumulator;
+using coordinator::WorkerLossesJson;
 using coordinator::WorkerPool;
+using coordinator::WriteRunResults;
 using coordinator::WriteTextFile;
 
 namespace fs = std::filesystem;

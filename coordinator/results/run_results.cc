@@ -1,4 +1,4 @@
-#include "app/run_results.h"
+#include "coordinator/results/run_results.h"
 
 #include <algorithm>
 #include <iostream>
@@ -10,40 +10,13 @@
 #include "coordinator/report/plot_pages.h"
 #include "coordinator/report/worker_losses.h"
 
-namespace surge::app {
-
-using coordinator::ActualPlotFileName;
-using coordinator::ActualSend;
-using coordinator::ArrivalSchedule;
-using coordinator::ClockSyncText;
-using coordinator::DispatchOutcome;
-using coordinator::ExpectedPlotFileName;
-using coordinator::FinishScheduleJson;
-using coordinator::FormatSummaryTable;
-using coordinator::IntendedRateRps;
-using coordinator::PageContext;
-using coordinator::RunEvent;
-using coordinator::RunSummary;
-using coordinator::ScheduleEvents;
-using coordinator::ScheduleFacts;
-using coordinator::ScheduleSentence;
-using coordinator::SummaryToCsv;
-using coordinator::SummaryToJson;
-using coordinator::WorkerLoss;
-using coordinator::WorkerLossEvents;
-using coordinator::WorkerLossJson;
-using coordinator::WriteActualPlotPage;
-using coordinator::WriteExpectedPlotPage;
-using coordinator::WriteJsonFile;
-using coordinator::WriteTextFile;
+namespace surge::coordinator {
 
 namespace fs = std::filesystem;
 using surge::v1::RunConfig;
 
-std::vector<coordinator::LatencyView> LatencyViews(const RunSummary& s) {
-  auto p = [](const coordinator::MetricStats& m) {
-    return coordinator::LatencyPercentiles{m.p50, m.p90, m.p99};
-  };
+std::vector<LatencyView> LatencyViews(const RunSummary& s) {
+  auto p = [](const MetricStats& m) { return LatencyPercentiles{m.p50, m.p90, m.p99}; };
   return {{"TTFT", s.ttft_s.count, p(s.ttft_s), p(s.ttft_from_planned_s)},
           {"E2EL", s.e2el_s.count, p(s.e2el_s), p(s.e2el_from_planned_s)}};
 }
@@ -55,7 +28,7 @@ void WriteRunResults(const fs::path& folder, const std::string& dataset,
   // The plan's rate, also when the run stopped early or fell behind
   // (R-MET-2): from the plan itself, not from the records that came back.
   summary.intended_rate_rps = IntendedRateRps(plan.offset_s);
-  // Issue 9 item 1: whether the schedule was kept, with the run's p99.
+  // Whether the schedule was kept, with the run's p99.
   nlohmann::json context = context_in;
   if (context.contains("schedule")) {
     FinishScheduleJson(context["schedule"], summary.lateness_s.p99);
@@ -140,12 +113,12 @@ ScheduleFacts ScheduleFactsOf(const absl::StatusOr<DispatchOutcome>& outcome,
   f.judged = config.lateness_alarm_ms() > 0;
   f.lateness_alarm_ms = config.lateness_alarm_ms();
   if (!outcome.ok()) return f;
-  const coordinator::ScheduleVerdict& v = outcome->schedule;
+  const ScheduleVerdict& v = outcome->schedule;
   if (!v.kept) {
     f.fell_behind_at_s = std::max(0.0, NanosToSeconds(v.fell_behind_at_ns));
     f.worker = v.worker;
     f.lateness_ms = static_cast<double>(v.lateness_ns) / 1e6;
-    f.cause = std::string(coordinator::LatenessCauseKey(v.diagnosis.cause));
+    f.cause = std::string(LatenessCauseKey(v.diagnosis.cause));
     f.cause_text = v.diagnosis.text;
   }
   f.worst_window_p99_ms = static_cast<double>(v.worst_p99_ns) / 1e6;
@@ -165,4 +138,4 @@ nlohmann::json WorkerLossesJson(const absl::StatusOr<DispatchOutcome>& outcome) 
   return out;
 }
 
-}  // namespace surge::app
+}  // namespace surge::coordinator

@@ -1,8 +1,9 @@
-// The end of `surge run` and all of `surge report`: the actual page's inputs
-// collected from the records, and the summary JSON, CSV, printed table and
-// both pages written from them.
-#ifndef SURGE_APP_RUN_RESULTS_H_
-#define SURGE_APP_RUN_RESULTS_H_
+// The end of every run, shared by `surge run` and `surge report`: the actual
+// page's inputs collected from the records, the run's facts from the
+// dispatcher's outcome, and the summary JSON, CSV, printed table and both
+// pages written from them.
+#ifndef SURGE_COORDINATOR_RESULTS_RUN_RESULTS_H_
+#define SURGE_COORDINATOR_RESULTS_RUN_RESULTS_H_
 
 #include <cstdint>
 #include <filesystem>
@@ -21,42 +22,41 @@
 #include "surge/v1/config.pb.h"
 #include "surge/v1/record.pb.h"
 
-namespace surge::app {
+namespace surge::coordinator {
 
 // TTFT and E2EL from actual vs from planned send, for the actual page's
 // latency table: the summary's numbers (the page computes none).
-std::vector<coordinator::LatencyView> LatencyViews(const coordinator::RunSummary& s);
+std::vector<LatencyView> LatencyViews(const RunSummary& s);
 
 // The actual page's inputs, collected as records arrive (a sink): the (plan
 // index, actual send offset) of each sent request — 16 bytes per request,
 // not the records themselves — and the late-send policy's marks
 // (docs/DESIGN.md "Late-send policy").
-class ActualPageInputs : public coordinator::RecordSink {
+class ActualPageInputs : public RecordSink {
  public:
   explicit ActualPageInputs(uint64_t plan_size) : plan_size_(plan_size) {
     sends_.reserve(plan_size);
   }
   void Add(const surge::v1::RequestRecord& r) override {
     if (r.sent() && r.index() < plan_size_) {
-      sends_.push_back(coordinator::ActualSend{r.index(), NanosToSeconds(r.sent_ns())});
+      sends_.push_back(ActualSend{r.index(), NanosToSeconds(r.sent_ns())});
     }
     const double when_s = NanosToSeconds(r.sent() ? r.sent_ns() : r.released_ns());
     if (r.status() == surge::v1::SKIPPED) {
-      late_marks_.push_back(
-          {r.index(), coordinator::LateMark::Kind::kSkipped, NanosToSeconds(r.planned_ns())});
+      late_marks_.push_back({r.index(), LateMark::Kind::kSkipped, NanosToSeconds(r.planned_ns())});
     }
-    if (r.late()) late_marks_.push_back({r.index(), coordinator::LateMark::Kind::kLate, when_s});
+    if (r.late()) late_marks_.push_back({r.index(), LateMark::Kind::kLate, when_s});
     if (r.catch_up_delay_ns() > 0) {
-      late_marks_.push_back({r.index(), coordinator::LateMark::Kind::kDelayed, when_s});
+      late_marks_.push_back({r.index(), LateMark::Kind::kDelayed, when_s});
     }
   }
-  const std::vector<coordinator::ActualSend>& sends() const { return sends_; }
-  const std::vector<coordinator::LateMark>& late_marks() const { return late_marks_; }
+  const std::vector<ActualSend>& sends() const { return sends_; }
+  const std::vector<LateMark>& late_marks() const { return late_marks_; }
 
  private:
   uint64_t plan_size_;
-  std::vector<coordinator::ActualSend> sends_;
-  std::vector<coordinator::LateMark> late_marks_;
+  std::vector<ActualSend> sends_;
+  std::vector<LateMark> late_marks_;
 };
 
 // The summary JSON, the printed table and the actual page: the end of
@@ -70,18 +70,16 @@ class ActualPageInputs : public coordinator::RecordSink {
 // lost worker ("worker_losses": a line under the table, a red line on the
 // actual page's time axes).
 void WriteRunResults(const std::filesystem::path& folder, const std::string& dataset,
-                     const coordinator::ArrivalSchedule& plan, coordinator::RunSummary summary,
-                     const ActualPageInputs& page, const nlohmann::json& context_in,
-                     const coordinator::PageContext& page_context);
+                     const ArrivalSchedule& plan, RunSummary summary, const ActualPageInputs& page,
+                     const nlohmann::json& context_in, const PageContext& page_context);
 
 // The lateness monitor's verdict as report facts (run.schedule).
-coordinator::ScheduleFacts ScheduleFactsOf(
-    const absl::StatusOr<coordinator::DispatchOutcome>& outcome,
-    const surge::v1::RunConfig& config);
+ScheduleFacts ScheduleFactsOf(const absl::StatusOr<DispatchOutcome>& outcome,
+                              const surge::v1::RunConfig& config);
 
 // run.worker_losses: one object per lost worker (WorkerLossJson).
-nlohmann::json WorkerLossesJson(const absl::StatusOr<coordinator::DispatchOutcome>& outcome);
+nlohmann::json WorkerLossesJson(const absl::StatusOr<DispatchOutcome>& outcome);
 
-}  // namespace surge::app
+}  // namespace surge::coordinator
 
-#endif  // SURGE_APP_RUN_RESULTS_H_
+#endif  // SURGE_COORDINATOR_RESULTS_RUN_RESULTS_H_
