@@ -20,6 +20,7 @@
 #include "coordinator/plan/traffic.h"
 #include "coordinator/report/run_context.h"
 #include "coordinator/results/details_json.h"
+#include "coordinator/results/run_facts_json.h"
 #include "coordinator/results/run_files.h"
 #include "coordinator/results/run_results.h"
 #include "coordinator/results/summary.h"
@@ -36,6 +37,7 @@ using coordinator::RecordFanOut;
 using coordinator::ResolveReplayTraffic;
 using coordinator::ResolveTraffic;
 using coordinator::RunContextItems;
+using coordinator::RunFactsFromJson;
 using coordinator::RunStartFromFolder;
 using coordinator::SummaryAccumulator;
 using coordinator::WriteRunResults;
@@ -130,35 +132,36 @@ int ReportCommand(const std::string& folder_arg) {
   if (missing > 0)
     LogWarning(absl::StrCat(missing, " planned requests have no record; counted as lost"));
 
-  nlohmann::json context = nlohmann::json::object();
+  // The run's facts as its summary recorded them (none after a crash).
+  surge::v1::RunFacts facts;
   {
     std::ifstream in(folder / (dataset + ".json"));
     nlohmann::json old = nlohmann::json::parse(in, nullptr, false);
-    if (old.is_object() && old.contains("run")) context = old["run"];
+    if (old.is_object() && old.contains("run")) {
+      auto read = RunFactsFromJson(old["run"]);
+      if (read.ok()) {
+        facts = *std::move(read);
+      } else {
+        LogWarning(absl::StrCat(read.status().message(), ": its run facts are left out"));
+      }
+    }
   }
-  context["seed"] = config.seed();
-  context["dataset"] = dataset;
-  context["rebuilt_by_report"] = true;
+  facts.set_seed(config.seed());
+  facts.set_dataset(dataset);
+  facts.set_rebuilt_by_report(true);
   // The pages' context from the run folder's files: the configuration used,
   // and the start time and version the run recorded in its summary (else
   // the start from the folder's name and this surge's version).
-  std::string started_at;
-  if (context.contains("started_at") && context["started_at"].is_string()) {
-    started_at = context["started_at"].get<std::string>();
-  } else {
-    started_at = RunStartFromFolder(fs::absolute(folder, ec));
+  if (facts.started_at().empty()) {
+    facts.set_started_at(RunStartFromFolder(fs::absolute(folder, ec)));
   }
-  std::string version = kSurgeVersion;
-  if (context.contains("surge_version") && context["surge_version"].is_string()) {
-    version = context["surge_version"].get<std::string>();
-  } else {
-    context["surge_version"] = version;
-  }
-  context["started_at"] = started_at;
-  context["report_surge_version"] = kSurgeVersion;
+  if (facts.surge_version().empty()) facts.set_surge_version(kSurgeVersion);
+  facts.set_report_surge_version(kSurgeVersion);
+  const std::string& started_at = facts.started_at();
+  const std::string& version = facts.surge_version();
   const PageContext page_context = RunContextItems(config, *plan, dataset, started_at, version);
   // WriteRunResults rewrites the expected page too (rebuilt_by_report).
-  WriteRunResults(folder, dataset, *plan, summary.Finish(), page, context, page_context);
+  WriteRunResults(folder, dataset, *plan, summary.Finish(), page, facts, page_context);
   std::cout << "results: " << folder.string() << std::endl;
   return kExitOk;
 }

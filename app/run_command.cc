@@ -33,12 +33,10 @@
 #include "coordinator/dispatch/worker_pool.h"
 #include "coordinator/metrics_http/metrics_http_server.h"
 #include "coordinator/plan/traffic.h"
-#include "coordinator/report/clock_summary.h"
-#include "coordinator/report/run_context.h"
-#include "coordinator/report/schedule_verdict.h"
 #include "coordinator/results/details_json.h"
 #include "coordinator/results/live_metrics.h"
 #include "coordinator/results/progress.h"
+#include "coordinator/results/run_facts.h"
 #include "coordinator/results/run_files.h"
 #include "coordinator/results/run_results.h"
 #include "coordinator/results/summary.h"
@@ -47,8 +45,9 @@
 namespace surge::app {
 
 using coordinator::ActualPageInputs;
+using coordinator::AddOutcomeFacts;
 using coordinator::AssignPolicyKind;
-using coordinator::ClockSyncJson;
+using coordinator::ConfiguredRunFacts;
 using coordinator::DefaultRunConfig;
 using coordinator::DetailsWriter;
 using coordinator::DetailsWriterOptions;
@@ -61,14 +60,9 @@ using coordinator::LocalProcessPool;
 using coordinator::MetricsHttpServer;
 using coordinator::PlanDefiningDifferences;
 using coordinator::ProgressReporter;
-using coordinator::RampStrategyTitle;
 using coordinator::RecordFanOut;
-using coordinator::RedactedUrl;
 using coordinator::RemoteWorkerPool;
-using coordinator::ScheduleFactsOf;
-using coordinator::ScheduleJson;
 using coordinator::SummaryAccumulator;
-using coordinator::WorkerLossesJson;
 using coordinator::WorkerPool;
 using coordinator::WriteRunResults;
 using coordinator::WriteTextFile;
@@ -409,75 +403,18 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe,
   if (!outcome.ok() && summary.records() == 0) return Fail(outcome.status(), kExitFailure);
 
   // Summary and the actual page, also after an interrupt or worker loss (R-ACT-1).
-  const bool interrupted = outcome.ok() ? outcome->interrupted : true;
-  std::string stop_reason = "completed";
-  nlohmann::json interrupted_at_s = nullptr;
-  if (outcome.ok() && outcome->interrupted) {
-    interrupted_at_s = std::round(NanosToSeconds(outcome->interrupted_at_ns) * 100) / 100;
-    stop_reason = absl::StrFormat("interrupted by the user at %.2f s",
-                                  NanosToSeconds(outcome->interrupted_at_ns));
-  } else if (outcome.ok() && outcome->stopped_on_alarm) {
-    stop_reason = absl::StrCat("stopped by surge (--stop-on-alarm): ", outcome->stop_message);
-  } else if (outcome.ok() && outcome->target_unreachable) {
-    stop_reason = absl::StrCat("stopped by surge: target unreachable: ", outcome->stop_message);
-  } else if (!outcome.ok()) {
-    stop_reason = absl::StrCat("stopped: ", outcome.status().message());
-  }
-  nlohmann::json context = {
-      {"seed", config.seed()},
-      {"dataset", p.dataset},
-      {"num_prompts", config.num_prompts()},
-      // JSON has no infinity: request_rate inf is written "inf".
-      {"target_rate_rps", std::isinf(p.plan.traffic.target_rate_rps)
-                              ? nlohmann::json("inf")
-                              : nlohmann::json(p.plan.traffic.target_rate_rps)},
-      {"burstiness", p.plan.traffic.burstiness},
-      {"ramp_up_active", p.plan.traffic.ramp_active},
-      {"ramp_up_strategy", std::string(RampStrategyTitle(p.plan.traffic.strategy))},
-      {"instant_mode", p.plan.traffic.instant},
-      {"trace_replay", p.plan.traffic.trace_replay},
-      {"base_url", RedactedUrl(config.target().base_url())},
-      {"endpoint", config.target().endpoint()},
-      {"model", config.target().model()},
-      {"workers", workers},
-      {"assign", config.assign().empty() ? std::string("round-robin") : config.assign()},
-      {"run_id", options.run_id},
-      {"interrupted", interrupted},
-      {"interrupted_at_s", interrupted_at_s},
-      {"stop_reason", stop_reason},
-      {"send_unknown", outcome.ok() ? outcome->send_unknown : 0},
-      {"reassigned", outcome.ok() ? outcome->reassigned : 0},
-      {"rejected_records", outcome.ok() ? outcome->rejected_records : 0},
-      {"workers_lost", outcome.ok() ? outcome->workers_lost : 0},
-      {"workers_fenced", outcome.ok() ? outcome->workers_fenced : 0},
-      {"worker_losses", WorkerLossesJson(outcome)},
-      {"undecodable_frames", outcome.ok() ? outcome->undecodable_frames : 0},
-      {"records_lost_in_transit", outcome.ok() ? outcome->records_lost_in_transit : 0},
-      // R-DIST-4: each worker's last estimate of its clock against the
-      // coordinator's (docs/DESIGN.md "Shared clock").
-      {"clock_sync", outcome.ok() ? ClockSyncJson(outcome->clocks) : nlohmann::json::array()},
-      {"clock_note",
-       "offset = worker clock - coordinator clock at at_coord_ns (NTP-style probes and heartbeats, "
-       "minimum-RTT filtering, least-squares drift); every deadline is mapped through it"},
-      {"started_at", p.started_at},
-      {"surge_version", kSurgeVersion},
-      {"max_concurrency", config.max_concurrency()},
-      {"plan_file",
-       plan_file.empty() ? nlohmann::json() : nlohmann::json(fs::absolute(plan_file).string())},
-      {"late_policy", config.late_policy().empty() ? std::string("send") : config.late_policy()},
-      {"late_threshold_ms", config.late_threshold_ms()},
-      {"catch_up_rps",
-       config.has_catch_up_rps() ? nlohmann::json(config.catch_up_rps()) : nlohmann::json()},
-      // Issue 9 item 1: whether the schedule was kept (completed with the
-      // run's lateness p99 in WriteRunResults).
-      {"schedule", ScheduleJson(ScheduleFactsOf(outcome, config))},
-  };
+  surge::v1::RunFacts facts = ConfiguredRunFacts(config, p.plan.traffic, p.dataset);
+  facts.set_run_id(options.run_id);
+  facts.set_started_at(p.started_at);
+  facts.set_surge_version(kSurgeVersion);
+  if (!plan_file.empty()) facts.set_plan_file(fs::absolute(plan_file).string());
+  AddOutcomeFacts(outcome, config, &facts);
   if (outcome.ok() && outcome->undecodable_frames > 0) {
     LogWarning(absl::StrCat(
         outcome->undecodable_frames, " undecodable messages from workers were skipped (",
         outcome->records_lost_in_transit, " requests recorded as record_lost)"));
   }
-  WriteRunResults(p.folder, p.dataset, p.plan, summary.Finish(), page, context, p.context);
+  WriteRunResults(p.folder, p.dataset, p.plan, summary.Finish(), page, facts, p.context);
   if (live) {
     // The metrics as a last scrape would read them, beside the summary.
     const fs::path last = p.folder / (p.dataset + "_metrics.prom");

@@ -1,7 +1,6 @@
 // The end of every run, shared by `surge run` and `surge report`: the actual
-// page's inputs collected from the records, the run's facts from the
-// dispatcher's outcome, and the summary JSON, CSV, printed table and both
-// pages written from them.
+// page's inputs collected from the records, and the summary JSON, CSV,
+// printed table and both pages written from them and the run's facts.
 #ifndef SURGE_COORDINATOR_RESULTS_RUN_RESULTS_H_
 #define SURGE_COORDINATOR_RESULTS_RUN_RESULTS_H_
 
@@ -10,17 +9,13 @@
 #include <string>
 #include <vector>
 
-#include "absl/status/statusor.h"
 #include "common/time_units.h"
-#include "coordinator/dispatch/dispatcher.h"
 #include "coordinator/plan/arrival_schedule.h"
 #include "coordinator/report/rps_figure.h"
-#include "coordinator/report/schedule_verdict.h"
 #include "coordinator/results/record_sink.h"
 #include "coordinator/results/summary.h"
-#include "nlohmann/json.hpp"
-#include "surge/v1/config.pb.h"
 #include "surge/v1/record.pb.h"
+#include "surge/v1/run_facts.pb.h"
 
 namespace surge::coordinator {
 
@@ -59,26 +54,20 @@ class ActualPageInputs : public RecordSink {
   std::vector<LateMark> late_marks_;
 };
 
-// The summary JSON, the printed table and the actual page: the end of
+// The summary JSON, the CSV, the printed table and the actual page (and,
+// after a stop or for `surge report`, the expected page again): the end of
 // `surge run` and all of `surge report`. Failures are logged, not fatal: the
 // details file stays the source of truth.
 //
-// How the run ended is read from `context`: "stop_reason" (text, e.g.
-// "interrupted by the user at 4.97 s"; "completed" for a normal end) goes on
-// the actual page and under the printed table, as do the worker-loss counts
-// ("workers_lost", "reassigned", "send_unknown") when not zero, and each
-// lost worker ("worker_losses": a line under the table, a red line on the
-// actual page's time axes).
+// `facts` is the run block before the records are summarized; its schedule
+// is completed here with the run's lateness p99 (FinishSchedule). How the
+// run ended (stop_reason, e.g. "interrupted by the user at 4.97 s";
+// "completed" for a normal end) goes on the pages and under the printed
+// table, as do the worker-loss counts when not zero, and each lost worker (a
+// line under the table, a red line on the actual page's time axes).
 void WriteRunResults(const std::filesystem::path& folder, const std::string& dataset,
                      const ArrivalSchedule& plan, RunSummary summary, const ActualPageInputs& page,
-                     const nlohmann::json& context_in, const PageContext& page_context);
-
-// The lateness monitor's verdict as report facts (run.schedule).
-ScheduleFacts ScheduleFactsOf(const absl::StatusOr<DispatchOutcome>& outcome,
-                              const surge::v1::RunConfig& config);
-
-// run.worker_losses: one object per lost worker (WorkerLossJson).
-nlohmann::json WorkerLossesJson(const absl::StatusOr<DispatchOutcome>& outcome);
+                     surge::v1::RunFacts facts, const PageContext& page_context);
 
 }  // namespace surge::coordinator
 
