@@ -32,8 +32,10 @@ struct CoordinatorRole {
 absl::StatusOr<ZmqRouterOptions> CoordinatorTransportOptions(const CoordinatorRole& role,
                                                              const surge::v1::RunConfig& config);
 
-// `surge coordinator`: RunCommand with `role`; errors in the role's flags
-// exit 2, a join timeout exits 1.
+// `surge coordinator`: the job of `surge run` (RunJob) with workers that
+// join from elsewhere: no local workers, no cap by this machine's cores.
+// Errors in the role's flags exit 2, a join timeout exits 1; otherwise as
+// RunCommand (`plan_file`: exact replay). Returns the exit code.
 int CoordinatorCommand(const surge::v1::RunConfig& config, const std::string& self_exe,
                        const CoordinatorRole& role, const std::string& plan_file);
 

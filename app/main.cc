@@ -11,6 +11,7 @@
 #include "app/exit_codes.h"
 #include "app/keygen.h"
 #include "app/plan_command.h"
+#include "app/prepare.h"
 #include "app/report_command.h"
 #include "app/run_command.h"
 #include "app/run_options.h"
@@ -195,7 +196,7 @@ int Main(int argc, char** argv) {
     if (*coordinator) {
       return surge::app::CoordinatorCommand(*config, SelfExe(argv[0]), role, plan_file);
     }
-    return surge::app::RunCommand(*config, SelfExe(argv[0]), run_test_options, nullptr, plan_file);
+    return surge::app::RunCommand(*config, SelfExe(argv[0]), run_test_options, plan_file);
   }
   if (*report) return surge::app::ReportCommand(report_folder);
   if (*keygen) return surge::app::KeygenCommand(keygen_out, keygen_name);

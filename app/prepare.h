@@ -26,9 +26,11 @@ struct Prepared {
   coordinator::PageContext context;  // shown on both pages
 };
 
-// Plan, folder, plan CSV, configuration and the expected page. Returns the
-// exit code on failure through `exit_code`. `saved` is the configuration
-// written to run_config.json (what `--config` needs to reproduce the run).
+// Plan, folder, plan CSV, configuration and the expected page. `saved` is
+// the configuration written to run_config.json (what `--config` needs to
+// reproduce the run). Errors: INVALID_ARGUMENT for a configuration that
+// cannot make a plan (exit 2, ExitCodeFor); another code when the folder or
+// its files cannot be written (exit 1).
 //
 // Exact replay: with a `plan_file`, the plan is that file as written
 // (ReadPlanCsv: every offset to the nanosecond) instead of the one built
@@ -36,8 +38,17 @@ struct Prepared {
 // still built, to say in the log whether the file differs from it (an
 // edited plan is sent as written).
 absl::StatusOr<Prepared> Prepare(const surge::v1::RunConfig& config, const std::string& model,
-                                 const surge::v1::RunConfig& saved, int* exit_code,
+                                 const surge::v1::RunConfig& saved,
                                  const std::filesystem::path& plan_file = {});
+
+// The run_config.json beside a plan file (same folder).
+std::string PlanConfigPath(const std::string& plan_file);
+
+// Exact replay: the configuration must make the same plan and payloads as
+// the one the plan file was made with (its run_config.json). Errors:
+// INVALID_ARGUMENT naming the file, or every differing key.
+absl::Status CheckReplayConfig(const surge::v1::RunConfig& config,
+                               const std::filesystem::path& plan_file);
 
 }  // namespace surge::app
 

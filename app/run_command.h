@@ -1,12 +1,11 @@
-// `surge run` (R-UI-1): the whole job on one machine; also the job of
-// `surge coordinator`, whose workers join from elsewhere.
+// `surge run` (R-UI-1): the whole job on one machine, with local worker
+// processes.
 #ifndef SURGE_APP_RUN_COMMAND_H_
 #define SURGE_APP_RUN_COMMAND_H_
 
 #include <cstdint>
 #include <string>
 
-#include "app/coordinator_command.h"
 #include "surge/v1/config.pb.h"
 
 namespace surge::app {
@@ -31,11 +30,10 @@ struct RunTestOptions {
   double worker0_clock_drift_ppm = 0;
 };
 
-// R-UI-1: the whole job on one machine; starts the built-in simulated server
-// when config.target.base_url is empty. `self_exe` is the surge binary the
-// local workers run. With `role`, the same job as a coordinator whose
-// workers join from elsewhere: no local workers, no cap by this machine's
-// cores; errors in the role's flags exit 2, a join timeout exits 1.
+// R-UI-1: the whole job on one machine (RunJob with local worker
+// processes); starts the built-in simulated server when
+// config.target.base_url is empty. `self_exe` is the surge binary the local
+// workers run. Returns the exit code (ExitCodeFor).
 //
 // Exact replay (docs/REPLAY.md): with a non-empty `plan_file` (a
 // {dataset}_plan.csv written by surge), the run sends that plan as written —
@@ -46,11 +44,7 @@ struct RunTestOptions {
 // file missing or malformed (line and column named), no run_config.json
 // beside it, a differing key, or a row count other than num_prompts.
 int RunCommand(const surge::v1::RunConfig& config, const std::string& self_exe,
-               const RunTestOptions& test = {}, const CoordinatorRole* role = nullptr,
-               const std::string& plan_file = "");
-
-// The run_config.json beside a plan file (same folder).
-std::string PlanConfigPath(const std::string& plan_file);
+               const RunTestOptions& test = {}, const std::string& plan_file = "");
 
 }  // namespace surge::app
 
