@@ -42,16 +42,18 @@ nlohmann::json Shaped(const FieldDescriptor& field, const nlohmann::json& value)
 }
 
 // Shapes every field of `object` (`message` as printed) in place. An unset
-// field with presence is taken out (or made null), whatever the printer's
-// choice for it.
-void Shape(const Message& message, nlohmann::json& object) {
+// field with presence is taken out (or, with `nulls`, made null when
+// marked), whatever the printer's choice for it.
+void Shape(const Message& message, bool nulls, nlohmann::json& object) {
   const Descriptor& type = *message.GetDescriptor();
   const Reflection& reflection = *message.GetReflection();
   for (int i = 0; i < type.field_count(); ++i) {
     const FieldDescriptor& field = *type.field(i);
     if (field.has_presence() && !reflection.HasField(message, &field)) {
       object.erase(field.name());
-      if (field.options().GetExtension(surge::v1::null_when_unset)) object[field.name()] = nullptr;
+      if (nulls && field.options().GetExtension(surge::v1::null_when_unset)) {
+        object[field.name()] = nullptr;
+      }
       continue;
     }
     auto it = object.find(field.name());
@@ -59,13 +61,13 @@ void Shape(const Message& message, nlohmann::json& object) {
     if (field.is_repeated()) {
       for (int k = 0; k < static_cast<int>(it->size()); ++k) {
         if (field.cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
-          Shape(reflection.GetRepeatedMessage(message, &field, k), (*it)[k]);
+          Shape(reflection.GetRepeatedMessage(message, &field, k), nulls, (*it)[k]);
         } else {
           (*it)[k] = Shaped(field, (*it)[k]);
         }
       }
     } else if (field.cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
-      Shape(reflection.GetMessage(message, &field), *it);
+      Shape(reflection.GetMessage(message, &field), nulls, *it);
     } else {
       *it = Shaped(field, *it);
     }
@@ -105,12 +107,14 @@ void Unshape(const Descriptor& type, nlohmann::json& object) {
 nlohmann::json RunFactsToJson(const surge::v1::RunFacts& facts) {
   google::protobuf::util::JsonPrintOptions options;
   options.preserve_proto_field_names = true;
-  options.always_print_primitive_fields = true;
+  // Facts of a run whose end is unknown: only what is set.
+  const bool whole_block = facts.has_stop_reason();
+  options.always_print_primitive_fields = whole_block;
   std::string text;
   // Printing a well-formed message cannot fail.
   (void)google::protobuf::util::MessageToJsonString(facts, &text, options);
   nlohmann::json run = nlohmann::json::parse(text);
-  Shape(facts, run);
+  Shape(facts, whole_block, run);
   return run;
 }
 

@@ -3,6 +3,8 @@
 // field names, then shaped as the block has always been: 64-bit integers as
 // JSON numbers (not strings), doubles as JSON doubles, an infinite double as
 // "inf" (NaN as null), and an unset field marked (null_when_unset) as null.
+// Facts without a stop reason (a run whose summary was never written) give
+// only the fields that are set.
 // Read back with protobuf's JSON parser, which ignores keys it does not know
 // (a summary from an older or newer surge).
 #ifndef SURGE_COORDINATOR_RESULTS_RUN_FACTS_JSON_H_

@@ -152,6 +152,26 @@ TEST(RunFactsJsonTest, BlockReadsBackToTheSameFacts) {
   EXPECT_EQ(RunFactsToJson(*back), RunFactsToJson(f));
 }
 
+// `surge report` on a folder whose run never wrote its summary knows only
+// a few facts, and writes only those (seed 0 included: it is set).
+TEST(RunFactsJsonTest, FactsOfARunWhoseEndIsUnknownHoldOnlyWhatIsSet) {
+  surge::v1::RunFacts f;
+  f.set_seed(0);
+  f.set_dataset("synthetic");
+  f.set_rebuilt_by_report(true);
+  f.set_started_at("2026-12-01 21:45:46");
+  f.set_surge_version("0.1.0");
+  f.set_report_surge_version("0.1.0");
+  EXPECT_EQ(RunFactsToJson(f), (nlohmann::json{{"seed", 0},
+                                               {"dataset", "synthetic"},
+                                               {"rebuilt_by_report", true},
+                                               {"started_at", "2026-12-01 21:45:46"},
+                                               {"surge_version", "0.1.0"},
+                                               {"report_surge_version", "0.1.0"}}));
+  f.set_stop_reason("completed");
+  EXPECT_TRUE(RunFactsToJson(f)["plan_file"].is_null()) << "a known end: the whole block";
+}
+
 TEST(RunFactsJsonTest, UnknownKeysAreIgnoredAndWrongTypesRefused) {
   auto old =
       RunFactsFromJson({{"seed", 3}, {"a_key_from_elsewhere", 1}, {"catch_up_rps", nullptr}});
