@@ -21,6 +21,13 @@ std::vector<LatencyView> LatencyViews(const RunSummary& s) {
           {"E2EL", s.e2el_s.count, p(s.e2el_s), p(s.e2el_from_planned_s)}};
 }
 
+SendLatenessPercentiles SendLateness(const RunSummary& s) {
+  return {.p50_s = s.lateness_s.p50,
+          .p90_s = s.lateness_s.p90,
+          .p99_s = s.lateness_s.p99,
+          .max_s = s.lateness_s.max};
+}
+
 namespace {
 
 using surge::v1::RunFacts;
@@ -111,9 +118,9 @@ void WriteRunResults(const fs::path& folder, const std::string& dataset,
     actual_context.push_back({"Clock sync (worker − coordinator)", clock_text});
   }
   if (!schedule_text.empty()) actual_context.push_back({"Schedule", schedule_text});
-  if (absl::Status s = WriteActualPlotPage(plan, page.sends(), folder / ActualPlotFileName(dataset),
-                                           actual_context, note, PageEvents(facts),
-                                           LatencyViews(summary), page.late_marks());
+  if (absl::Status s = WriteActualPlotPage(
+          plan, page.sends(), folder / ActualPlotFileName(dataset), actual_context, note,
+          PageEvents(facts), LatencyViews(summary), page.late_marks(), SendLateness(summary));
       !s.ok()) {
     LogError(s.ToString());
   }

@@ -23,6 +23,10 @@ namespace surge::coordinator {
 // latency table: the summary's numbers (the page computes none).
 std::vector<LatencyView> LatencyViews(const RunSummary& s);
 
+// The send lateness p50/p90/p99/max for the actual page's lateness chart:
+// the summary's numbers, like LatencyViews.
+SendLatenessPercentiles SendLateness(const RunSummary& s);
+
 // The actual page's inputs, collected as records arrive (a sink): the (plan
 // index, actual send offset) of each sent request — 16 bytes per request,
 // not the records themselves — and the late-send policy's marks
