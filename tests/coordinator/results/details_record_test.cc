@@ -73,7 +73,7 @@ TEST(DetailsTest, RoundTripsARecord) {
   EXPECT_EQ(back->itl_ns_size(), 1);
 }
 
-// Issue 10 item 6: the failure kind is written as a label and read back; a
+// The failure kind is written as a label and read back; a
 // details line from before failure_kind gets it from the error's prefix,
 // and a label this release does not know reads as OTHER.
 TEST(DetailsTest, FailureKindRoundTripsAndOlderLinesDeriveIt) {
@@ -130,7 +130,7 @@ TEST(DetailsTest, InterruptedRecordRoundTripsWithItsCutTime) {
   EXPECT_TRUE(back->output_tokens_estimated());
 }
 
-// Issue 11: the record's new fields (first content, why the stream ended,
+// The record's new fields (first content, why the stream ended,
 // what was asked, the keep-alive retry) survive details.jsonl.
 TEST(DetailsTest, NewRecordFieldsRoundTrip) {
   surge::v1::RequestRecord r = OkRecord(5, 1.0, 0.2, 0.7, 3, {0.1, 0.3, 0.1});

@@ -26,7 +26,7 @@ namespace fs = std::filesystem;
 using ::surge::testing::FreshDir;
 using ::testing::HasSubstr;
 
-// Issue 10 item 3, the coordinated-omission view: TTFT and E2EL counted from
+// The coordinated-omission view: TTFT and E2EL counted from
 // the planned send are the measured values plus each request's lateness,
 // exactly; only OK requests (the same ones TTFT/E2EL cover) contribute, so a
 // not-sent, lost or failed record adds nothing, whatever times it carries.

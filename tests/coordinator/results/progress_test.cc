@@ -35,7 +35,7 @@ TEST(ProgressTest, LineShowsCountsRateAndEta) {
             "[   10.0 s] done 480/1000  ok 478  failed 2  in flight 10  sent 50.0 RPS  ETA 10 s");
   p.elapsed_s = 21;
   EXPECT_THAT(FormatProgress(p), ::testing::EndsWith("draining"));
-  // Issue 8 item 3: after a stop, not-sent requests are not shown as failed.
+  // After a stop, not-sent requests are not shown as failed.
   {
     DispatchProgress stopped = p;
     stopped.elapsed_s = 5;
@@ -47,7 +47,7 @@ TEST(ProgressTest, LineShowsCountsRateAndEta) {
               "[    5.0 s] done 300/1000  ok 3  failed 25  not sent 272  in flight 10  sent 100.0 "
               "RPS  stopping");
   }
-  // Issue 9 item 1: each worker's lateness over its last window.
+  // Each worker's lateness over its last window.
   {
     DispatchProgress live = p;
     live.elapsed_s = 10;
@@ -71,7 +71,7 @@ TEST(ProgressTest, LineShowsCountsRateAndEta) {
     live.lateness = {{0, false, 0, 0, 0, 0}};
     EXPECT_EQ(FormatLateness(live.lateness, false), "");
   }
-  // Issue 10 item 6: the reporter is a record sink; it counts the records
+  // The reporter is a record sink; it counts the records
   // itself and shows them with the dispatcher's live part.
   {
     char* sink_text = nullptr;

@@ -108,7 +108,7 @@ TEST(SummaryTest, AchievedAndIntendedRatesAndCounts) {
   EXPECT_NEAR(s.duration_s, 0.7, 1e-12);
 }
 
-// Issue 8 item 3: interrupted requests were sent: they count in the sent
+// Interrupted requests were sent: they count in the sent
 // total, the achieved rate, lateness, duration and concurrency (in flight
 // until they were cut off), and are counted apart from lost and not_sent.
 TEST(SummaryTest, InterruptedRequestsCountAsSentUntilTheCut) {
@@ -181,7 +181,7 @@ TEST(SummaryTest, InterruptedRequestsCountAsSentUntilTheCut) {
   EXPECT_THAT(table, ::testing::ContainsRegex("sent \\(first byte out\\) +4\n"));
 }
 
-// Issue 8, 6(c): at 20,000 RPS only part of the plan reached the socket and
+// At 20,000 RPS only part of the plan reached the socket and
 // the intended rate came out as 7,617 RPS. Intended is the plan's: (N − 1)/
 // (t_{N−1} − t_0) over every record; achieved stays over the sent ones.
 TEST(SummaryTest, IntendedRateIsThePlansWhenOnlyPartWasSent) {
@@ -214,7 +214,7 @@ TEST(SummaryTest, IntendedRateIsThePlansWhenOnlyPartWasSent) {
   EXPECT_THAT(FormatSummaryTable(s), HasSubstr("Intended rate, plan (RPS)            20000.000"));
 }
 
-// Issue 8, item 8: fewer than two sends have no rate: "n/a" on the
+// Fewer than two sends have no rate: "n/a" on the
 // console, null in the JSON and empty in the CSV, never a made-up number.
 // Covers one send, no send (all failed before the socket) and instant mode
 // with one request.
@@ -256,7 +256,7 @@ TEST(SummaryTest, NoRateFromFewerThanTwoSends) {
   EXPECT_TRUE(std::isnan(inst.intended_rate_rps));
 }
 
-// Issue 9 item 1: the intended rate is the plan's also when the run
+// The intended rate is the plan's also when the run
 // stopped early and not every planned request has a record (surge run and
 // surge report take it from the plan: IntendedRateRps over its offsets).
 TEST(SummaryTest, IntendedRateIsThePlansForARunStoppedEarly) {
@@ -317,7 +317,7 @@ TEST(SummaryTest, TpotItlConcurrencyAndGoodput) {
   EXPECT_EQ(j["common"]["Success Requests"], 3);
 }
 
-// Issue 10 item 6 / issue 9 item 3: the streaming summary. With no limit it
+// The streaming summary. With no limit it
 // is Summarize bit for bit; with a small exact limit the counts, rates,
 // min/max/mean and concurrency are still exact, the percentiles of the
 // metrics past the limit are within the histogram's bound, and the JSON says
@@ -370,7 +370,7 @@ TEST(SummaryTest, StreamingAccumulatorEqualsTheExactSummaryWithinItsBound) {
   EXPECT_EQ(limited.Finish().total, 401u);
 }
 
-// Issue 11 item 8: the edge rules docs/DESIGN.md "Metric edge rules" states.
+// The edge rules docs/DESIGN.md "Metric edge rules" states.
 // A request with at most one output token has no TPOT and meets a TPOT
 // objective (vLLM's rule), even a 0 ms one; a timed-out request (failed, E2EL
 // 0) is in the send-side metrics only, in flight for no time.
@@ -410,7 +410,7 @@ TEST(SummaryTest, DocumentedEdgeRules) {
   EXPECT_THAT(SummaryToCsv(none), HasSubstr("TPOT (ms),,,,,,,,0\n"));
 }
 
-// Issue 8 item 6(a): how many output token counts are estimates is said in
+// How many output token counts are estimates is said in
 // the console table, {dataset}.json and {dataset}.csv; TPOT uses the count
 // the record carries (the estimate when there is no usage).
 TEST(SummaryTest, CountsEstimatedOutputTokens) {
@@ -462,7 +462,7 @@ TEST(SummaryTest, AllFailedStillSummarizes) {
   EXPECT_TRUE(SummaryToJson(s, {})["ttft_s"]["p50"].is_null());
 }
 
-// Issue 11 items 2-4: short outputs, finish reasons, TTFC and retried
+// Short outputs, finish reasons, TTFC and retried
 // requests are counted in the summary JSON, the CSV and the console.
 TEST(SummaryTest, CountsShortOutputsFinishReasonsTtfcAndRetries) {
   std::vector<surge::v1::RequestRecord> records = {
@@ -522,7 +522,7 @@ TEST(SummaryTest, CountsShortOutputsFinishReasonsTtfcAndRetries) {
   EXPECT_THAT(SummaryToCsv(p), HasSubstr("\nRetried Requests,0\n"));
 }
 
-// Issue 10 item 4: the late-send policy's counts. Skipped records are their
+// The late-send policy's counts. Skipped records are their
 // own status (not failed, not in "Failed Requests", not sent); late and
 // delayed come from the records' flags; all three in the JSON, the CSV and
 // the console; the details line carries late, catch_up_delay_s and status
