@@ -5,32 +5,35 @@
 #ifndef SURGE_COORDINATOR_REPORT_CLOCK_SUMMARY_H_
 #define SURGE_COORDINATOR_REPORT_CLOCK_SUMMARY_H_
 
+#include <google/protobuf/repeated_ptr_field.h>
+
 #include <string>
 #include <vector>
 
-#include "nlohmann/json.hpp"
+#include "surge/v1/run_facts.pb.h"
 #include "surge/v1/wire.pb.h"
 
 namespace surge::coordinator {
 
-// One object per worker index: worker, reported (false when it never sent
-// an estimate; then only worker), offset_ns, offset_ms, drift_ppm,
-// drift_fitted, uncertainty_ns, uncertainty_ms, min_rtt_ns, samples,
-// rejected, largest_step_ns, at_coord_ns (the coordinator instant the
-// offset refers to); for a simulated clock (test option) also
-// simulated_offset_ns, simulated_drift_ppm and offset_error_ns (estimate −
-// truth); for a worker on the coordinator's own clock (ClockReport.
-// same_clock: offset, drift and uncertainty are exactly 0) also
-// same_clock: true, measured_offset_ns and measured_offset_ms (what its
-// probes estimated, a check of the estimator).
-nlohmann::json ClockSyncJson(const std::vector<surge::v1::ClockReport>& clocks);
+using ClockSyncFacts = google::protobuf::RepeatedPtrField<surge::v1::ClockSyncFact>;
 
-// One line for people from ClockSyncJson's array, e.g.
-// "worker 0 +250.012 ms ±0.041 ms, +199.9 ppm; worker 1 +0.002 ms ±0.020 ms,
-// -0.3 ppm"; a same-clock worker reads "worker 1 same clock (probes measured
-// -0.120 ms)". More than 8 workers: the ranges instead. Empty for an empty or
-// malformed array (a summary written before clock sync existed).
-std::string ClockSyncText(const nlohmann::json& clock_sync);
+// One entry per worker index: worker, reported (false when it never sent an
+// estimate; then nothing else), offset, drift (rounded to 0.001 ppm),
+// drift_fitted, uncertainty, min_rtt_ns, samples, rejected,
+// largest_step_ns, at_coord_ns (the coordinator instant the offset refers
+// to); for a simulated clock (test option) also simulated_offset_ns,
+// simulated_drift_ppm and offset_error_ns (estimate − truth); for a worker
+// on the coordinator's own clock (ClockReport.same_clock: offset, drift and
+// uncertainty are exactly 0) also same_clock and measured_offset_ns/_ms
+// (what its probes estimated, a check of the estimator).
+ClockSyncFacts ClockSyncFactsOf(const std::vector<surge::v1::ClockReport>& clocks);
+
+// One line for people, e.g. "worker 0 +250.012 ms ±0.041 ms, +199.9 ppm;
+// worker 1 +0.002 ms ±0.020 ms, -0.3 ppm"; a same-clock worker reads
+// "worker 1 same clock (probes measured -0.120 ms)". More than 8 workers:
+// the ranges instead. Empty for no entries (a summary written before clock
+// sync existed).
+std::string ClockSyncText(const ClockSyncFacts& clock_sync);
 
 }  // namespace surge::coordinator
 

@@ -569,8 +569,9 @@ absl::Status WriteActualPlotPage(const ArrivalSchedule& plan, std::span<const Ac
                                  const std::filesystem::path& html_path, const PageContext& context,
                                  std::string_view note, std::span<const RunEvent> events,
                                  std::span<const LatencyView> latency,
-                                 std::span<const LateMark> late_marks) {
-  absl::StatusOr<RpsFigure> fig = BuildActualRpsFigure(plan, sends);
+                                 std::span<const LateMark> late_marks,
+                                 const std::optional<SendLatenessPercentiles>& lateness) {
+  absl::StatusOr<RpsFigure> fig = BuildActualRpsFigure(plan, sends, lateness);
   if (!fig.ok()) return fig.status();
   AddLateMarks(plan, late_marks, *fig);
   fig->context = context;

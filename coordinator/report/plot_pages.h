@@ -57,13 +57,14 @@ absl::Status WriteExpectedPlotPage(const ArrivalSchedule& plan,
 // planned send, RpsFigure::latency) is shown as a small table below the
 // context; empty = no table. `late_marks` (late, skipped and delayed
 // requests of the late-send policy) become marker traces on the Time vs RPS
-// chart (AddLateMarks); empty = none.
-absl::Status WriteActualPlotPage(const ArrivalSchedule& plan, std::span<const ActualSend> sends,
-                                 const std::filesystem::path& html_path,
-                                 const PageContext& context = {}, std::string_view note = {},
-                                 std::span<const RunEvent> events = {},
-                                 std::span<const LatencyView> latency = {},
-                                 std::span<const LateMark> late_marks = {});
+// chart (AddLateMarks); empty = none. `lateness`: the summary's send
+// lateness percentiles (BuildActualRpsFigure).
+absl::Status WriteActualPlotPage(
+    const ArrivalSchedule& plan, std::span<const ActualSend> sends,
+    const std::filesystem::path& html_path, const PageContext& context = {},
+    std::string_view note = {}, std::span<const RunEvent> events = {},
+    std::span<const LatencyView> latency = {}, std::span<const LateMark> late_marks = {},
+    const std::optional<SendLatenessPercentiles>& lateness = std::nullopt);
 
 // Lower level, for `surge report` and tests: the figure as JSON text
 // ({"data", "layout", "legend_table", "context", "stats"}), deterministic.

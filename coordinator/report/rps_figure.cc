@@ -581,8 +581,11 @@ void AddActualTrace(const ArrivalSchedule& plan, std::span<const TimedSend> sort
 
 // R-ACT-5: lateness histogram, rate over time, KS distance.
 // `planned` holds the planned offsets of the sent requests, sorted.
+// `lateness`: the summary's percentiles, used instead of the computed ones.
 void AddActualExtras(const ArrivalSchedule& plan, std::span<const TimedSend> sorted,
-                     std::span<const double> planned, RpsFigure& fig, ActualStats& st) {
+                     std::span<const double> planned,
+                     const std::optional<SendLatenessPercentiles>& lateness, RpsFigure& fig,
+                     ActualStats& st) {
   const size_t m = sorted.size();
   // Two m-sized buffers serve lateness, then both interval samples; `scratch`
   // is the radix sort's buffer.
@@ -597,6 +600,12 @@ void AddActualExtras(const ArrivalSchedule& plan, std::span<const TimedSend> sor
   st.lateness_p90_s = q[1] / 1e3;
   st.lateness_p99_s = q[2] / 1e3;
   st.lateness_max_s = q[3] / 1e3;
+  if (lateness.has_value()) {
+    st.lateness_p50_s = lateness->p50_s;
+    st.lateness_p90_s = lateness->p90_s;
+    st.lateness_p99_s = lateness->p99_s;
+    st.lateness_max_s = lateness->max_s;
+  }
   // Bars over [min, max], or over [p1, p99] when the tails would stretch the
   // axis more than kLatenessTailFactor times: one stalled send must not
   // squeeze every other one into a single bar. Values outside are counted.
@@ -846,8 +855,9 @@ absl::StatusOr<RpsFigure> BuildExpectedRpsFigure(const ArrivalSchedule& plan) {
   return fig;
 }
 
-absl::StatusOr<RpsFigure> BuildActualRpsFigure(const ArrivalSchedule& plan,
-                                               std::span<const ActualSend> sends) {
+absl::StatusOr<RpsFigure> BuildActualRpsFigure(
+    const ArrivalSchedule& plan, std::span<const ActualSend> sends,
+    const std::optional<SendLatenessPercentiles>& lateness) {
   if (absl::Status s = ValidatePlan(plan); !s.ok()) return s;
   const size_t n = plan.size();
   // Sends in index (= plan) order first: each one's gap to its planned
@@ -921,7 +931,7 @@ absl::StatusOr<RpsFigure> BuildActualRpsFigure(const ArrivalSchedule& plan,
     AddExpectedCharts(plan, fig);
   }
   AddActualTrace(plan, sorted, fig, st);
-  if (!fig.instant) AddActualExtras(plan, sorted, planned, fig, st);
+  if (!fig.instant) AddActualExtras(plan, sorted, planned, lateness, fig, st);
   ChooseTimeAxis(fig);
   fig.actual = st;
   return fig;

@@ -197,6 +197,15 @@ struct LatencyView {
   LatencyPercentiles from_planned_send;
 };
 
+// Send lateness (actual − planned send) p50/p90/p99/max, seconds, as the
+// run summary gives them; NaN when nothing was sent.
+struct SendLatenessPercentiles {
+  double p50_s = std::numeric_limits<double>::quiet_NaN();
+  double p90_s = std::numeric_limits<double>::quiet_NaN();
+  double p99_s = std::numeric_limits<double>::quiet_NaN();
+  double max_s = std::numeric_limits<double>::quiet_NaN();
+};
+
 struct RpsFigure {
   // The R-PLOT-2 chart title (with units: "Target Rate: 20 RPS").
   std::string title;
@@ -251,8 +260,14 @@ absl::StatusOr<RpsFigure> BuildExpectedRpsFigure(const ArrivalSchedule& plan);
 // (interrupted run, R-ACT-1). Errors: INVALID_ARGUMENT for a bad plan (as
 // above), a send whose index is outside the plan or repeated, or whose time
 // is not finite.
-absl::StatusOr<RpsFigure> BuildActualRpsFigure(const ArrivalSchedule& plan,
-                                               std::span<const ActualSend> sends);
+//
+// `lateness`: the send lateness percentiles from the run summary (the same
+// numbers as the summary JSON and the console), shown in the lateness
+// chart's title and legend and in the stats; without it (tests, sample
+// pages) they are computed from `sends`.
+absl::StatusOr<RpsFigure> BuildActualRpsFigure(
+    const ArrivalSchedule& plan, std::span<const ActualSend> sends,
+    const std::optional<SendLatenessPercentiles>& lateness = std::nullopt);
 
 // A request the late-send policy acted on (docs/DESIGN.md "Late-send
 // policy"), for the actual page's Time vs RPS chart.

@@ -8,6 +8,8 @@
 namespace surge::coordinator {
 namespace {
 
+using surge::v1::ScheduleFact;
+
 // Rounded to `per` parts of one (100: 0.01), without the float noise of
 // multiplying by 0.01.
 double Round(double v, double per) { return std::round(v * per) / per; }
@@ -17,85 +19,76 @@ std::string Ms(double ms) {
   return ms < 10 ? absl::StrFormat("%.2f", ms) : absl::StrFormat("%.1f", ms);
 }
 
-bool Number(const nlohmann::json& j, const char* key) {
-  return j.contains(key) && j[key].is_number();
+// "the generator fell behind from t=1.23 s (worker 1: <cause>)<tail>".
+std::string FellBehindSentence(const ScheduleFact& s, const char* tail) {
+  std::string who;
+  if (s.has_worker()) {
+    who =
+        absl::StrCat(" (worker ", s.worker(),
+                     s.has_cause_text() ? absl::StrCat(": ", s.cause_text()) : std::string(), ")");
+  }
+  return absl::StrCat(
+      absl::StrFormat("the generator fell behind from t=%.2f s", s.fell_behind_at_s()), who, tail,
+      s.stopped_on_alarm() ? "; run stopped there (--stop-on-alarm)" : "");
 }
 
 }  // namespace
 
-nlohmann::json ScheduleJson(const ScheduleFacts& f) {
-  const bool fell = f.fell_behind_at_s >= 0;
-  return {{"judged", f.judged},
-          {"lateness_alarm_ms", f.lateness_alarm_ms},
-          {"fell_behind_at_s", fell ? nlohmann::json(Round(f.fell_behind_at_s, 100)) : nullptr},
-          {"worker", fell ? nlohmann::json(f.worker) : nullptr},
-          {"lateness_ms", fell ? nlohmann::json(Round(f.lateness_ms, 1000)) : nullptr},
-          {"cause", fell ? nlohmann::json(f.cause) : nullptr},
-          {"cause_text", fell ? nlohmann::json(f.cause_text) : nullptr},
-          {"worst_window_p99_ms", Round(f.worst_window_p99_ms, 1000)},
-          {"alarm_reports", f.alarm_reports},
-          {"alarm_lines", f.alarm_lines},
-          {"stopped_on_alarm", f.stopped_on_alarm}};
+ScheduleFact ScheduleFactOf(const ScheduleFacts& f) {
+  ScheduleFact s;
+  s.set_judged(f.judged);
+  s.set_lateness_alarm_ms(f.lateness_alarm_ms);
+  if (f.fell_behind_at_s >= 0) {
+    s.set_fell_behind_at_s(Round(f.fell_behind_at_s, 100));
+    s.set_worker(f.worker);
+    s.set_lateness_ms(Round(f.lateness_ms, 1000));
+    s.set_cause(f.cause);
+    s.set_cause_text(f.cause_text);
+  }
+  s.set_worst_window_p99_ms(Round(f.worst_window_p99_ms, 1000));
+  s.set_alarm_reports(f.alarm_reports);
+  s.set_alarm_lines(f.alarm_lines);
+  s.set_stopped_on_alarm(f.stopped_on_alarm);
+  return s;
 }
 
-void FinishScheduleJson(nlohmann::json& s, double run_lateness_p99_s) {
-  if (!s.is_object()) return;
+void FinishSchedule(double run_lateness_p99_s, ScheduleFact* s) {
   const bool p99_known = std::isfinite(run_lateness_p99_s);
   const double p99_ms = run_lateness_p99_s * 1e3;
-  s["lateness_p99_ms"] = p99_known ? nlohmann::json(Round(p99_ms, 10000)) : nullptr;
-  const bool judged = s.value("judged", false);
-  const double threshold =
-      Number(s, "lateness_alarm_ms") ? s["lateness_alarm_ms"].get<double>() : 0;
-  const bool monitor_fired = Number(s, "fell_behind_at_s");
-  const bool run_over = judged && p99_known && threshold > 0 && p99_ms > threshold;
-  s["schedule_kept"] = !monitor_fired && !run_over;
+  if (p99_known) {
+    s->set_lateness_p99_ms(Round(p99_ms, 10000));
+  } else {
+    s->clear_lateness_p99_ms();
+  }
+  const double threshold = s->lateness_alarm_ms();
+  const bool run_over = s->judged() && p99_known && threshold > 0 && p99_ms > threshold;
+  s->set_schedule_kept(!s->has_fell_behind_at_s() && !run_over);
 }
 
-std::string ScheduleSentence(const nlohmann::json& s) {
-  if (!s.is_object() || !s.contains("schedule_kept") || !s["schedule_kept"].is_boolean()) {
-    return "";
-  }
-  const std::string p99 =
-      Number(s, "lateness_p99_ms")
-          ? absl::StrCat("send lateness p99 ", Ms(s["lateness_p99_ms"].get<double>()), " ms")
-          : std::string("no request was sent");
-  if (s["schedule_kept"].get<bool>()) {
-    if (!s.value("judged", false)) return absl::StrCat(p99, " (no lateness alarm)");
+std::string ScheduleSentence(const ScheduleFact& s) {
+  if (!s.has_schedule_kept()) return "";
+  const std::string p99 = s.has_lateness_p99_ms()
+                              ? absl::StrCat("send lateness p99 ", Ms(s.lateness_p99_ms()), " ms")
+                              : std::string("no request was sent");
+  if (s.schedule_kept()) {
+    if (!s.judged()) return absl::StrCat(p99, " (no lateness alarm)");
     return absl::StrCat(p99, ": schedule kept");
   }
   constexpr char kTail[] = ": results describe the generator, not the server";
-  if (Number(s, "fell_behind_at_s")) {
-    std::string who;
-    if (Number(s, "worker")) {
-      who = absl::StrCat(" (worker ", s["worker"].get<int64_t>(),
-                         s.contains("cause_text") && s["cause_text"].is_string()
-                             ? absl::StrCat(": ", s["cause_text"].get<std::string>())
-                             : std::string(),
-                         ")");
-    }
-    return absl::StrCat(
-        absl::StrFormat("the generator fell behind from t=%.2f s",
-                        s["fell_behind_at_s"].get<double>()),
-        who, kTail,
-        s.value("stopped_on_alarm", false) ? "; run stopped there (--stop-on-alarm)" : "");
-  }
+  if (s.has_fell_behind_at_s()) return FellBehindSentence(s, kTail);
   return absl::StrCat(p99, " over the run, above the ",
-                      absl::StrFormat("%g", s.value("lateness_alarm_ms", 0.0)),
-                      " ms alarm threshold", kTail);
+                      absl::StrFormat("%g", s.lateness_alarm_ms()), " ms alarm threshold", kTail);
 }
 
-std::vector<RunEvent> ScheduleEvents(const nlohmann::json& s) {
+std::vector<RunEvent> ScheduleEvents(const ScheduleFact& s) {
   std::vector<RunEvent> events;
-  if (!s.is_object() || !Number(s, "fell_behind_at_s")) return events;
+  if (!s.has_fell_behind_at_s()) return events;
   std::string label = "generator fell behind";
-  if (Number(s, "worker")) {
-    absl::StrAppend(&label, ": worker ", s["worker"].get<int64_t>());
-    if (s.contains("cause") && s["cause"].is_string()) {
-      absl::StrAppend(&label, ", ", s["cause"].get<std::string>());
-    }
+  if (s.has_worker()) {
+    absl::StrAppend(&label, ": worker ", s.worker());
+    if (s.has_cause()) absl::StrAppend(&label, ", ", s.cause());
   }
-  events.push_back(
-      {.at_s = s["fell_behind_at_s"].get<double>(), .label = label, .text = ScheduleSentence(s)});
+  events.push_back({.at_s = s.fell_behind_at_s(), .label = label, .text = ScheduleSentence(s)});
   return events;
 }
 

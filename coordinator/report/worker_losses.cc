@@ -8,58 +8,45 @@
 namespace surge::coordinator {
 namespace {
 
-bool WellFormed(const nlohmann::json& loss) {
-  return loss.is_object() && loss.contains("worker") && loss["worker"].is_number_integer() &&
-         loss.contains("at_s") && loss["at_s"].is_number();
-}
-
-uint64_t Count(const nlohmann::json& loss, const char* key) {
-  auto it = loss.find(key);
-  return it != loss.end() && it->is_number_unsigned() ? it->get<uint64_t>() : uint64_t{0};
-}
+using surge::v1::WorkerLossFact;
 
 // "52 send_unknown, 25 not sent, 3,010 moved<tail>".
-std::string Counts(const nlohmann::json& loss, const char* moved_tail) {
-  return absl::StrCat(FormatCount(Count(loss, "send_unknown")), " send_unknown, ",
-                      FormatCount(Count(loss, "not_sent")), " not sent, ",
-                      FormatCount(Count(loss, "reassigned")), " moved", moved_tail);
+std::string Counts(const WorkerLossFact& loss, const char* moved_tail) {
+  return absl::StrCat(FormatCount(loss.send_unknown()), " send_unknown, ",
+                      FormatCount(loss.not_sent()), " not sent, ", FormatCount(loss.reassigned()),
+                      " moved", moved_tail);
 }
 
 }  // namespace
 
-nlohmann::json WorkerLossJson(int32_t worker, int64_t at_ns, std::string_view why,
-                              uint64_t send_unknown, uint64_t not_sent, uint64_t reassigned) {
-  return {{"worker", worker},
-          {"at_s", std::round(static_cast<double>(at_ns) / 1e7) / 100},
-          {"at_ns", at_ns},
-          {"why", std::string(why)},
-          {"send_unknown", send_unknown},
-          {"not_sent", not_sent},
-          {"reassigned", reassigned}};
+WorkerLossFact WorkerLossFactOf(int32_t worker, int64_t at_ns, std::string_view why,
+                                uint64_t send_unknown, uint64_t not_sent, uint64_t reassigned) {
+  WorkerLossFact loss;
+  loss.set_worker(worker);
+  loss.set_at_s(std::round(static_cast<double>(at_ns) / 1e7) / 100);
+  loss.set_at_ns(at_ns);
+  loss.set_why(std::string(why));
+  loss.set_send_unknown(send_unknown);
+  loss.set_not_sent(not_sent);
+  loss.set_reassigned(reassigned);
+  return loss;
 }
 
-std::string WorkerLossText(const nlohmann::json& loss) {
-  if (!WellFormed(loss)) return "";
-  const std::string why = loss.value("why", std::string());
-  return absl::StrCat(absl::StrFormat("worker %d lost at %.2f s", loss["worker"].get<int64_t>(),
-                                      loss["at_s"].get<double>()),
-                      why.empty() ? "" : absl::StrCat(" (", why, ")"), ": ",
+std::string WorkerLossText(const WorkerLossFact& loss) {
+  return absl::StrCat(absl::StrFormat("worker %d lost at %.2f s", loss.worker(), loss.at_s()),
+                      loss.why().empty() ? "" : absl::StrCat(" (", loss.why(), ")"), ": ",
                       Counts(loss, " to the others"));
 }
 
-std::string WorkerLossLabel(const nlohmann::json& loss) {
-  if (!WellFormed(loss)) return "";
-  return absl::StrCat("worker ", loss["worker"].get<int64_t>(), " lost: ", Counts(loss, ""));
+std::string WorkerLossLabel(const WorkerLossFact& loss) {
+  return absl::StrCat("worker ", loss.worker(), " lost: ", Counts(loss, ""));
 }
 
-std::vector<RunEvent> WorkerLossEvents(const nlohmann::json& worker_losses) {
+std::vector<RunEvent> WorkerLossEvents(const WorkerLossFacts& worker_losses) {
   std::vector<RunEvent> events;
-  if (!worker_losses.is_array()) return events;
-  for (const nlohmann::json& loss : worker_losses) {
-    if (!WellFormed(loss)) continue;
-    events.push_back({.at_s = loss["at_s"].get<double>(),
-                      .label = WorkerLossLabel(loss),
-                      .text = WorkerLossText(loss)});
+  for (const WorkerLossFact& loss : worker_losses) {
+    events.push_back(
+        {.at_s = loss.at_s(), .label = WorkerLossLabel(loss), .text = WorkerLossText(loss)});
   }
   return events;
 }

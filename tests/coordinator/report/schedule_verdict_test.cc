@@ -1,7 +1,6 @@
-// Whether the schedule was kept (issue 9 item 1): run.schedule in the
-// summary JSON, the sentence on the console and the actual page, and the red
-// line at the moment the generator fell behind
-// (coordinator/report/schedule_verdict.h).
+// Whether the schedule was kept: run.schedule in the run facts, the
+// sentence on the console and the actual page, and the red line at the
+// moment the generator fell behind (coordinator/report/schedule_verdict.h).
 #include "coordinator/report/schedule_verdict.h"
 
 #include <gtest/gtest.h>
@@ -35,28 +34,32 @@ ScheduleFacts FellBehind() {
 }
 
 TEST(ScheduleVerdictTest, KeptRunSaysSoWithItsP99) {
-  nlohmann::json j = ScheduleJson(Kept());
-  EXPECT_TRUE(j["fell_behind_at_s"].is_null());
-  EXPECT_TRUE(j["cause"].is_null());
+  surge::v1::ScheduleFact j = ScheduleFactOf(Kept());
+  EXPECT_FALSE(j.has_fell_behind_at_s());
+  EXPECT_FALSE(j.has_cause());
+  EXPECT_FALSE(j.has_worker());
+  EXPECT_DOUBLE_EQ(j.worst_window_p99_ms(), 0.061);
   EXPECT_EQ(ScheduleSentence(j), "") << "not finished: no verdict yet";
-  FinishScheduleJson(j, 0.00004);
-  EXPECT_TRUE(j["schedule_kept"].get<bool>());
-  EXPECT_DOUBLE_EQ(j["lateness_p99_ms"].get<double>(), 0.04);
+  FinishSchedule(0.00004, &j);
+  EXPECT_TRUE(j.schedule_kept());
+  EXPECT_DOUBLE_EQ(j.lateness_p99_ms(), 0.04);
   EXPECT_EQ(ScheduleSentence(j), "send lateness p99 0.04 ms: schedule kept");
   EXPECT_TRUE(ScheduleEvents(j).empty());
 }
 
 TEST(ScheduleVerdictTest, FellBehindNamesTheMomentTheWorkerAndTheCause) {
-  nlohmann::json j = ScheduleJson(FellBehind());
-  FinishScheduleJson(j, 0.2);
-  FinishScheduleJson(j, 0.2);  // idempotent (surge report runs it again)
-  EXPECT_FALSE(j["schedule_kept"].get<bool>());
-  EXPECT_DOUBLE_EQ(j["fell_behind_at_s"].get<double>(), 1.23);
-  EXPECT_EQ(j["worker"], 1);
-  EXPECT_EQ(j["cause"], "cpu_saturated");
-  EXPECT_EQ(j["alarm_reports"], 37);
-  EXPECT_EQ(j["alarm_lines"], 2);
-  EXPECT_DOUBLE_EQ(j["lateness_p99_ms"].get<double>(), 200);
+  surge::v1::ScheduleFact j = ScheduleFactOf(FellBehind());
+  FinishSchedule(0.2, &j);
+  FinishSchedule(0.2, &j);  // idempotent (surge report runs it again)
+  EXPECT_FALSE(j.schedule_kept());
+  EXPECT_DOUBLE_EQ(j.fell_behind_at_s(), 1.23);
+  EXPECT_EQ(j.worker(), 1);
+  EXPECT_DOUBLE_EQ(j.lateness_ms(), 23.4);
+  EXPECT_EQ(j.cause(), "cpu_saturated");
+  EXPECT_EQ(j.alarm_reports(), 37u);
+  EXPECT_EQ(j.alarm_lines(), 2u);
+  EXPECT_TRUE(j.stopped_on_alarm());
+  EXPECT_DOUBLE_EQ(j.lateness_p99_ms(), 200);
   EXPECT_EQ(ScheduleSentence(j),
             "the generator fell behind from t=1.23 s (worker 1: CPU saturated (worker process 1.93 "
             "cores, host 100% busy)): results describe the generator, not the server; run stopped "
@@ -70,9 +73,9 @@ TEST(ScheduleVerdictTest, FellBehindNamesTheMomentTheWorkerAndTheCause) {
 
 // No window was over, but the run's p99 over every send is: not kept.
 TEST(ScheduleVerdictTest, RunP99OverTheThresholdIsNotKeptEvenWithoutAnAlarm) {
-  nlohmann::json j = ScheduleJson(Kept());
-  FinishScheduleJson(j, 0.0142);
-  EXPECT_FALSE(j["schedule_kept"].get<bool>());
+  surge::v1::ScheduleFact j = ScheduleFactOf(Kept());
+  FinishSchedule(0.0142, &j);
+  EXPECT_FALSE(j.schedule_kept());
   EXPECT_EQ(ScheduleSentence(j),
             "send lateness p99 14.2 ms over the run, above the 10 ms alarm threshold: results "
             "describe the generator, not the server");
@@ -82,17 +85,17 @@ TEST(ScheduleVerdictTest, RunP99OverTheThresholdIsNotKeptEvenWithoutAnAlarm) {
 TEST(ScheduleVerdictTest, AlarmOffAndNothingSentAndOldSummaries) {
   ScheduleFacts off;
   off.worst_window_p99_ms = 30;
-  nlohmann::json j = ScheduleJson(off);
-  FinishScheduleJson(j, 0.03);
-  EXPECT_TRUE(j["schedule_kept"].get<bool>());
+  surge::v1::ScheduleFact j = ScheduleFactOf(off);
+  FinishSchedule(0.03, &j);
+  EXPECT_TRUE(j.schedule_kept());
   EXPECT_EQ(ScheduleSentence(j), "send lateness p99 30.0 ms (no lateness alarm)");
-  nlohmann::json none = ScheduleJson(Kept());
-  FinishScheduleJson(none, std::numeric_limits<double>::quiet_NaN());
-  EXPECT_TRUE(none["lateness_p99_ms"].is_null());
+  surge::v1::ScheduleFact none = ScheduleFactOf(Kept());
+  FinishSchedule(std::numeric_limits<double>::quiet_NaN(), &none);
+  EXPECT_FALSE(none.has_lateness_p99_ms());
   EXPECT_EQ(ScheduleSentence(none), "no request was sent: schedule kept");
-  EXPECT_EQ(ScheduleSentence(nlohmann::json::object()), "");
-  EXPECT_EQ(ScheduleSentence(nullptr), "");
-  EXPECT_TRUE(ScheduleEvents(nullptr).empty());
+  // A summary from before the alarm existed: no schedule facts.
+  EXPECT_EQ(ScheduleSentence(surge::v1::ScheduleFact()), "");
+  EXPECT_TRUE(ScheduleEvents(surge::v1::ScheduleFact()).empty());
 }
 
 }  // namespace

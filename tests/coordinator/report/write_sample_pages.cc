@@ -137,11 +137,11 @@ int main(int argc, char** argv) {
   const std::filesystem::path actual = dir / surge::coordinator::ActualPlotFileName("synthetic");
   watch.Reset();
   // A worker lost at 40% of the plan, as run.worker_losses would hold it:
-  // the page shows it as a red line on the time axes (issue 7).
-  nlohmann::json losses = nlohmann::json::array();
-  losses.push_back(surge::coordinator::WorkerLossJson(
+  // the page shows it as a red line on the time axes.
+  surge::coordinator::WorkerLossFacts losses;
+  *losses.Add() = surge::coordinator::WorkerLossFactOf(
       1, static_cast<int64_t>(plan->offset_s[plan->size() * 2 / 5] * 1e9), "silent for 1500 ms", 52,
-      25, 3010));
+      25, 3010);
   const std::vector<surge::coordinator::RunEvent> events =
       surge::coordinator::WorkerLossEvents(losses);
   // TTFT/E2EL from actual vs from planned send, as the summary gives them

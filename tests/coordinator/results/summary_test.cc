@@ -1,5 +1,7 @@
-// Run folder layout (R-PLOT-1), plan CSV (R-OUT-2), details JSONL and the
-// summary (R-MET-2), and the Mooncake payload source (R-MET-3).
+// The run summary (R-MET-1, R-MET-2): counts, rates, percentiles, goodput and
+// their JSON, CSV and console forms.
+#include "coordinator/results/summary.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -11,129 +13,21 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "common/failure_kind.h"
-#include "coordinator/dataset/payload_source.h"
-#include "coordinator/results/progress.h"
 #include "coordinator/results/run_files.h"
-#include "coordinator/results/summary.h"
+#include "tests/coordinator/results/ok_record.h"
 #include "tests/testing/temp_dir.h"
 
 namespace surge::coordinator {
 namespace {
 
 namespace fs = std::filesystem;
-using ::testing::HasSubstr;
-
 using ::surge::testing::FreshDir;
-
-// The details line DetailsWriter writes for `r`, in a fresh folder named
-// `dir`; "" (and a test failure) when the writer cannot be made or flushed.
-std::string OneDetailsLine(const std::string& dir, const surge::v1::RequestRecord& r) {
-  const fs::path path = FreshDir(dir) / "d.jsonl";
-  {
-    auto w = DetailsWriter::Create(path);
-    EXPECT_TRUE(w.ok()) << w.status();
-    if (!w.ok()) return "";
-    (*w)->Append(r);
-    EXPECT_TRUE((*w)->Flush().ok());
-  }
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return line;
-}
-
-TEST(RunFolderTest, TimestampLayoutWithSuffixesAndModelSlashes) {
-  const fs::path out = FreshDir("run_folder_test");
-  setenv("TZ", "UTC", 1);
-  const auto when = std::chrono::system_clock::time_point(std::chrono::seconds(1767225600));
-  auto a = CreateRunFolder(out, "org/model", when);
-  auto b = CreateRunFolder(out, "org/model", when);
-  ASSERT_TRUE(a.ok() && b.ok());
-  EXPECT_EQ(*a, out / "20260101_000000" / "performances" / "org_model");
-  EXPECT_EQ(*b, out / "20260101_000000_1" / "performances" / "org_model");
-  EXPECT_TRUE(fs::is_directory(*b));
-}
-
-TEST(PlanCsvTest, HeaderAndRowsReadBackExactly) {
-  ArrivalSchedule plan;
-  plan.rate_rps = {3.0, 1.0 / 3.0};
-  plan.interval_s = {0.1, 0.30000000000000004};
-  plan.offset_s = {0.1, 0.4};
-  plan.anomaly = {Anomaly::kNormal, Anomaly::kBurstiness};
-  const fs::path path = FreshDir("plan_csv") / "x_plan.csv";
-  ASSERT_TRUE(WritePlanCsv(plan, path).ok());
-  std::ifstream in(path);
-  std::string header, row0, row1;
-  std::getline(in, header);
-  std::getline(in, row0);
-  std::getline(in, row1);
-  EXPECT_EQ(header, "index,rate_rps,interval_s,offset_s,anomaly");
-  EXPECT_EQ(row0, "0,3,0.10000000000000001,0.10000000000000001,normal");
-  EXPECT_EQ(row1, "1,0.33333333333333331,0.30000000000000004,0.40000000000000002,burstiness");
-  EXPECT_EQ(std::stod("0.33333333333333331"), 1.0 / 3.0);
-}
-
-TEST(DetailsTest, RoundTripsARecord) {
-  surge::v1::RequestRecord r;
-  r.set_index(7);
-  r.set_attempt(1);
-  r.set_worker(2);
-  r.set_status(surge::v1::OK);
-  r.set_planned_ns(1500000000);
-  r.set_released(true);
-  r.set_released_ns(1500000100);
-  r.set_sent(true);
-  r.set_sent_ns(1500020000);
-  r.set_ttft_ns(50000000);
-  r.set_e2el_ns(90000000);
-  r.add_itl_ns(10000000);
-  r.set_output_tokens(5);
-  r.set_http_status(200);
-  const std::string line = OneDetailsLine("details", r);
-  ASSERT_FALSE(line.empty());
-  EXPECT_THAT(line, HasSubstr("\"lateness_s\":2e-05"));
-  EXPECT_THAT(line, HasSubstr("\"status\":\"ok\""));
-  auto back = ParseDetailsLine(line);
-  ASSERT_TRUE(back.ok());
-  EXPECT_EQ(back->index(), 7u);
-  EXPECT_EQ(back->sent_ns(), 1500020000);
-  EXPECT_TRUE(back->sent());
-  EXPECT_EQ(back->ttft_ns(), 50000000);
-  EXPECT_EQ(back->itl_ns_size(), 1);
-}
-
-// Issue 10 item 6: the failure kind is written as a label and read back; a
-// details line from before failure_kind gets it from the error's prefix,
-// and a label this release does not know reads as OTHER.
-TEST(DetailsTest, FailureKindRoundTripsAndOlderLinesDeriveIt) {
-  surge::v1::RequestRecord r;
-  r.set_index(3);
-  r.set_planned_ns(1000);
-  SetFailure(r, surge::v1::FAILED, surge::v1::FAILURE_KIND_TLS, "cannot load the CA file");
-  const std::string line = OneDetailsLine("details_kind", r);
-  ASSERT_FALSE(line.empty());
-  EXPECT_THAT(line, HasSubstr("\"failure_kind\":\"tls\""));
-  EXPECT_THAT(line, HasSubstr("\"error\":\"cannot load the CA file\""));
-  auto back = ParseDetailsLine(line);
-  ASSERT_TRUE(back.ok());
-  EXPECT_EQ(back->failure_kind(), surge::v1::FAILURE_KIND_TLS);
-  EXPECT_EQ(back->error(), "cannot load the CA file");
-
-  auto old = ParseDetailsLine(
-      R"({"index": 4, "status": "failed", "http_status": 503, "error": "http_503: busy"})");
-  ASSERT_TRUE(old.ok());
-  EXPECT_EQ(old->failure_kind(), surge::v1::FAILURE_KIND_HTTP_5XX);
-  auto ok = ParseDetailsLine(R"({"index": 5, "status": "ok", "error": ""})");
-  ASSERT_TRUE(ok.ok());
-  EXPECT_EQ(ok->failure_kind(), surge::v1::FAILURE_KIND_UNSPECIFIED);
-  auto future = ParseDetailsLine(
-      R"({"index": 6, "status": "failed", "error": "x: y", "failure_kind": "quantum_noise"})");
-  ASSERT_TRUE(future.ok());
-  EXPECT_EQ(future->failure_kind(), surge::v1::FAILURE_KIND_OTHER);
-}
+using ::testing::HasSubstr;
 
 // Reasons are counted by kind, not by the text: a TLS set-up failure whose
 // text has no "tls:" prefix still counts as "tls"; HTTP errors keep their
@@ -214,7 +108,7 @@ TEST(SummaryTest, AchievedAndIntendedRatesAndCounts) {
   EXPECT_NEAR(s.duration_s, 0.7, 1e-12);
 }
 
-// Issue 8 item 3: interrupted requests were sent: they count in the sent
+// Interrupted requests were sent: they count in the sent
 // total, the achieved rate, lateness, duration and concurrency (in flight
 // until they were cut off), and are counted apart from lost and not_sent.
 TEST(SummaryTest, InterruptedRequestsCountAsSentUntilTheCut) {
@@ -287,34 +181,7 @@ TEST(SummaryTest, InterruptedRequestsCountAsSentUntilTheCut) {
   EXPECT_THAT(table, ::testing::ContainsRegex("sent \\(first byte out\\) +4\n"));
 }
 
-TEST(DetailsTest, InterruptedRecordRoundTripsWithItsCutTime) {
-  surge::v1::RequestRecord r;
-  r.set_index(3);
-  r.set_status(surge::v1::INTERRUPTED);
-  r.set_error("interrupted: cut_off_at_stop");
-  r.set_planned_ns(200000000);
-  r.set_sent(true);
-  r.set_sent_ns(200100000);
-  r.set_ttft_ns(40000000);
-  r.add_itl_ns(5000000);
-  r.set_output_tokens(2);
-  r.set_output_tokens_estimated(true);
-  r.set_interrupted_ns(4970000000);
-  const std::string line = OneDetailsLine("details_interrupted", r);
-  ASSERT_FALSE(line.empty());
-  EXPECT_THAT(line, HasSubstr("\"status\":\"interrupted\""));
-  EXPECT_THAT(line, HasSubstr("\"interrupted_offset_s\":4.97"));
-  EXPECT_THAT(line, HasSubstr("\"actual_offset_s\":0.2001"));
-  auto back = ParseDetailsLine(line);
-  ASSERT_TRUE(back.ok());
-  EXPECT_EQ(back->status(), surge::v1::INTERRUPTED);
-  EXPECT_EQ(back->interrupted_ns(), 4970000000);
-  EXPECT_EQ(back->sent_ns(), 200100000);
-  EXPECT_EQ(back->output_tokens(), 2u);
-  EXPECT_TRUE(back->output_tokens_estimated());
-}
-
-// Issue 8, 6(c): at 20,000 RPS only part of the plan reached the socket and
+// At 20,000 RPS only part of the plan reached the socket and
 // the intended rate came out as 7,617 RPS. Intended is the plan's: (N − 1)/
 // (t_{N−1} − t_0) over every record; achieved stays over the sent ones.
 TEST(SummaryTest, IntendedRateIsThePlansWhenOnlyPartWasSent) {
@@ -347,7 +214,7 @@ TEST(SummaryTest, IntendedRateIsThePlansWhenOnlyPartWasSent) {
   EXPECT_THAT(FormatSummaryTable(s), HasSubstr("Intended rate, plan (RPS)            20000.000"));
 }
 
-// Issue 8, item 8: fewer than two sends have no rate: "n/a" on the
+// Fewer than two sends have no rate: "n/a" on the
 // console, null in the JSON and empty in the CSV, never a made-up number.
 // Covers one send, no send (all failed before the socket) and instant mode
 // with one request.
@@ -389,7 +256,7 @@ TEST(SummaryTest, NoRateFromFewerThanTwoSends) {
   EXPECT_TRUE(std::isnan(inst.intended_rate_rps));
 }
 
-// Issue 9 item 1: the intended rate is the plan's also when the run
+// The intended rate is the plan's also when the run
 // stopped early and not every planned request has a record (surge run and
 // surge report take it from the plan: IntendedRateRps over its offsets).
 TEST(SummaryTest, IntendedRateIsThePlansForARunStoppedEarly) {
@@ -413,34 +280,6 @@ TEST(SummaryTest, IntendedRateIsThePlansForARunStoppedEarly) {
   EXPECT_NEAR(IntendedRateRps(plan), 20000, 1e-6);
   EXPECT_TRUE(std::isnan(IntendedRateRps({0.5})));
   EXPECT_TRUE(std::isnan(IntendedRateRps({0, 0, 0})));  // instant mode
-}
-
-TEST(RunFolderTest, StartTimeTextAndFromFolderName) {
-  setenv("TZ", "UTC", 1);
-  const auto when = std::chrono::system_clock::time_point(std::chrono::seconds(1767225600));
-  EXPECT_EQ(FormatLocalTime(when), "2026-01-01 00:00:00 +0000");
-  EXPECT_EQ(RunStartFromFolder("out/20260101_093015/performances/org_model"),
-            "2026-01-01 09:30:15 (local time)");
-  EXPECT_EQ(RunStartFromFolder("out/20260101_093015_2/performances/m/"),
-            "2026-01-01 09:30:15 (local time)");
-  EXPECT_EQ(RunStartFromFolder("somewhere/else"), "");
-  EXPECT_EQ(RunStartFromFolder("out/2026x101_093015/performances/m"), "");
-}
-
-surge::v1::RequestRecord OkRecord(uint64_t index, double sent_s, double ttft_s, double e2el_s,
-                                  uint32_t tokens, std::vector<double> itl_s = {}) {
-  surge::v1::RequestRecord r;
-  r.set_index(index);
-  r.set_status(surge::v1::OK);
-  r.set_sent(true);
-  r.set_planned_ns(static_cast<int64_t>(sent_s * 1e9));
-  r.set_sent_ns(static_cast<int64_t>(sent_s * 1e9));
-  r.set_ttft_ns(static_cast<int64_t>(ttft_s * 1e9));
-  r.set_e2el_ns(static_cast<int64_t>(e2el_s * 1e9));
-  r.set_output_tokens(tokens);
-  r.set_input_tokens(100);
-  for (double g : itl_s) r.add_itl_ns(static_cast<int64_t>(g * 1e9));
-  return r;
 }
 
 // R-MET-1 with fixed chunk times: content at 0.5, 0.6, 0.7 s after send →
@@ -468,8 +307,8 @@ TEST(SummaryTest, TpotItlConcurrencyAndGoodput) {
   EXPECT_NEAR(s.goodput_rps, 2 / 1.5, 1e-9);
 
   const std::string csv = SummaryToCsv(s);
-  EXPECT_THAT(csv, ::testing::StartsWith(
-                       "Performance Parameters,Average,Min,Max,Median,P75,P90,P99,N\n"));
+  EXPECT_THAT(
+      csv, ::testing::StartsWith("Performance Parameters,Average,Min,Max,Median,P75,P90,P99,N\n"));
   EXPECT_THAT(csv, HasSubstr("TPOT (ms),100.0000,100.0000,100.0000,100.0000,100.0000,100.0000,"
                              "100.0000,2\n"));
   EXPECT_THAT(csv, HasSubstr("Max Concurrency,2\n"));
@@ -478,7 +317,7 @@ TEST(SummaryTest, TpotItlConcurrencyAndGoodput) {
   EXPECT_EQ(j["common"]["Success Requests"], 3);
 }
 
-// Issue 10 item 6 / issue 9 item 3: the streaming summary. With no limit it
+// The streaming summary. With no limit it
 // is Summarize bit for bit; with a small exact limit the counts, rates,
 // min/max/mean and concurrency are still exact, the percentiles of the
 // metrics past the limit are within the histogram's bound, and the JSON says
@@ -487,10 +326,13 @@ TEST(SummaryTest, StreamingAccumulatorEqualsTheExactSummaryWithinItsBound) {
   std::vector<surge::v1::RequestRecord> records;
   for (uint64_t i = 0; i < 400; ++i) {
     std::vector<double> itl;
-    for (int k = 0; k < 9; ++k) itl.push_back(0.002 + 0.0001 * static_cast<double>((i * 7 + k) % 13));
-    records.push_back(OkRecord(i, 0.01 * static_cast<double>(i), 0.04 + 0.001 * static_cast<double>(i % 17),
+    for (int k = 0; k < 9; ++k)
+      itl.push_back(0.002 + 0.0001 * static_cast<double>((i * 7 + k) % 13));
+    records.push_back(OkRecord(i, 0.01 * static_cast<double>(i),
+                               0.04 + 0.001 * static_cast<double>(i % 17),
                                0.3 + 0.001 * static_cast<double>(i % 29), 10, itl));
-    records.back().set_sent_ns(records.back().planned_ns() + 20'000 + static_cast<int64_t>(i % 5) * 1'000);
+    records.back().set_sent_ns(records.back().planned_ns() + 20'000 +
+                               static_cast<int64_t>(i % 5) * 1'000);
   }
   const RunSummary exact = Summarize(records);
   SummaryAccumulator unlimited(nullptr, StreamingStats::kUnlimited);
@@ -514,7 +356,8 @@ TEST(SummaryTest, StreamingAccumulatorEqualsTheExactSummaryWithinItsBound) {
   EXPECT_EQ(b.itl_s.min, exact.itl_s.min);
   EXPECT_EQ(b.itl_s.max, exact.itl_s.max);
   EXPECT_NEAR(b.itl_s.mean, exact.itl_s.mean, 1e-12);
-  for (auto [est, ex] : {std::pair{b.itl_s.p50, exact.itl_s.p50}, {b.itl_s.p90, exact.itl_s.p90},
+  for (auto [est, ex] : {std::pair{b.itl_s.p50, exact.itl_s.p50},
+                         {b.itl_s.p90, exact.itl_s.p90},
                          {b.itl_s.p99, exact.itl_s.p99}}) {
     EXPECT_LE(std::fabs(est - ex), kStreamingRelativeError * ex * 1.0001) << ex;
   }
@@ -527,7 +370,7 @@ TEST(SummaryTest, StreamingAccumulatorEqualsTheExactSummaryWithinItsBound) {
   EXPECT_EQ(limited.Finish().total, 401u);
 }
 
-// Issue 11 item 8: the edge rules docs/DESIGN.md "Metric edge rules" states.
+// The edge rules docs/DESIGN.md "Metric edge rules" states.
 // A request with at most one output token has no TPOT and meets a TPOT
 // objective (vLLM's rule), even a 0 ms one; a timed-out request (failed, E2EL
 // 0) is in the send-side metrics only, in flight for no time.
@@ -567,7 +410,7 @@ TEST(SummaryTest, DocumentedEdgeRules) {
   EXPECT_THAT(SummaryToCsv(none), HasSubstr("TPOT (ms),,,,,,,,0\n"));
 }
 
-// Issue 8 item 6(a): how many output token counts are estimates is said in
+// How many output token counts are estimates is said in
 // the console table, {dataset}.json and {dataset}.csv; TPOT uses the count
 // the record carries (the estimate when there is no usage).
 TEST(SummaryTest, CountsEstimatedOutputTokens) {
@@ -619,349 +462,7 @@ TEST(SummaryTest, AllFailedStillSummarizes) {
   EXPECT_TRUE(SummaryToJson(s, {})["ttft_s"]["p50"].is_null());
 }
 
-// Issue 10 item 3, the coordinated-omission view: TTFT and E2EL counted from
-// the planned send are the measured values plus each request's lateness,
-// exactly; only OK requests (the same ones TTFT/E2EL cover) contribute, so a
-// not-sent, lost or failed record adds nothing, whatever times it carries.
-std::vector<surge::v1::RequestRecord> LateRecords() {
-  // index, planned, sent, ttft, e2el (ns): lateness 0, 50, 10 and 200 ms.
-  const int64_t rows[4][5] = {{0, 100000000, 100000000, 20000000, 200000000},
-                              {1, 200000000, 250000000, 30000000, 300000000},
-                              {2, 300000000, 310000000, 40000000, 100000000},
-                              {3, 400000000, 600000000, 10000000, 400000000}};
-  std::vector<surge::v1::RequestRecord> records;
-  for (const auto& row : rows) {
-    surge::v1::RequestRecord r;
-    r.set_index(row[0]);
-    r.set_status(surge::v1::OK);
-    r.set_planned_ns(row[1]);
-    r.set_sent(true);
-    r.set_sent_ns(row[2]);
-    r.set_ttft_ns(row[3]);
-    r.set_e2el_ns(row[4]);
-    r.set_output_tokens(2);
-    records.push_back(r);
-  }
-  surge::v1::RequestRecord unsent;  // planned, never sent
-  unsent.set_index(4);
-  unsent.set_status(surge::v1::NOT_SENT);
-  unsent.set_error("not_sent: interrupted");
-  unsent.set_planned_ns(500000000);
-  records.push_back(unsent);
-  surge::v1::RequestRecord lost = unsent;  // sent by a lost worker, 3 s late
-  lost.set_index(5);
-  lost.set_status(surge::v1::LOST);
-  lost.set_error("send_unknown");
-  lost.set_planned_ns(600000000);
-  lost.set_sent(true);
-  lost.set_sent_ns(3600000000);
-  lost.set_ttft_ns(1000000000);
-  lost.set_e2el_ns(2000000000);
-  records.push_back(lost);
-  surge::v1::RequestRecord failed = lost;  // answered with an error
-  failed.set_index(6);
-  failed.set_status(surge::v1::FAILED);
-  failed.set_error("http_503");
-  records.push_back(failed);
-  return records;
-}
-
-TEST(LatencyFromPlannedTest, LateSendAddsExactlyItsLateness) {
-  const std::vector<surge::v1::RequestRecord> records = LateRecords();
-  EXPECT_EQ(FromPlannedNs(records[0], records[0].ttft_ns()), 20000000);   // on time: equal
-  EXPECT_EQ(FromPlannedNs(records[1], records[1].ttft_ns()), 80000000);   // 30 + 50 ms
-  EXPECT_EQ(FromPlannedNs(records[3], records[3].ttft_ns()), 210000000);  // 10 + 200 ms
-  EXPECT_EQ(FromPlannedNs(records[3], records[3].e2el_ns()), 600000000);  // 400 + 200 ms
-  // Sent 1 ms early (a worker's clock ahead): 1 ms less.
-  surge::v1::RequestRecord early = records[0];
-  early.set_sent_ns(99000000);
-  EXPECT_EQ(FromPlannedNs(early, early.ttft_ns()), 19000000);
-}
-
-TEST(LatencyFromPlannedTest, SummaryStatisticsOverOkRequestsOnly) {
-  const RunSummary s = Summarize(LateRecords());
-  // From actual send: TTFT {20, 30, 40, 10} ms, E2EL {200, 300, 100, 400} ms.
-  EXPECT_EQ(s.ttft_s.count, 4u);
-  EXPECT_NEAR(s.ttft_s.p50, 0.025, 1e-12);
-  EXPECT_EQ(s.ttft_s.max, 0.04);
-  // From planned send: TTFT {20, 80, 50, 210} ms; sorted 20, 50, 80, 210.
-  const MetricStats& t = s.ttft_from_planned_s;
-  EXPECT_EQ(t.count, 4u);
-  EXPECT_NEAR(t.mean, 0.09, 1e-12);
-  EXPECT_EQ(t.min, 0.02);
-  EXPECT_EQ(t.max, 0.21);
-  EXPECT_NEAR(t.p50, 0.065, 1e-12);   // (50 + 80)/2
-  EXPECT_NEAR(t.p75, 0.1125, 1e-12);  // 80 + 0.25 × 130
-  EXPECT_NEAR(t.p90, 0.171, 1e-12);   // 80 + 0.70 × 130
-  EXPECT_NEAR(t.p99, 0.2061, 1e-12);  // 80 + 0.97 × 130
-  // E2EL from planned send: {200, 350, 110, 600} ms; sorted 110, 200, 350, 600.
-  const MetricStats& e = s.e2el_from_planned_s;
-  EXPECT_EQ(e.count, 4u);
-  EXPECT_NEAR(e.mean, 0.315, 1e-12);
-  EXPECT_EQ(e.min, 0.11);
-  EXPECT_EQ(e.max, 0.6);
-  EXPECT_NEAR(e.p50, 0.275, 1e-12);
-  EXPECT_NEAR(e.p75, 0.4125, 1e-12);
-  EXPECT_NEAR(e.p90, 0.525, 1e-12);
-  EXPECT_NEAR(e.p99, 0.5925, 1e-12);
-  // The lost and failed requests were sent: they are late sends (lateness
-  // counts 6 sends), but have no latency in either view.
-  EXPECT_EQ(s.lateness_s.count, 6u);
-}
-
-TEST(LatencyFromPlannedTest, BothViewsAgreeWhenTheScheduleWasKept) {
-  std::vector<surge::v1::RequestRecord> records = LateRecords();
-  records.resize(4);
-  for (auto& r : records) r.set_sent_ns(r.planned_ns());
-  const RunSummary s = Summarize(records);
-  for (const auto& [actual, planned] : {std::pair(&s.ttft_s, &s.ttft_from_planned_s),
-                                        std::pair(&s.e2el_s, &s.e2el_from_planned_s)}) {
-    EXPECT_EQ(planned->count, actual->count);
-    EXPECT_EQ(planned->mean, actual->mean);
-    EXPECT_EQ(planned->min, actual->min);
-    EXPECT_EQ(planned->p50, actual->p50);
-    EXPECT_EQ(planned->p99, actual->p99);
-    EXPECT_EQ(planned->max, actual->max);
-  }
-}
-
-TEST(LatencyFromPlannedTest, JsonCsvAndConsoleCarryTheNewRows) {
-  const RunSummary s = Summarize(LateRecords());
-  const nlohmann::json j = SummaryToJson(s, nlohmann::json::object());
-  EXPECT_EQ(j["ttft_from_planned_s"]["count"], 4);
-  EXPECT_NEAR(j["ttft_from_planned_s"]["p50"].get<double>(), 0.065, 1e-12);
-  EXPECT_EQ(j["e2el_from_planned_s"]["max"].get<double>(), 0.6);
-  EXPECT_EQ(j["metrics"]["TTFTFromPlannedSend"]["unit"], "ms");
-  EXPECT_EQ(j["metrics"]["TTFTFromPlannedSend"]["N"], 4);
-  EXPECT_NEAR(j["metrics"]["TTFTFromPlannedSend"]["P99"].get<double>(), 206.1, 1e-9);
-  EXPECT_NEAR(j["metrics"]["E2ELFromPlannedSend"]["Median"].get<double>(), 275, 1e-9);
-  const std::string csv = SummaryToCsv(s);
-  EXPECT_THAT(csv, HasSubstr("\nTTFTFromPlannedSend (ms),90.0000,20.0000,210.0000,65.0000,"
-                             "112.5000,171.0000,206.1000,4\n"));
-  EXPECT_THAT(csv, HasSubstr("\nE2ELFromPlannedSend (ms),315.0000,110.0000,600.0000,275.0000,"
-                             "412.5000,525.0000,592.5000,4\n"));
-  const std::string table = FormatSummaryTable(s);
-  EXPECT_THAT(table, HasSubstr("\n  TTFT mean/p50/p99 (ms)               25.000 / 25.000 / "));
-  EXPECT_THAT(table,
-              HasSubstr("\n  TTFT from planned send mean/p50/p99  90.000 / 65.000 / 206.100\n"));
-  EXPECT_THAT(table,
-              HasSubstr("\n  E2EL from planned send mean/p50/p99  315.000 / 275.000 / 592.500\n"));
-  // No OK request: n/a, null, empty cells, N = 0.
-  const RunSummary none = Summarize({LateRecords()[5]});
-  EXPECT_TRUE(SummaryToJson(none, {})["ttft_from_planned_s"]["p50"].is_null());
-  EXPECT_THAT(SummaryToCsv(none), HasSubstr("\nE2ELFromPlannedSend (ms),,,,,,,,0\n"));
-  EXPECT_THAT(FormatSummaryTable(none),
-              HasSubstr("  TTFT from planned send mean/p50/p99  n/a / n/a / n/a\n"));
-}
-
-// The details file: the per-request from-planned values, null for a request
-// that was never sent.
-TEST(LatencyFromPlannedTest, DetailsLineCarriesFromPlannedSeconds) {
-  const std::vector<surge::v1::RequestRecord> records = LateRecords();
-  const fs::path path = FreshDir("details_from_planned") / "d.jsonl";
-  {
-    auto w = DetailsWriter::Create(path);
-    ASSERT_TRUE(w.ok());
-    (*w)->Append(records[3]);
-    (*w)->Append(records[4]);
-    ASSERT_TRUE((*w)->Flush().ok());
-  }
-  std::ifstream in(path);
-  std::string late, unsent;
-  std::getline(in, late);
-  std::getline(in, unsent);
-  const nlohmann::json a = nlohmann::json::parse(late);
-  EXPECT_EQ(a["ttft_from_planned_s"].get<double>(), 0.21);
-  EXPECT_EQ(a["e2el_from_planned_s"].get<double>(), 0.6);
-  EXPECT_EQ(a["ttft_s"].get<double>(), 0.01);
-  EXPECT_EQ(a["lateness_s"].get<double>(), 0.2);
-  const nlohmann::json b = nlohmann::json::parse(unsent);
-  EXPECT_TRUE(b["ttft_from_planned_s"].is_null());
-  EXPECT_TRUE(b["e2el_from_planned_s"].is_null());
-  // Derived fields: reading the line back gives the same record.
-  auto back = ParseDetailsLine(late);
-  ASSERT_TRUE(back.ok());
-  EXPECT_EQ(back->ttft_ns(), 10000000);
-  EXPECT_EQ(FromPlannedNs(*back, back->ttft_ns()), 210000000);
-}
-
-TEST(ProgressTest, LineShowsCountsRateAndEta) {
-  DispatchProgress p;
-  p.elapsed_s = 10;
-  p.planned = 1000;
-  p.records = 480;
-  p.sent = 490;
-  p.ok = 478;
-  p.inflight = 10;
-  p.last_planned_s = 20;
-  EXPECT_EQ(FormatProgress(p),
-            "[   10.0 s] done 480/1000  ok 478  failed 2  in flight 10  sent 50.0 RPS  ETA 10 s");
-  p.elapsed_s = 21;
-  EXPECT_THAT(FormatProgress(p), ::testing::EndsWith("draining"));
-  // Issue 8 item 3: after a stop, not-sent requests are not shown as failed.
-  {
-    DispatchProgress stopped = p;
-    stopped.elapsed_s = 5;
-    stopped.records = 300;
-    stopped.ok = 3;
-    stopped.not_sent = 272;
-    stopped.stopping = true;
-    EXPECT_EQ(FormatProgress(stopped),
-              "[    5.0 s] done 300/1000  ok 3  failed 25  not sent 272  in flight 10  sent 100.0 "
-              "RPS  stopping");
-  }
-  // Issue 9 item 1: each worker's lateness over its last window.
-  {
-    DispatchProgress live = p;
-    live.elapsed_s = 10;
-    live.lateness = {{0, true, 500, 20000, 52000, 0}, {1, true, 480, 1500000, 23400000, 0}};
-    EXPECT_EQ(FormatProgress(live),
-              "[   10.0 s] done 480/1000  ok 478  failed 2  in flight 10  sent 50.0 RPS  late "
-              "p50/p99 ms w0 0.02/0.05 w1 1.50/23  ETA 10 s");
-    live.behind = true;
-    EXPECT_THAT(FormatProgress(live), HasSubstr("w1 1.50/23  BEHIND  ETA 10 s"));
-    // A stuck worker: nothing sent, its earliest queued request 40 ms overdue.
-    live.lateness[1] = {1, true, 0, 0, 0, 40000000};
-    EXPECT_THAT(FormatProgress(live), HasSubstr("w1 -/40"));
-    // Many workers: the worst only.
-    live.lateness.clear();
-    for (int32_t k = 0; k < 6; ++k) {
-      live.lateness.push_back({k, true, 100, 10000 * (k + 1), 30000 * (k == 4 ? 100 : 1), 0});
-    }
-    live.behind = false;
-    EXPECT_THAT(FormatProgress(live), HasSubstr("late p50/p99 ms worst w4 0.05/3.00 (of 6)  ETA"));
-    // Before any report: nothing.
-    live.lateness = {{0, false, 0, 0, 0, 0}};
-    EXPECT_EQ(FormatLateness(live.lateness, false), "");
-  }
-  // Issue 10 item 6: the reporter is a record sink; it counts the records
-  // itself and shows them with the dispatcher's live part.
-  {
-    char* sink_text = nullptr;
-    size_t sink_size = 0;
-    std::FILE* sink_out = open_memstream(&sink_text, &sink_size);
-    ProgressReporter sink(sink_out, /*terminal=*/false);
-    surge::v1::RequestRecord r;
-    r.set_status(surge::v1::OK);
-    r.set_sent(true);
-    sink.Add(r);
-    r.set_status(surge::v1::FAILED);
-    sink.Add(r);
-    r.set_status(surge::v1::NOT_SENT);
-    r.set_sent(false);
-    sink.Add(r);
-    DispatchProgress live;  // the dispatcher's snapshot: no record counts
-    live.elapsed_s = 1;
-    live.planned = 10;
-    live.inflight = 2;
-    live.last_planned_s = 5;
-    sink.Update(live);
-    std::fclose(sink_out);
-    EXPECT_EQ(std::string(sink_text, sink_size),
-              "[surge] progress [    1.0 s] done 3/10  ok 1  failed 1  not sent 1  in flight 2  "
-              "sent 4.0 RPS  ETA 4 s\n");
-    std::free(sink_text);
-  }
-  p.elapsed_s = 21;
-  // Not a terminal: one line per period, not per update.
-  char* text = nullptr;
-  size_t size = 0;
-  std::FILE* out = open_memstream(&text, &size);
-  ProgressReporter reporter(out, /*terminal=*/false, /*plain_period_s=*/5);
-  for (double t = 0; t < 12; t += 0.25) {
-    p.elapsed_s = t;
-    reporter.Update(p);
-  }
-  std::fclose(out);
-  EXPECT_EQ(std::count(text, text + size, '\n'), 3);  // at 0, 5 and 10 s
-  std::free(text);
-}
-
-TEST(PayloadSourceTest, MooncakeLinesBecomePayloadsAndCycle) {
-  const fs::path path = FreshDir("mooncake") / "tiny_trace.jsonl";
-  std::ofstream(path) << R"({"timestamp": 0, "input_length": 100, "output_length": 7, "hash_ids": [0]}
-{"timestamp": 3000, "input_length": 2500, "output_length": 0, "hash_ids": [0, 1]}
-)";
-  surge::v1::DatasetConfig d;
-  d.set_dataset_name("mooncake");
-  d.set_dataset_path(path.string());
-  auto source = MakePayloadSource(d, 3, 0);
-  ASSERT_TRUE(source.ok()) << source.status();
-  EXPECT_EQ((*source)->name(), "tiny_trace");
-  EXPECT_EQ((*source)->At(0).input_tokens, 100u);
-  EXPECT_EQ((*source)->At(0).max_tokens, 7u);
-  EXPECT_EQ((*source)->At(1).max_tokens, 1u);  // 0 asks for one token
-  EXPECT_EQ((*source)->At(2).input_tokens, 100u);
-  ASSERT_EQ((*source)->warnings().size(), 1u);
-  EXPECT_THAT((*source)->warnings()[0], HasSubstr("reused from the top"));
-}
-
-TEST(PayloadSourceTest, BadLineNamesFileAndLine) {
-  const fs::path path = FreshDir("mooncake_bad") / "bad.jsonl";
-  std::ofstream(path) << "{\"input_length\": 5, \"output_length\": 2}\n{\"input_length\": -1}\n";
-  surge::v1::DatasetConfig d;
-  d.set_dataset_name("mooncake");
-  d.set_dataset_path(path.string());
-  auto source = MakePayloadSource(d, 5, 0);
-  ASSERT_FALSE(source.ok());
-  EXPECT_THAT(std::string(source.status().message()), HasSubstr("line 2"));
-  EXPECT_THAT(std::string(source.status().message()), HasSubstr("input_length"));
-}
-
-// Issue 11: the record's new fields (first content, why the stream ended,
-// what was asked, the keep-alive retry) survive details.jsonl.
-TEST(DetailsTest, NewRecordFieldsRoundTrip) {
-  surge::v1::RequestRecord r = OkRecord(5, 1.0, 0.2, 0.7, 3, {0.1, 0.3, 0.1});
-  r.set_ttfc_ns(600000000);
-  r.set_finish_reason("stop");
-  r.set_max_tokens(8);
-  r.set_short_output(true);
-  r.set_http_retries(1);
-  r.set_retry_reason("keepalive_closed: end of stream");
-  r.set_retry_sent_ns(1000600000);
-  const fs::path path = FreshDir("details_issue11") / "d.jsonl";
-  {
-    auto w = DetailsWriter::Create(path);
-    ASSERT_TRUE(w.ok());
-    (*w)->Append(r);
-    surge::v1::RequestRecord plain = OkRecord(6, 2.0, 0.1, 0.2, 1);
-    (*w)->Append(plain);
-    ASSERT_TRUE((*w)->Flush().ok());
-  }
-  std::ifstream in(path);
-  std::string line, line2;
-  std::getline(in, line);
-  std::getline(in, line2);
-  const nlohmann::json j = nlohmann::json::parse(line);
-  EXPECT_DOUBLE_EQ(j["ttfc_s"].get<double>(), 0.6);
-  EXPECT_EQ(j["finish_reason"], "stop");
-  EXPECT_EQ(j["max_tokens"], 8);
-  EXPECT_EQ(j["short_output"], true);
-  EXPECT_EQ(j["http_retries"], 1);
-  EXPECT_EQ(j["retry_reason"], "keepalive_closed: end of stream");
-  EXPECT_DOUBLE_EQ(j["retry_offset_s"].get<double>(), 1.0006);
-  auto back = ParseDetailsLine(line);
-  ASSERT_TRUE(back.ok());
-  EXPECT_EQ(back->ttfc_ns(), 600000000);
-  EXPECT_EQ(back->finish_reason(), "stop");
-  EXPECT_EQ(back->max_tokens(), 8u);
-  EXPECT_TRUE(back->short_output());
-  EXPECT_EQ(back->http_retries(), 1u);
-  EXPECT_EQ(back->retry_reason(), "keepalive_closed: end of stream");
-  EXPECT_EQ(back->retry_sent_ns(), 1000600000);
-  // Nothing to say: null times and finish_reason, zero counts.
-  const nlohmann::json j2 = nlohmann::json::parse(line2);
-  EXPECT_TRUE(j2["ttfc_s"].is_null());
-  EXPECT_TRUE(j2["finish_reason"].is_null());
-  EXPECT_TRUE(j2["retry_offset_s"].is_null());
-  EXPECT_EQ(j2["http_retries"], 0);
-  auto back2 = ParseDetailsLine(line2);
-  ASSERT_TRUE(back2.ok());
-  EXPECT_EQ(back2->finish_reason(), "");
-  EXPECT_EQ(back2->retry_sent_ns(), 0);
-}
-
-// Issue 11 items 2-4: short outputs, finish reasons, TTFC and retried
+// Short outputs, finish reasons, TTFC and retried
 // requests are counted in the summary JSON, the CSV and the console.
 TEST(SummaryTest, CountsShortOutputsFinishReasonsTtfcAndRetries) {
   std::vector<surge::v1::RequestRecord> records = {
@@ -1021,7 +522,7 @@ TEST(SummaryTest, CountsShortOutputsFinishReasonsTtfcAndRetries) {
   EXPECT_THAT(SummaryToCsv(p), HasSubstr("\nRetried Requests,0\n"));
 }
 
-// Issue 10 item 4: the late-send policy's counts. Skipped records are their
+// The late-send policy's counts. Skipped records are their
 // own status (not failed, not in "Failed Requests", not sent); late and
 // delayed come from the records' flags; all three in the JSON, the CSV and
 // the console; the details line carries late, catch_up_delay_s and status

@@ -1,0 +1,125 @@
+#include "app/coordinator_command.h"
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "app/exit_codes.h"
+#include "app/run_job.h"
+#include "common/log.h"
+
+namespace surge::app {
+
+using coordinator::DispatcherOptions;
+using coordinator::RemoteWorkerPool;
+using coordinator::WorkerPool;
+using surge::v1::RunConfig;
+
+absl::StatusOr<ZmqRouterOptions> CoordinatorTransportOptions(const CoordinatorRole& role,
+                                                             const RunConfig& config) {
+  if (role.expect_workers < 1 || role.expect_workers > 1024) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--expect-workers ", role.expect_workers, ": must be 1 to 1024 (the workers to wait for)"));
+  }
+  if (!(role.join_timeout_s > 0) || role.join_timeout_s > 86400) {
+    return absl::InvalidArgumentError(absl::StrCat("--join-timeout ", role.join_timeout_s,
+                                                   ": must be > 0 and at most 86400 seconds"));
+  }
+  if (config.max_concurrency() > 0 &&
+      config.max_concurrency() < static_cast<uint64_t>(role.expect_workers)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max-concurrency ", config.max_concurrency(), ": must be at least --expect-workers (",
+        role.expect_workers, "): the cap is split over the workers, each needs one slot"));
+  }
+  if (absl::Status s = CheckBindSecurity(
+          {role.bind, role.curve_secret_key_file, role.curve_allow_dir, role.insecure});
+      !s.ok()) {
+    return s;
+  }
+  ZmqRouterOptions options;
+  if (!role.curve_secret_key_file.empty()) {
+    auto secret = ReadCurveKeyFile(role.curve_secret_key_file);
+    if (!secret.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--curve-secret-key: ", secret.status().message()));
+    }
+    auto allowed = ReadCurveAllowList(role.curve_allow_dir);
+    if (!allowed.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--curve-allow: ", allowed.status().message()));
+    }
+    options.curve = CurveServerOptions{*secret, *allowed};
+  }
+  return options;
+}
+
+namespace {
+
+// `surge coordinator`'s workers: `surge worker --connect` processes
+// anywhere, up to role.expect_workers of them.
+class RemoteWorkers : public WorkerSide {
+ public:
+  explicit RemoteWorkers(const CoordinatorRole& role) : role_(role) {}
+
+  absl::Status Check(const RunConfig& config) override {
+    auto checked = CoordinatorTransportOptions(role_, config);
+    if (!checked.ok()) return checked.status();
+    transport_options_ = *std::move(checked);
+    return absl::OkStatus();
+  }
+  std::string bind() const override { return role_.bind; }
+  ZmqRouterOptions transport_options() const override { return transport_options_; }
+
+  void OnBuiltInServer() const override {
+    if (IsLoopbackEndpoint(role_.bind)) return;
+    LogWarning(
+        absl::StrCat("the built-in server listens on 127.0.0.1 only: workers on other "
+                     "machines cannot reach it; give --base-url for them"));
+  }
+
+  // The workers that join; their own machines' cores are theirs.
+  int Workers(const RunConfig&) const override { return role_.expect_workers; }
+  // Remote workers check their own open-file limit (worker_session).
+  absl::Status CheckFits(const RunConfig&, int, bool) const override { return absl::OkStatus(); }
+
+  std::unique_ptr<WorkerPool> MakePool(Clock&, const RunConfig& config, int workers,
+                                       const std::string& endpoint, SimServerProcess*,
+                                       DispatcherOptions* options) const override {
+    if (config.has_pacer_cpu() || config.pacer_realtime()) {
+      LogWarning(
+          "pacer_cpu / pacer_realtime apply to the workers `surge run` starts; give "
+          "--pacer-cpu / --pacer-realtime to each `surge worker` instead");
+    }
+    options->hello_timeout =
+        std::chrono::milliseconds(static_cast<int64_t>(std::ceil(role_.join_timeout_s * 1000)));
+    // A wildcard bind is no address to connect to: name the host instead.
+    std::string connect = endpoint;
+    for (const char* any : {"tcp://0.0.0.0:", "tcp://*:", "tcp://[::]:"}) {
+      if (absl::StartsWith(connect, any)) {
+        connect = absl::StrCat("tcp://<this host's address>:", connect.substr(strlen(any)));
+      }
+    }
+    LogInfo(absl::StrFormat(
+        "coordinator on %s (%s): waiting up to %g s for %d workers: surge worker --connect %s",
+        endpoint, transport_options_.curve ? "CurveZMQ" : "no CurveZMQ", role_.join_timeout_s,
+        workers, connect));
+    return std::make_unique<RemoteWorkerPool>();
+  }
+
+ private:
+  const CoordinatorRole role_;
+  ZmqRouterOptions transport_options_;
+};
+
+}  // namespace
+
+int CoordinatorCommand(const RunConfig& config, const std::string& self_exe,
+                       const CoordinatorRole& role, const std::string& plan_file) {
+  RemoteWorkers workers(role);
+  return ExitWith(RunJob(config, self_exe, workers, plan_file));
+}
+
+}  // namespace surge::app

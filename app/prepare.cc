@@ -1,0 +1,420 @@
+#include "app/prepare.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <iostream>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "app/exit_codes.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/time_units.h"
+#include "common/version.h"
+#include "coordinator/config/run_config.h"
+#include "coordinator/plan/arrival_process.h"
+#include "coordinator/plan/replay_schedule.h"
+#include "coordinator/plan/traffic.h"
+#include "coordinator/report/plot_pages.h"
+#include "coordinator/report/run_context.h"
+#include "coordinator/results/run_files.h"
+#include "coordinator/results/summary.h"
+
+namespace surge::app {
+
+using coordinator::Anomaly;
+using coordinator::ArrivalSchedule;
+using coordinator::CheckOutputDir;
+using coordinator::CheckTraffic;
+using coordinator::ConfigWarnings;
+using coordinator::CreateRunFolder;
+using coordinator::DefaultRunConfig;
+using coordinator::ExpectedPlotFileName;
+using coordinator::FormatLocalTime;
+using coordinator::kInstantModeBelowRps;
+using coordinator::LoadYamlConfig;
+using coordinator::MakePayloadSource;
+using coordinator::PayloadSource;
+using coordinator::PlanDefiningDifferences;
+using coordinator::RampStrategyTitle;
+using coordinator::ReadPlanCsv;
+using coordinator::ResolvedTraffic;
+using coordinator::ResolveReplayTraffic;
+using coordinator::ResolveTraffic;
+using coordinator::RunContextItems;
+using coordinator::RunStartFromFolder;
+using coordinator::SafeFileName;
+using coordinator::SavedConfigJson;
+using coordinator::WriteExpectedPlotPage;
+using coordinator::WritePlanCsv;
+using coordinator::WriteTextFile;
+
+namespace {
+
+namespace fs = std::filesystem;
+using surge::v1::RunConfig;
+
+// Plans this large get a size and time estimate before the work starts and
+// progress lines while it runs.
+constexpr uint64_t kBigPlanRequests = 1000000;
+
+// Rough costs measured on a 2-core x86-64 machine (docs/DESIGN.md): about 62
+// bytes of plan CSV per request, about 28 bytes of memory per request, and
+// about 0.8 µs per request to compute and write plan, CSV and page.
+constexpr double kCsvBytesPerRequest = 62;
+constexpr double kMemoryBytesPerRequest = 28;
+constexpr double kSecondsPerRequest = 0.8e-6;
+
+std::string HumanBytes(double bytes) {
+  const char* units[] = {"B", "KB", "MB", "GB", "TB"};
+  int u = 0;
+  while (bytes >= 1000 && u < 4) {
+    bytes /= 1000;
+    ++u;
+  }
+  return absl::StrFormat("%.3g %s", bytes, units[u]);
+}
+
+// R-PLOT-0 said aloud: why a plan in instant mode has no expected page.
+std::string InstantModeNoExpectedPage(const ResolvedTraffic& traffic) {
+  return absl::StrFormat(
+      "expected page: none: no expected page is written because %s (instant mode, R-PLOT-0: "
+      "every request is planned at once, there is no planned rate to draw); give --request-rate "
+      "0.1 or more (or an active ramp-up) for one. The actual page is written after the run.",
+      std::isinf(traffic.target_rate_rps)
+          ? std::string("request_rate is inf (all at once)")
+          : absl::StrFormat("the target rate %g RPS is below 0.1", traffic.target_rate_rps));
+}
+
+// Trace replay (docs/DATASETS.md): the trace's timestamps replace the
+// generated schedule, so the traffic keys are ignored, with one warning.
+void WarnIgnoredTrafficKeys(const RunConfig& config) {
+  const auto& t = config.traffic_cfg();
+  std::vector<std::string> ignored;
+  if (config.request_rate() != 0) ignored.push_back("request_rate");
+  if (t.burstiness() != 0) ignored.push_back("traffic_cfg.burstiness");
+  if (!t.ramp_up_strategy().empty() && t.ramp_up_strategy() != "none") {
+    ignored.push_back("traffic_cfg.ramp_up_strategy");
+  }
+  if (t.has_ramp_up_start_rps()) ignored.push_back("traffic_cfg.ramp_up_start_rps");
+  if (t.has_ramp_up_end_rps()) ignored.push_back("traffic_cfg.ramp_up_end_rps");
+  if (t.stages_size() > 0) ignored.push_back("traffic_cfg.stages");
+  if (t.spikes_size() > 0) ignored.push_back("traffic_cfg.spikes");
+  if (!t.sampler().empty()) ignored.push_back("traffic_cfg.sampler");
+  if (!ignored.empty()) {
+    LogWarning(absl::StrCat("trace replay: the trace's timestamps set the schedule, so ",
+                            absl::StrJoin(ignored, ", "),
+                            " (flags --request-rate, "
+                            "--burstiness, --ramp-up-*) are ignored"));
+  }
+}
+
+// Generated traffic: a configured ramp that is inactive and would fall back
+// to instant mode is refused (validation does it too; this keeps the rule in
+// one place); the ramp's warning; instant mode, never silent. Errors:
+// INVALID_ARGUMENT.
+absl::Status CheckAndWarnTraffic(const RunConfig& config, const ResolvedTraffic& traffic) {
+  if (absl::Status s = CheckTraffic(traffic, config.num_prompts()); !s.ok()) {
+    return AsConfigError(s);
+  }
+  for (const auto& w : traffic.warnings) LogWarning(w);  // R-RAMP: one warning
+  if (traffic.instant) {
+    // R-INST: say how many go at once.
+    LogWarning(absl::StrCat(
+        "request_rate ", traffic.request_rate_rps,
+        std::isinf(traffic.request_rate_rps) ? std::string()
+                                             : absl::StrCat(" < ", kInstantModeBelowRps),
+        ": instant mode, all ", config.num_prompts(), " requests are sent at once",
+        config.max_concurrency() > 0
+            ? absl::StrCat(" (at most ", config.max_concurrency(), " in flight)")
+            : std::string(),
+        "; give --request-rate (>= 0.1) or a ramp-up for paced traffic"));
+  }
+  return absl::OkStatus();
+}
+
+void LogBigPlanEstimate(uint64_t n) {
+  LogInfo(absl::StrFormat(
+      "large plan: %d requests; plan CSV about %s, memory about %s, about %.0f s to compute "
+      "and write (progress follows)",
+      n, HumanBytes(kCsvBytesPerRequest * n), HumanBytes(kMemoryBytesPerRequest * n),
+      std::max(1.0, kSecondsPerRequest * n)));
+}
+
+// The schedule from the configuration (or the trace's offsets), and its
+// traffic's title. Errors: INVALID_ARGUMENT.
+absl::StatusOr<ArrivalSchedule> BuildPlan(const RunConfig& config, const PayloadSource& payloads,
+                                          std::string* title) {
+  const bool replay = config.dataset().trace_replay();
+  // One factory for every traffic model (docs/TRAFFIC.md): the seed's
+  // AISBench plan, a composed profile × sampler, or the trace's offsets.
+  auto process =
+      coordinator::MakeArrivalProcess(config, replay ? payloads.replay_offsets_s() : nullptr);
+  if (!process.ok()) return AsConfigError(process.status());
+  auto plan = (*process)->Generate(config.seed());
+  if (!plan.ok()) return AsConfigError(plan.status());
+  *title = (*process)->Title();
+  return plan;
+}
+
+// Exact replay: `plan` becomes the plan file as written; the log says how
+// many offsets differ from the configuration's own plan. Errors:
+// INVALID_ARGUMENT (unreadable file, another request count).
+absl::Status UsePlanFile(const RunConfig& config, const fs::path& plan_file,
+                         ArrivalSchedule* plan) {
+  auto from_file = ReadPlanCsv(plan_file, plan->traffic, config.seed());
+  if (!from_file.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(from_file.status().message(), " (flag --plan-file)"));
+  }
+  if (from_file->size() != plan->size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "plan file ", plan_file.string(), ": request count mismatch: it has ", from_file->size(),
+        " requests, num_prompts is ", plan->size(), " (flags --plan-file, --num-prompts)"));
+  }
+  uint64_t differ = 0;
+  for (size_t i = 0; i < plan->size(); ++i) {
+    differ += SecondsToNanos(from_file->offset_s[i]) != SecondsToNanos(plan->offset_s[i]);
+  }
+  if (config.dataset().trace_replay()) {
+    from_file->traffic = ResolveReplayTraffic(from_file->offset_s);
+  }
+  LogInfo(
+      absl::StrCat("exact replay of ", plan_file.string(), ": ", from_file->size(), " requests, ",
+                   differ == 0 ? std::string("every offset equal to the configuration's own plan")
+                               : absl::StrCat(differ,
+                                              " offsets differ from the configuration's own plan "
+                                              "(an edited plan: sent as written)")));
+  *plan = *std::move(from_file);
+  return absl::OkStatus();
+}
+
+// A small β that does not collapse the plan can still turn most of it into
+// bursts; said plainly when intervals of 2 ms and more were to be expected.
+void WarnBursts(const ResolvedTraffic& traffic, const ArrivalSchedule& plan) {
+  if (!traffic.instant && traffic.burstiness > 0 && traffic.target_rate_rps < 500 &&
+      plan.size() >= 10) {
+    const size_t timing = plan.Count(Anomaly::kTiming);
+    if (2 * timing >= plan.size()) {
+      LogWarning(absl::StrFormat(
+          "burstiness %g: %d of %d planned intervals are under 1 ms (timing anomalies), so the "
+          "requests go out in bursts rather than at about %g RPS; a larger burstiness (0.5 is "
+          "already bursty, 1 = Poisson) spreads them",
+          traffic.burstiness, timing, plan.size(), traffic.target_rate_rps));
+    }
+  }
+}
+
+void LogTraceReplay(const RunConfig& config, const ArrivalSchedule& plan) {
+  LogInfo(absl::StrFormat(
+      "trace replay: %d requests over %g s (time scale %g), mean rate %g RPS, first request "
+      "at offset 0",
+      plan.size(), plan.offset_s.back(),
+      config.dataset().has_trace_time_scale() ? config.dataset().trace_time_scale() : 1.0,
+      plan.traffic.target_rate_rps));
+}
+
+// The plan's one log line: its traffic, as a profile or as rate and ramp.
+void LogPlan(const RunConfig& config, const ResolvedTraffic& traffic, const ArrivalSchedule& plan,
+             const std::string& title) {
+  if (traffic.profile != nullptr) {
+    LogInfo(absl::StrFormat(
+        "plan: %d requests, seed %d, traffic %s (expected %.0f requests over "
+        "%g s, mean %g RPS, peak %g RPS)",
+        plan.size(), config.seed(), title, traffic.profile->TotalCount(),
+        traffic.profile->DurationS(), traffic.request_rate_rps, traffic.target_rate_rps));
+  } else {
+    LogInfo(absl::StrFormat(
+        "plan: %d requests, seed %d, target rate %g RPS%s, burstiness %g%s", plan.size(),
+        config.seed(), traffic.target_rate_rps,
+        traffic.ramp_active
+            ? absl::StrCat(" (", std::string(RampStrategyTitle(traffic.strategy)), " ramp-up ",
+                           traffic.ramp_start_rps, "->", traffic.ramp_end_rps, ")")
+            : std::string(),
+        traffic.burstiness, traffic.instant ? ", instant mode" : ""));
+  }
+}
+
+// Payloads and plan (the plan file's, for an exact replay), with their log
+// lines; `traffic` is the plan's traffic as the log and pages describe it.
+// Errors: INVALID_ARGUMENT.
+absl::Status MakePayloadsAndPlan(const RunConfig& config, const fs::path& plan_file, bool big,
+                                 Prepared* p, ResolvedTraffic* traffic) {
+  auto payloads = MakePayloadSource(config.dataset(), config.num_prompts(), config.seed());
+  if (!payloads.ok()) return AsConfigError(payloads.status());
+  p->payloads = *std::move(payloads);
+  for (const auto& w : p->payloads->warnings()) LogWarning(w);
+  // The stem names files in the run folder: never a path.
+  p->dataset = SafeFileName(p->payloads->name());
+  if (big) LogInfo("large plan: computing the schedule");
+  std::string title;
+  auto plan = BuildPlan(config, *p->payloads, &title);
+  if (!plan.ok()) return plan.status();
+  p->plan = *std::move(plan);
+  if (!plan_file.empty()) {
+    if (absl::Status s = UsePlanFile(config, plan_file, &p->plan); !s.ok()) return s;
+  }
+  const bool replay = config.dataset().trace_replay();
+  if (!replay) WarnBursts(*traffic, p->plan);
+  if (replay) {
+    *traffic = p->plan.traffic;
+    LogTraceReplay(config, p->plan);
+  }
+  LogPlan(config, *traffic, p->plan, title);
+  return absl::OkStatus();
+}
+
+// run_config.json: `saved` with its files by absolute path, so the saved
+// configuration works from any folder; headers that may hold a secret are
+// left out (and said so).
+absl::Status SaveRunConfig(const RunConfig& saved, const fs::path& folder) {
+  RunConfig portable = saved;
+  auto absolute = [](std::string* path) {
+    std::error_code ec;
+    if (!path->empty()) {
+      const fs::path full = fs::absolute(*path, ec);
+      if (!ec) *path = full.lexically_normal().string();
+    }
+  };
+  absolute(portable.mutable_dataset()->mutable_dataset_path());
+  absolute(portable.mutable_target()->mutable_api_key_file());
+  absolute(portable.mutable_target()->mutable_ca_cert_path());
+  std::vector<std::string> left_out;
+  const std::string json = SavedConfigJson(portable, &left_out);
+  if (absl::Status s = WriteTextFile(json, folder / "run_config.json"); !s.ok()) return s;
+  if (!left_out.empty()) {
+    LogInfo(absl::StrCat("run_config.json leaves out header(s) ", absl::StrJoin(left_out, ", "),
+                         " (may hold a secret): give them again with --header"));
+  }
+  return absl::OkStatus();
+}
+
+// The plan CSV's progress for a big plan: on a terminal one line redrawn,
+// else a plain line about every 10%.
+std::function<void(uint64_t)> CsvProgress(uint64_t n) {
+  const bool terminal = isatty(fileno(stderr)) != 0;
+  return [n, terminal, next = uint64_t{0}](uint64_t done) mutable {
+    if (done < next && done < n) return;
+    next = done + n / 10;  // plain lines: about every 10%
+    const std::string line = absl::StrFormat("plan CSV: %d of %d rows (%.0f%%)", done, n,
+                                             100.0 * static_cast<double>(done) / n);
+    if (terminal) {
+      std::fprintf(stderr, "\r[surge] %s%s", line.c_str(), done >= n ? "\n" : "");
+    } else {
+      LogInfo(line);
+    }
+  };
+}
+
+// The run folder and what goes into it before anything is sent: the
+// context both pages show, run_config.json, the plan CSV and (R-PLOT-0:
+// not in instant mode; said so, and why) the expected page.
+absl::Status WriteRunFolder(const RunConfig& config, const std::string& model,
+                            const RunConfig& saved, const ResolvedTraffic& traffic, bool big,
+                            Prepared* p) {
+  const auto wall_now = RealClock().WallNow();
+  auto folder = CreateRunFolder(config.output_dir(), model, wall_now);
+  if (!folder.ok()) return AsRuntimeFailure(folder.status());
+  p->folder = *folder;
+  // The context from the saved configuration (the built-in server's port of
+  // this run left out), so `surge report` shows the same from run_config.json.
+  RunConfig used = saved;
+  used.mutable_target()->set_model(model);
+  // The start as the folder's name gives it, so that `surge report` shows
+  // the same from the folder alone (FormatLocalTime if the name differs).
+  p->started_at = RunStartFromFolder(p->folder);
+  if (p->started_at.empty()) p->started_at = FormatLocalTime(wall_now);
+  p->context = RunContextItems(used, p->plan, p->dataset, p->started_at, kSurgeVersion);
+  if (absl::Status s = SaveRunConfig(saved, p->folder); !s.ok()) return AsRuntimeFailure(s);
+  const std::function<void(uint64_t)> csv_progress =
+      big ? CsvProgress(config.num_prompts()) : std::function<void(uint64_t)>();
+  if (absl::Status s = WritePlanCsv(p->plan, p->folder / (p->dataset + "_plan.csv"), csv_progress);
+      !s.ok()) {
+    return AsRuntimeFailure(s);
+  }
+  if (traffic.instant) {
+    std::cout << InstantModeNoExpectedPage(traffic) << "\n";
+    return absl::OkStatus();
+  }
+  if (big) LogInfo("large plan: writing the expected page");
+  const fs::path page = p->folder / ExpectedPlotFileName(p->dataset);
+  if (absl::Status s = WriteExpectedPlotPage(p->plan, page, p->context); !s.ok()) {
+    return AsRuntimeFailure(s);
+  }
+  std::cout << "expected page: " << page.string() << "\n";
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string PlanConfigPath(const std::string& plan_file) {
+  return (fs::path(plan_file).parent_path() / "run_config.json").string();
+}
+
+absl::Status CheckReplayConfig(const RunConfig& config, const fs::path& plan_file) {
+  std::error_code ec;
+  if (!fs::is_regular_file(plan_file, ec)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("plan file ", plan_file.string(), ": ",
+                     fs::exists(plan_file, ec) ? "is not a regular file" : "no such file",
+                     " (flag --plan-file)"));
+  }
+  const fs::path saved_path = PlanConfigPath(plan_file.string());
+  if (!fs::is_regular_file(saved_path, ec)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "plan file ", plan_file.string(), ": no run_config.json beside it (", saved_path.string(),
+        "): exact replay rebuilds each request's prompt from the configuration the plan was "
+        "made with (seed, dataset), so the plan must stay in its run folder (flag --plan-file)"));
+  }
+  RunConfig made_with = DefaultRunConfig();
+  if (absl::Status s = LoadYamlConfig(saved_path.string(), &made_with); !s.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("plan file's configuration ", saved_path.string(), ": ", s.message()));
+  }
+  RunConfig given = config;
+  if (!given.dataset().dataset_path().empty()) {
+    const fs::path full = fs::absolute(given.dataset().dataset_path(), ec);
+    if (!ec) given.mutable_dataset()->set_dataset_path(full.lexically_normal().string());
+  }
+  const std::vector<std::string> differences = PlanDefiningDifferences(made_with, given);
+  if (differences.empty()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "invalid configuration for --plan-file ", plan_file.string(),
+      ": it would not send the same requests as the plan was made with (", saved_path.string(),
+      "):\n  ", absl::StrJoin(differences, "\n  "),
+      "\n  (leave these keys as saved; the target, workers, concurrency cap and late policy "
+      "may differ)"));
+}
+
+absl::StatusOr<Prepared> Prepare(const RunConfig& config, const std::string& model,
+                                 const RunConfig& saved, const fs::path& plan_file) {
+  Prepared p;
+  // The output folder first: a plan of 10^8 requests must not be computed
+  // only to find that it cannot be written.
+  if (absl::Status s = CheckOutputDir(config.output_dir()); !s.ok()) return AsRuntimeFailure(s);
+  // From `saved`: its base_url is empty when the built-in server serves the
+  // run (whose sim_* options then count), as the user gave it.
+  for (const std::string& w : ConfigWarnings(saved)) LogWarning(w);
+  ResolvedTraffic traffic = ResolveTraffic(config);
+  if (config.dataset().trace_replay()) {
+    WarnIgnoredTrafficKeys(config);
+  } else if (absl::Status s = CheckAndWarnTraffic(config, traffic); !s.ok()) {
+    return s;
+  }
+  const uint64_t n = config.num_prompts();
+  const bool big = n >= kBigPlanRequests;
+  if (big) LogBigPlanEstimate(n);
+  if (absl::Status s = MakePayloadsAndPlan(config, plan_file, big, &p, &traffic); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = WriteRunFolder(config, model, saved, traffic, big, &p); !s.ok()) return s;
+  return p;
+}
+
+}  // namespace surge::app

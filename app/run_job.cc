@@ -1,0 +1,351 @@
+#include "app/run_job.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "app/exit_codes.h"
+#include "app/prepare.h"
+#include "client/model_lister.h"
+#include "common/log.h"
+#include "common/version.h"
+#include "coordinator/metrics_http/metrics_http_server.h"
+#include "coordinator/results/details_json.h"
+#include "coordinator/results/run_files.h"
+#include "coordinator/results/live_metrics.h"
+#include "coordinator/results/progress.h"
+#include "coordinator/results/run_facts.h"
+#include "coordinator/results/run_results.h"
+#include "coordinator/results/summary.h"
+#include "simserver/sim_server.h"
+
+namespace surge::app {
+
+using coordinator::ActualPageInputs;
+using coordinator::AddOutcomeFacts;
+using coordinator::AssignPolicyKind;
+using coordinator::ConfiguredRunFacts;
+using coordinator::DetailsWriter;
+using coordinator::DetailsWriterOptions;
+using coordinator::Dispatcher;
+using coordinator::DispatcherOptions;
+using coordinator::DispatchOutcome;
+using coordinator::DispatchProgress;
+using coordinator::LiveMetrics;
+using coordinator::MetricsHttpServer;
+using coordinator::ProgressReporter;
+using coordinator::RecordFanOut;
+using coordinator::SummaryAccumulator;
+using coordinator::WorkerPool;
+using coordinator::WriteRunResults;
+using coordinator::WriteTextFile;
+
+namespace {
+
+namespace fs = std::filesystem;
+using surge::v1::RunConfig;
+
+std::atomic<bool> g_interrupted{false};
+// The first stop signal (SIGINT or SIGTERM): the exit status is 128 + it.
+std::atomic<int> g_stop_signal{0};
+std::atomic<Dispatcher*> g_dispatcher{nullptr};
+
+void OnSignal(int sig) {
+  int none = 0;
+  g_stop_signal.compare_exchange_strong(none, sig);
+  g_interrupted.store(true);
+  if (Dispatcher* d = g_dispatcher.load()) d->RequestStop();
+}
+
+// 130 after SIGINT (Ctrl-C), 143 after SIGTERM: the shell's 128 + signal.
+absl::Status Interrupted() { return InterruptedStatus(g_stop_signal.load()); }
+
+// The dispatcher's settings from the configuration, for `workers` workers.
+DispatcherOptions MakeDispatcherOptions(const RunConfig& config, int workers) {
+  DispatcherOptions options;
+  if (config.max_concurrency() > 0) {
+    for (int k = 0; k < workers; ++k) {
+      options.max_inflight.push_back(
+          static_cast<uint32_t>(config.max_concurrency() / workers +
+                                (static_cast<uint64_t>(k) < config.max_concurrency() % workers)));
+    }
+  }
+  options.num_workers = workers;
+  options.assign = config.assign() == "least-loaded" ? AssignPolicyKind::kLeastLoaded
+                                                     : AssignPolicyKind::kRoundRobin;
+  options.abort_after_connect_failures = config.abort_after_connect_failures();
+  // The lateness alarm (docs/DESIGN.md "Lateness alarm").
+  options.lateness.threshold_ns = std::llround(config.lateness_alarm_ms() * 1e6);
+  options.stop_on_alarm = config.stop_on_alarm();
+  options.target = config.target();
+  options.seed = config.seed();
+  // Late-send policy (validated: "send", "skip" or "cap").
+  options.late_policy = config.late_policy() == "skip"  ? surge::v1::LATE_POLICY_SKIP
+                        : config.late_policy() == "cap" ? surge::v1::LATE_POLICY_CAP
+                                                        : surge::v1::LATE_POLICY_SEND;
+  options.late_threshold_ns = static_cast<int64_t>(std::llround(config.late_threshold_ms() * 1e6));
+  options.catch_up_rps = config.catch_up_rps();
+  std::mt19937_64 id_source(std::random_device{}());
+  options.run_id = absl::StrFormat("%016x", id_source());
+  return options;
+}
+
+// How the run's end maps to its status (after the files are written).
+absl::Status OutcomeStatus(const absl::StatusOr<DispatchOutcome>& outcome) {
+  if (!outcome.ok()) return AsRuntimeFailure(outcome.status());
+  if (outcome->interrupted) return Interrupted();
+  if (outcome->stopped_on_alarm) {
+    return absl::AbortedError(
+        absl::StrCat("stopped on the lateness alarm: ", outcome->stop_message));
+  }
+  if (outcome->target_unreachable) {
+    return absl::UnavailableError(absl::StrCat("target unreachable: ", outcome->stop_message));
+  }
+  if (outcome->send_unknown > 0) {
+    return absl::DataLossError(
+        absl::StrCat(outcome->send_unknown, " requests are lost (possibly sent, outcome unknown: ",
+                     outcome->workers_lost, " workers lost); see the details file"));
+  }
+  return absl::OkStatus();
+}
+
+// One run, phase by phase; its members live as long as the run.
+class Job {
+ public:
+  Job(const RunConfig& config, const std::string& self_exe, WorkerSide& side,
+      const std::string& plan_file)
+      : config_(config), self_exe_(self_exe), side_(side), plan_file_(plan_file) {}
+
+  absl::Status Run();
+
+ private:
+  absl::Status StartLiveMetrics();
+  absl::Status StartBuiltInServer();
+  absl::Status ResolveModel();
+  absl::Status ResolveWorkers();
+  absl::StatusOr<DispatchOutcome> Dispatch(DispatcherOptions& options, SummaryAccumulator& summary,
+                                           ActualPageInputs& page, bool* nothing_recorded);
+  void WriteResults(const absl::StatusOr<DispatchOutcome>& outcome,
+                    const DispatcherOptions& options, SummaryAccumulator& summary,
+                    const ActualPageInputs& page);
+
+  RunConfig config_;
+  const std::string self_exe_;
+  WorkerSide& side_;
+  const std::string plan_file_;
+  Clock& clock_ = RealClock();
+  LiveMetrics live_metrics_;
+  std::unique_ptr<MetricsHttpServer> metrics_server_;
+  std::unique_ptr<SimServerProcess> sim_;
+  int workers_ = 0;
+  Prepared prepared_;
+};
+
+absl::Status Job::Run() {
+  if (!plan_file_.empty()) {
+    if (absl::Status s = CheckReplayConfig(config_, plan_file_); !s.ok()) return AsConfigError(s);
+  }
+  if (absl::Status s = side_.Check(config_); !s.ok()) return AsConfigError(s);
+  signal(SIGINT, OnSignal);
+  signal(SIGTERM, OnSignal);
+  signal(SIGPIPE, SIG_IGN);
+  if (absl::Status s = StartLiveMetrics(); !s.ok()) return s;
+  if (absl::Status s = StartBuiltInServer(); !s.ok()) return s;
+  if (absl::Status s = ResolveModel(); !s.ok()) return s;
+  if (absl::Status s = ResolveWorkers(); !s.ok()) return s;
+  // run_config.json: the resolved model and worker count, but not the
+  // built-in server's port of this run (a replay starts its own).
+  RunConfig saved = config_;
+  if (sim_) saved.mutable_target()->clear_base_url();
+  auto prepared = Prepare(config_, config_.target().model(), saved, plan_file_);
+  if (!prepared.ok()) return prepared.status();
+  prepared_ = *std::move(prepared);
+  std::cout << "seed: " << config_.seed() << "\nresults: " << prepared_.folder.string()
+            << std::endl;
+  if (g_interrupted.load()) return Interrupted();
+
+  DispatcherOptions options = MakeDispatcherOptions(config_, workers_);
+  // Each record goes to the details file, the summary and the actual
+  // page's send list; none keeps the records themselves.
+  SummaryAccumulator summary(&config_.goodput());
+  ActualPageInputs page(prepared_.plan.size());
+  bool nothing_recorded = false;
+  auto outcome = Dispatch(options, summary, page, &nothing_recorded);
+  if (nothing_recorded) return AsRuntimeFailure(outcome.status());
+  WriteResults(outcome, options, summary, page);
+  return OutcomeStatus(outcome);
+}
+
+// Live metrics on --metrics-port, listening before anything is started or
+// created, so a port in use stops here. Errors: INVALID_ARGUMENT.
+absl::Status Job::StartLiveMetrics() {
+  if (config_.metrics_port() == 0) return absl::OkStatus();
+  const std::string host =
+      config_.metrics_host().empty() ? std::string("127.0.0.1") : config_.metrics_host();
+  auto server = MetricsHttpServer::Start(host, static_cast<uint16_t>(config_.metrics_port()),
+                                         [this] { return live_metrics_.Render(); });
+  if (!server.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--metrics-port ", config_.metrics_port(), " (--metrics-host ", host,
+        "): ", server.status().message(), "; choose another port, or 0 for no live metrics"));
+  }
+  metrics_server_ = *std::move(server);
+  LogInfo(absl::StrCat("live metrics on http://", host, ":", metrics_server_->port(),
+                       "/metrics (docs/METRICS.md)"));
+  return absl::OkStatus();
+}
+
+// R-UI-1: no target → the built-in simulated server, started and stopped
+// here, in a process of its own (its threads are not the coordinator's,
+// docs/PERFORMANCE.md).
+absl::Status Job::StartBuiltInServer() {
+  if (!config_.target().base_url().empty()) return absl::OkStatus();
+  const surge::simserver::SimServerOptions options =
+      surge::simserver::SimServerOptionsFromConfig(config_.sim_server());
+  auto server = SimServerProcess::Start(clock_, self_exe_, options);
+  if (!server.ok()) return AsRuntimeFailure(server.status());
+  sim_ = *std::move(server);
+  config_.mutable_target()->set_base_url(absl::StrCat("http://127.0.0.1:", sim_->port()));
+  LogInfo(absl::StrCat("built-in simulated server on ", config_.target().base_url(), " (TTFT ",
+                       options.ttft_ms, " ms, ", options.itl_ms, " ms per token; process ",
+                       sim_->pid(), ")"));
+  side_.OnBuiltInServer();
+  return absl::OkStatus();
+}
+
+// The model: given, or the first the target lists. A given model on an
+// outside target gets a pre-flight check instead: a target that does not
+// even accept a connection fails the run now, not after N failed requests
+// (only connect/TLS failures count; any HTTP answer, even 404 at
+// /v1/models, is fine).
+absl::Status Job::ResolveModel() {
+  if (config_.target().model().empty()) {
+    auto model = surge::client::FetchFirstModel(config_.target(), std::chrono::milliseconds(10000));
+    if (!model.ok()) return AsRuntimeFailure(model.status());
+    config_.mutable_target()->set_model(*model);
+    LogInfo(absl::StrCat("model: ", *model, " (first listed at /v1/models)"));
+    return absl::OkStatus();
+  }
+  if (sim_) return absl::OkStatus();
+  if (absl::Status s =
+          surge::client::CheckTargetConnects(config_.target(), std::chrono::milliseconds(10000));
+      !s.ok()) {
+    return absl::UnavailableError(
+        absl::StrCat(s.message(), " (pre-flight check of --base-url; nothing was sent)"));
+  }
+  return absl::OkStatus();
+}
+
+// The worker count, resolved before run_config.json is written so the file
+// holds the count actually used, and checked against this machine.
+absl::Status Job::ResolveWorkers() {
+  workers_ = side_.Workers(config_);
+  config_.set_workers(static_cast<uint32_t>(workers_));
+  if (absl::Status s = side_.CheckFits(config_, workers_, sim_ != nullptr); !s.ok()) {
+    if (sim_) sim_->Stop();
+    return AsConfigError(s);
+  }
+  return absl::OkStatus();
+}
+
+// Binds, starts (or waits for) the workers, and sends the plan; every
+// record reaches the sinks and the details file is flushed before this
+// returns. `nothing_recorded`: the run failed before any record came back
+// (nothing to write).
+absl::StatusOr<DispatchOutcome> Job::Dispatch(DispatcherOptions& options,
+                                              SummaryAccumulator& summary, ActualPageInputs& page,
+                                              bool* nothing_recorded) {
+  *nothing_recorded = true;
+  auto transport = ZmqRouterTransport::Create(side_.bind(), side_.transport_options());
+  if (!transport.ok()) return AsRuntimeFailure(transport.status());
+  std::unique_ptr<WorkerPool> pool =
+      side_.MakePool(clock_, config_, workers_, (*transport)->endpoint(), sim_.get(), &options);
+  if (absl::Status s = pool->Start(workers_, (*transport)->endpoint()); !s.ok()) {
+    return AsRuntimeFailure(s);
+  }
+  ProgressReporter progress(stderr, isatty(fileno(stderr)) != 0);
+  live_metrics_.SetPlan(&prepared_.plan);
+  const bool live = metrics_server_ != nullptr;
+  options.on_progress = [&progress, this, live](const DispatchProgress& p) {
+    progress.Update(p);
+    if (live) live_metrics_.OnProgress(p);
+  };
+  // The details file is formatted and written on the writer's own thread
+  // (docs/PERFORMANCE.md): the dispatcher's loop only queues a copy of each
+  // record. Written within milliseconds; an interrupted run writes
+  // everything before the summary (R-OUT-1).
+  DetailsWriterOptions details_options;
+  details_options.writer_thread = true;
+  auto details = DetailsWriter::Create(prepared_.folder / (prepared_.dataset + "_details.jsonl"),
+                                       details_options);
+  if (!details.ok()) return AsRuntimeFailure(details.status());
+  RecordFanOut sinks({details->get(), &summary, &page, &progress});
+  if (live) sinks.Attach(&live_metrics_);
+  Dispatcher dispatcher(
+      clock_, **transport, prepared_.plan, *prepared_.payloads, options,
+      [&sinks](const surge::v1::RequestRecord& r) { sinks.Add(r); }, pool.get());
+  g_dispatcher.store(&dispatcher);
+  if (g_interrupted.load()) dispatcher.RequestStop();
+  auto outcome = dispatcher.Run();
+  // Every record on disk before anything reads the folder.
+  if (absl::Status s = (*details)->Flush(); !s.ok()) {
+    LogError(absl::StrCat(s.message(),
+                          ": some records may be missing from it (the summary "
+                          "counts them all)"));
+  }
+  progress.Finish();
+  live_metrics_.OnRunEnded();
+  g_dispatcher.store(nullptr);
+  pool->Stop(std::chrono::milliseconds(3000));
+  if (sim_) sim_->Stop();
+  *nothing_recorded = !outcome.ok() && summary.records() == 0;
+  return outcome;
+}
+
+// Summary and the actual page, also after an interrupt or worker loss
+// (R-ACT-1), and the last scrape of the live metrics.
+void Job::WriteResults(const absl::StatusOr<DispatchOutcome>& outcome,
+                       const DispatcherOptions& options, SummaryAccumulator& summary,
+                       const ActualPageInputs& page) {
+  const Prepared& p = prepared_;
+  surge::v1::RunFacts facts = ConfiguredRunFacts(config_, p.plan.traffic, p.dataset);
+  facts.set_run_id(options.run_id);
+  facts.set_started_at(p.started_at);
+  facts.set_surge_version(kSurgeVersion);
+  if (!plan_file_.empty()) facts.set_plan_file(fs::absolute(plan_file_).string());
+  AddOutcomeFacts(outcome, config_, &facts);
+  if (outcome.ok() && outcome->undecodable_frames > 0) {
+    LogWarning(absl::StrCat(
+        outcome->undecodable_frames, " undecodable messages from workers were skipped (",
+        outcome->records_lost_in_transit, " requests recorded as record_lost)"));
+  }
+  WriteRunResults(p.folder, p.dataset, p.plan, summary.Finish(), page, facts, p.context);
+  if (metrics_server_ != nullptr) {
+    // The metrics as a last scrape would read them, beside the summary.
+    const fs::path last = p.folder / (p.dataset + "_metrics.prom");
+    if (absl::Status s = WriteTextFile(live_metrics_.Render(), last); !s.ok()) {
+      LogWarning(std::string(s.message()));
+    }
+  }
+  std::cout << "results: " << p.folder.string() << std::endl;
+}
+
+}  // namespace
+
+absl::Status RunJob(const RunConfig& config, const std::string& self_exe, WorkerSide& workers,
+                    const std::string& plan_file) {
+  return Job(config, self_exe, workers, plan_file).Run();
+}
+
+}  // namespace surge::app

@@ -1,0 +1,115 @@
+#include "coordinator/results/run_facts.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/time_units.h"
+#include "coordinator/dispatch/lateness_monitor.h"
+#include "coordinator/report/clock_summary.h"
+#include "coordinator/report/run_context.h"
+#include "coordinator/report/worker_losses.h"
+
+namespace surge::coordinator {
+namespace {
+
+using surge::v1::RunConfig;
+using surge::v1::RunFacts;
+
+constexpr char kClockNote[] =
+    "offset = worker clock - coordinator clock at at_coord_ns (NTP-style probes and heartbeats, "
+    "minimum-RTT filtering, least-squares drift); every deadline is mapped through it";
+
+// "completed", or how the run was stopped.
+std::string StopReason(const absl::StatusOr<DispatchOutcome>& outcome) {
+  if (!outcome.ok()) return absl::StrCat("stopped: ", outcome.status().message());
+  if (outcome->interrupted) {
+    return absl::StrFormat("interrupted by the user at %.2f s",
+                           NanosToSeconds(outcome->interrupted_at_ns));
+  }
+  if (outcome->stopped_on_alarm) {
+    return absl::StrCat("stopped by surge (--stop-on-alarm): ", outcome->stop_message);
+  }
+  if (outcome->target_unreachable) {
+    return absl::StrCat("stopped by surge: target unreachable: ", outcome->stop_message);
+  }
+  return "completed";
+}
+
+// The worker-loss and transport counters, the losses and the clocks.
+void AddCounters(const DispatchOutcome& o, RunFacts* f) {
+  f->set_send_unknown(o.send_unknown);
+  f->set_reassigned(o.reassigned);
+  f->set_rejected_records(o.rejected_records);
+  f->set_workers_lost(o.workers_lost);
+  f->set_workers_fenced(o.workers_fenced);
+  for (const WorkerLoss& l : o.worker_losses) {
+    *f->add_worker_losses() =
+        WorkerLossFactOf(l.worker, l.at_ns, l.why, l.send_unknown, l.not_sent, l.reassigned);
+  }
+  f->set_undecodable_frames(o.undecodable_frames);
+  f->set_records_lost_in_transit(o.records_lost_in_transit);
+  *f->mutable_clock_sync() = ClockSyncFactsOf(o.clocks);
+}
+
+}  // namespace
+
+RunFacts ConfiguredRunFacts(const RunConfig& config, const ResolvedTraffic& traffic,
+                            const std::string& dataset) {
+  RunFacts f;
+  f.set_seed(config.seed());
+  f.set_dataset(dataset);
+  f.set_num_prompts(config.num_prompts());
+  f.set_target_rate_rps(traffic.target_rate_rps);
+  f.set_burstiness(traffic.burstiness);
+  f.set_ramp_up_active(traffic.ramp_active);
+  f.set_ramp_up_strategy(std::string(RampStrategyTitle(traffic.strategy)));
+  f.set_instant_mode(traffic.instant);
+  f.set_trace_replay(traffic.trace_replay);
+  f.set_base_url(RedactedUrl(config.target().base_url()));
+  f.set_endpoint(config.target().endpoint());
+  f.set_model(config.target().model());
+  f.set_workers(config.workers());
+  f.set_assign(config.assign().empty() ? std::string("round-robin") : config.assign());
+  f.set_max_concurrency(config.max_concurrency());
+  f.set_late_policy(config.late_policy().empty() ? std::string("send") : config.late_policy());
+  f.set_late_threshold_ms(config.late_threshold_ms());
+  if (config.has_catch_up_rps()) f.set_catch_up_rps(config.catch_up_rps());
+  return f;
+}
+
+ScheduleFacts ScheduleFactsOf(const absl::StatusOr<DispatchOutcome>& outcome,
+                              const RunConfig& config) {
+  ScheduleFacts f;
+  f.judged = config.lateness_alarm_ms() > 0;
+  f.lateness_alarm_ms = config.lateness_alarm_ms();
+  if (!outcome.ok()) return f;
+  const ScheduleVerdict& v = outcome->schedule;
+  if (!v.kept) {
+    f.fell_behind_at_s = std::max(0.0, NanosToSeconds(v.fell_behind_at_ns));
+    f.worker = v.worker;
+    f.lateness_ms = static_cast<double>(v.lateness_ns) / 1e6;
+    f.cause = std::string(LatenessCauseKey(v.diagnosis.cause));
+    f.cause_text = v.diagnosis.text;
+  }
+  f.worst_window_p99_ms = static_cast<double>(v.worst_p99_ns) / 1e6;
+  f.alarm_reports = v.over_reports;
+  f.alarm_lines = outcome->alarm_lines;
+  f.stopped_on_alarm = outcome->stopped_on_alarm;
+  return f;
+}
+
+void AddOutcomeFacts(const absl::StatusOr<DispatchOutcome>& outcome, const RunConfig& config,
+                     RunFacts* facts) {
+  facts->set_interrupted(outcome.ok() ? outcome->interrupted : true);
+  if (outcome.ok() && outcome->interrupted) {
+    facts->set_interrupted_at_s(std::round(NanosToSeconds(outcome->interrupted_at_ns) * 100) / 100);
+  }
+  facts->set_stop_reason(StopReason(outcome));
+  if (outcome.ok()) AddCounters(*outcome, facts);
+  facts->set_clock_note(kClockNote);
+  *facts->mutable_schedule() = ScheduleFactOf(ScheduleFactsOf(outcome, config));
+}
+
+}  // namespace surge::coordinator

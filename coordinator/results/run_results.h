@@ -1,0 +1,78 @@
+// The end of every run, shared by `surge run` and `surge report`: the actual
+// page's inputs collected from the records, and the summary JSON, CSV,
+// printed table and both pages written from them and the run's facts.
+#ifndef SURGE_COORDINATOR_RESULTS_RUN_RESULTS_H_
+#define SURGE_COORDINATOR_RESULTS_RUN_RESULTS_H_
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/time_units.h"
+#include "coordinator/plan/arrival_schedule.h"
+#include "coordinator/report/rps_figure.h"
+#include "coordinator/results/record_sink.h"
+#include "coordinator/results/summary.h"
+#include "surge/v1/record.pb.h"
+#include "surge/v1/run_facts.pb.h"
+
+namespace surge::coordinator {
+
+// TTFT and E2EL from actual vs from planned send, for the actual page's
+// latency table: the summary's numbers (the page computes none).
+std::vector<LatencyView> LatencyViews(const RunSummary& s);
+
+// The send lateness p50/p90/p99/max for the actual page's lateness chart:
+// the summary's numbers, like LatencyViews.
+SendLatenessPercentiles SendLateness(const RunSummary& s);
+
+// The actual page's inputs, collected as records arrive (a sink): the (plan
+// index, actual send offset) of each sent request — 16 bytes per request,
+// not the records themselves — and the late-send policy's marks
+// (docs/DESIGN.md "Late-send policy").
+class ActualPageInputs : public RecordSink {
+ public:
+  explicit ActualPageInputs(uint64_t plan_size) : plan_size_(plan_size) {
+    sends_.reserve(plan_size);
+  }
+  void Add(const surge::v1::RequestRecord& r) override {
+    if (r.sent() && r.index() < plan_size_) {
+      sends_.push_back(ActualSend{r.index(), NanosToSeconds(r.sent_ns())});
+    }
+    const double when_s = NanosToSeconds(r.sent() ? r.sent_ns() : r.released_ns());
+    if (r.status() == surge::v1::SKIPPED) {
+      late_marks_.push_back({r.index(), LateMark::Kind::kSkipped, NanosToSeconds(r.planned_ns())});
+    }
+    if (r.late()) late_marks_.push_back({r.index(), LateMark::Kind::kLate, when_s});
+    if (r.catch_up_delay_ns() > 0) {
+      late_marks_.push_back({r.index(), LateMark::Kind::kDelayed, when_s});
+    }
+  }
+  const std::vector<ActualSend>& sends() const { return sends_; }
+  const std::vector<LateMark>& late_marks() const { return late_marks_; }
+
+ private:
+  uint64_t plan_size_;
+  std::vector<ActualSend> sends_;
+  std::vector<LateMark> late_marks_;
+};
+
+// The summary JSON, the CSV, the printed table and the actual page (and,
+// after a stop or for `surge report`, the expected page again): the end of
+// `surge run` and all of `surge report`. Failures are logged, not fatal: the
+// details file stays the source of truth.
+//
+// `facts` is the run block before the records are summarized; its schedule
+// is completed here with the run's lateness p99 (FinishSchedule). How the
+// run ended (stop_reason, e.g. "interrupted by the user at 4.97 s";
+// "completed" for a normal end) goes on the pages and under the printed
+// table, as do the worker-loss counts when not zero, and each lost worker (a
+// line under the table, a red line on the actual page's time axes).
+void WriteRunResults(const std::filesystem::path& folder, const std::string& dataset,
+                     const ArrivalSchedule& plan, RunSummary summary, const ActualPageInputs& page,
+                     surge::v1::RunFacts facts, const PageContext& page_context);
+
+}  // namespace surge::coordinator
+
+#endif  // SURGE_COORDINATOR_RESULTS_RUN_RESULTS_H_
