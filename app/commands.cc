@@ -39,6 +39,7 @@
 #include "coordinator/plan/arrival_schedule.h"
 #include "coordinator/plan/replay_schedule.h"
 #include "coordinator/plan/traffic.h"
+#include "coordinator/plan/traffic_config.h"
 #include "coordinator/report/clock_summary.h"
 #include "coordinator/report/plot_pages.h"
 #include "coordinator/report/run_context.h"
@@ -61,6 +62,7 @@ using coordinator::ArrivalSchedule;
 using coordinator::AssignPolicyKind;
 using coordinator::CheckOutputDir;
 using coordinator::CheckTraffic;
+using coordinator::CheckTrafficConfig;
 using coordinator::ClockSyncJson;
 using coordinator::ClockSyncText;
 using coordinator::ConfigWarnings;
@@ -88,6 +90,7 @@ using coordinator::PageContext;
 using coordinator::ParseDetailsLine;
 using coordinator::PayloadSource;
 using coordinator::PlanDefiningDifferences;
+using coordinator::PlanWarnings;
 using coordinator::ProgressReporter;
 using coordinator::RampStrategyTitle;
 using coordinator::ReadPlanCsv;
@@ -111,6 +114,8 @@ using coordinator::ScheduleSentence;
 using coordinator::SummaryAccumulator;
 using coordinator::SummaryToCsv;
 using coordinator::SummaryToJson;
+using coordinator::TraceTimeScale;
+using coordinator::TrafficWarnings;
 using coordinator::WorkerLoss;
 using coordinator::WorkerLossEvents;
 using coordinator::WorkerLossJson;
@@ -208,49 +213,15 @@ absl::StatusOr<Prepared> Prepare(const RunConfig& config, const std::string& mod
   // From `saved`: its base_url is empty when the built-in server serves the
   // run (whose sim_* options then count), as the user gave it.
   for (const std::string& w : ConfigWarnings(saved)) LogWarning(w);
-  // Trace replay (docs/DATASETS.md): the trace's timestamps replace the
-  // generated schedule, so the traffic keys are ignored, with one warning.
+  // A configured ramp that is inactive and would fall back to instant mode
+  // is refused; then the traffic's warnings (keys a trace replay overrides,
+  // an inactive ramp, instant mode).
   const bool replay = config.dataset().trace_replay();
-  ResolvedTraffic traffic = ResolveTraffic(config);
-  if (replay) {
-    const auto& t = config.traffic_cfg();
-    std::vector<std::string> ignored;
-    if (config.request_rate() != 0) ignored.push_back("request_rate");
-    if (t.burstiness() != 0) ignored.push_back("traffic_cfg.burstiness");
-    if (!t.ramp_up_strategy().empty() && t.ramp_up_strategy() != "none") {
-      ignored.push_back("traffic_cfg.ramp_up_strategy");
-    }
-    if (t.has_ramp_up_start_rps()) ignored.push_back("traffic_cfg.ramp_up_start_rps");
-    if (t.has_ramp_up_end_rps()) ignored.push_back("traffic_cfg.ramp_up_end_rps");
-    if (t.stages_size() > 0) ignored.push_back("traffic_cfg.stages");
-    if (t.spikes_size() > 0) ignored.push_back("traffic_cfg.spikes");
-    if (!t.sampler().empty()) ignored.push_back("traffic_cfg.sampler");
-    if (!ignored.empty()) {
-      LogWarning(absl::StrCat("trace replay: the trace's timestamps set the schedule, so ",
-                              absl::StrJoin(ignored, ", "), " (flags --request-rate, "
-                              "--burstiness, --ramp-up-*) are ignored"));
-    }
-  } else {
-    // A configured ramp that is inactive and would fall back to instant mode
-    // is refused (validation does it too; this keeps the rule in one place).
-    if (absl::Status s = CheckTraffic(traffic, config.num_prompts()); !s.ok()) {
-      *exit_code = kExitConfigError;
-      return s;
-    }
-    for (const auto& w : traffic.warnings) LogWarning(w);  // R-RAMP: one warning
-    if (traffic.instant) {
-      // R-INST is the seed's rule, but never silent: say how many go at once.
-      LogWarning(absl::StrCat(
-          "request_rate ", traffic.request_rate_rps,
-          std::isinf(traffic.request_rate_rps) ? std::string()
-                                               : absl::StrCat(" < ", kInstantModeBelowRps),
-          ": instant mode, all ", config.num_prompts(), " requests are sent at once",
-          config.max_concurrency() > 0
-              ? absl::StrCat(" (at most ", config.max_concurrency(), " in flight)")
-              : std::string(),
-          "; give --request-rate (>= 0.1) or a ramp-up for paced traffic"));
-    }
+  if (absl::Status s = CheckTrafficConfig(config); !s.ok()) {
+    *exit_code = kExitConfigError;
+    return s;
   }
+  for (const std::string& w : TrafficWarnings(config)) LogWarning(w);
   const uint64_t n = config.num_prompts();
   const bool big = n >= kBigPlanRequests;
   if (big) {
@@ -301,7 +272,9 @@ absl::StatusOr<Prepared> Prepare(const RunConfig& config, const std::string& mod
     for (size_t i = 0; i < p.plan.size(); ++i) {
       differ += SecondsToNanos(from_file->offset_s[i]) != SecondsToNanos(p.plan.offset_s[i]);
     }
-    if (replay) from_file->traffic = ResolveReplayTraffic(from_file->offset_s);
+    if (replay) {
+      from_file->traffic = ResolveReplayTraffic(from_file->offset_s, TraceTimeScale(config));
+    }
     LogInfo(
         absl::StrCat("exact replay of ", plan_file.string(), ": ", from_file->size(), " requests, ",
                      differ == 0 ? std::string("every offset equal to the configuration's own plan")
@@ -310,44 +283,11 @@ absl::StatusOr<Prepared> Prepare(const RunConfig& config, const std::string& mod
                                                 "(an edited plan: sent as written)")));
     p.plan = *std::move(from_file);
   }
-  // A small β that does not collapse the plan can still turn most of it into
-  // bursts; said plainly when intervals of 2 ms and more were to be expected.
-  if (!replay && !traffic.instant && traffic.burstiness > 0 && traffic.target_rate_rps < 500 &&
-      p.plan.size() >= 10) {
-    const size_t timing = p.plan.Count(Anomaly::kTiming);
-    if (2 * timing >= p.plan.size()) {
-      LogWarning(absl::StrFormat(
-          "burstiness %g: %d of %d planned intervals are under 1 ms (timing anomalies), so the "
-          "requests go out in bursts rather than at about %g RPS; a larger burstiness (0.5 is "
-          "already bursty, 1 = Poisson) spreads them",
-          traffic.burstiness, timing, p.plan.size(), traffic.target_rate_rps));
-    }
-  }
-  if (replay) {
-    traffic = p.plan.traffic;
-    LogInfo(absl::StrFormat(
-        "trace replay: %d requests over %g s (time scale %g), mean rate %g RPS, first request "
-        "at offset 0",
-        p.plan.size(), p.plan.offset_s.back(),
-        config.dataset().has_trace_time_scale() ? config.dataset().trace_time_scale() : 1.0,
-        traffic.target_rate_rps));
-  }
-  if (traffic.profile != nullptr) {
-    LogInfo(absl::StrFormat(
-        "plan: %d requests, seed %d, traffic %s (expected %.0f requests over "
-        "%g s, mean %g RPS, peak %g RPS)",
-        p.plan.size(), config.seed(), (*process)->Title(), traffic.profile->TotalCount(),
-        traffic.profile->DurationS(), traffic.request_rate_rps, traffic.target_rate_rps));
-  } else {
-    LogInfo(absl::StrFormat(
-        "plan: %d requests, seed %d, target rate %g RPS%s, burstiness %g%s", p.plan.size(),
-        config.seed(), traffic.target_rate_rps,
-        traffic.ramp_active
-            ? absl::StrCat(" (", std::string(RampStrategyTitle(traffic.strategy)), " ramp-up ",
-                           traffic.ramp_start_rps, "->", traffic.ramp_end_rps, ")")
-            : std::string(),
-        traffic.burstiness, traffic.instant ? ", instant mode" : ""));
-  }
+  for (const std::string& w : PlanWarnings(p.plan)) LogWarning(w);
+  const coordinator::TrafficDescription& traffic = p.plan.traffic.description;
+  if (!traffic.log_intro.empty()) LogInfo(traffic.log_intro);
+  LogInfo(absl::StrFormat("plan: %d requests, seed %d, %s", p.plan.size(), config.seed(),
+                          traffic.log_line));
 
   *exit_code = kExitFailure;
   const auto wall_now = RealClock().WallNow();
@@ -404,13 +344,13 @@ absl::StatusOr<Prepared> Prepare(const RunConfig& config, const std::string& mod
     return s;
   }
   // R-PLOT-0: no expected page in instant mode; say so, and why.
-  if (!traffic.instant) {
+  if (!p.plan.traffic.instant) {
     if (big) LogInfo("large plan: writing the expected page");
     const fs::path page = p.folder / ExpectedPlotFileName(p.dataset);
     if (absl::Status s = WriteExpectedPlotPage(p.plan, page, p.context); !s.ok()) return s;
     std::cout << "expected page: " << page.string() << "\n";
   } else {
-    std::cout << InstantModeNoExpectedPage(traffic) << "\n";
+    std::cout << InstantModeNoExpectedPage(p.plan.traffic) << "\n";
   }
   return p;
 }

@@ -1,7 +1,6 @@
 #include "coordinator/report/rps_figure.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -10,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "coordinator/plan/number_format.h"
 #include "coordinator/report/radix_sort.h"
 
 namespace surge::coordinator {
@@ -38,31 +38,6 @@ constexpr char kGroupRpsHist[] = "RPS vs Request Count";
 constexpr char kGroupGamma[] = "Gamma Distribution";
 constexpr char kGroupLateness[] = "Send Lateness";
 constexpr char kGroupRate[] = "Rate over Time";
-
-// Shortest round-trip text, fixed notation in [1e-4, 1e15) ("100", "0.5").
-std::string FormatShort(double v) {
-  char buf[64];
-  const double a = std::fabs(v);
-  const auto fmt =
-      (a == 0 || (a >= 1e-4 && a < 1e15)) ? std::chars_format::fixed : std::chars_format::general;
-  const auto res = std::to_chars(buf, buf + sizeof(buf), v, fmt);
-  return std::string(buf, res.ptr);
-}
-
-}  // namespace
-
-std::string FormatCount(uint64_t n) {
-  std::string digits = std::to_string(n);
-  std::string out;
-  out.reserve(digits.size() + digits.size() / 3);
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
-    out.push_back(digits[i]);
-  }
-  return out;
-}
-
-namespace {
 
 std::string Percent(uint64_t part, uint64_t whole) {
   if (whole == 0) return "0%";
@@ -150,7 +125,10 @@ void AddExpectedCharts(const ArrivalSchedule& plan, RpsFigure& fig) {
   const double x_hi = first_normal < n ? plan.offset_s[last_normal] : 0;
   MinMaxDecimator normal_dec(x_lo, x_hi, st.normal, kMaxLinePoints);
   MinMaxDecimator ewma_dec(x_lo, x_hi, st.normal, kMaxLinePoints);
-  MinMaxDecimator ramp_dec(plan.offset_s.front(), plan.offset_s.back(), traffic.ramp_active ? n : 0,
+  // The plan's own λ_i, when the traffic's theoretical line is drawn from it.
+  const bool rate_line = traffic.description.theoretical.has_value() &&
+                         traffic.description.theoretical->curve.empty();
+  MinMaxDecimator rate_dec(plan.offset_s.front(), plan.offset_s.back(), rate_line ? n : 0,
                            kMaxLinePoints);
   EwmaSmoother ewma(st.ewma_window);
 
@@ -166,7 +144,7 @@ void AddExpectedCharts(const ArrivalSchedule& plan, RpsFigure& fig) {
   for (size_t i = 0; i < n; ++i) {
     const double t = plan.offset_s[i];
     const double dt = plan.interval_s[i];
-    if (traffic.ramp_active) ramp_dec.Add(t, plan.rate_rps[i]);
+    if (rate_line) rate_dec.Add(t, plan.rate_rps[i]);
     switch (plan.anomaly[i]) {
       case Anomaly::kNormal: {
         const double rps = 1.0 / dt;
@@ -332,56 +310,26 @@ void AddExpectedCharts(const ArrivalSchedule& plan, RpsFigure& fig) {
                                DrawnNote(tr.points.size(), st.normal, kDecimationRule))};
     fig.traces.push_back(std::move(tr));
   }
-  if (traffic.ramp_active) {
+  if (const std::optional<TheoreticalRate>& line = traffic.description.theoretical) {
     FigureTrace tr;
-    tr.name = kTheoreticalRampName;
+    tr.name = line->name;
     tr.chart = 0;
     tr.kind = TraceKind::kLine;
     tr.color = kGreen;
     tr.dash = "dash";
     tr.line_width = 2;
-    tr.hover = "t = %{x:.4f} s<br>λ = %{y:.4g}";
-    tr.points = ramp_dec.Finish();
-    tr.full_count = n;
-    const bool linear = traffic.strategy == RampStrategy::kLinear;
-    tr.row = {kGroupTime,
-              tr.name,
-              "The intended rate λ_i of the ramp-up, without burstiness.",
-              linear ? "λ_i = λ_s + (λ_e − λ_s)·p_i, p_i = i/(N−1), drawn at x = t_i."
-                     : "λ_i = λ_s·(λ_e/λ_s)^p_i, p_i = i/(N−1), drawn at x = t_i.",
-              absl::StrCat("Ramp-up active: strategy ", linear ? "linear" : "exponential",
-                           ", start ", FormatShort(traffic.ramp_start_rps), " > 0, end ",
-                           FormatShort(traffic.ramp_end_rps), " > 0.1, end ≥ start."),
-              absl::StrCat("Green dashed line; ", DrawnNote(tr.points.size(), n, kDecimationRule))};
-    fig.traces.push_back(std::move(tr));
-  }
-
-  if (traffic.profile != nullptr) {
-    // Composed traffic: the profile describes itself (title, closed form).
-    FigureTrace tr;
-    tr.name = kTheoreticalRateName;
-    tr.chart = 0;
-    tr.kind = TraceKind::kLine;
-    tr.color = kGreen;
-    tr.dash = "dash";
-    tr.line_width = 2;
-    tr.hover = "t = %{x:.4f} s<br>λ(t) = %{y:.4g}";
-    const std::vector<RatePoint> curve = traffic.profile->Curve(kMaxLinePoints / 2);
-    for (const RatePoint& p : curve) tr.points.Add(p.t_s, p.rate_rps);
-    tr.full_count = curve.size();
-    tr.row = {
-        kGroupTime,
-        tr.name,
-        "The intended rate λ(t) of the traffic profile, without the sampler's randomness "
-        "(docs/TRAFFIC.md).",
-        absl::StrCat(traffic.profile->Formula(), "; drawn at ", FormatCount(curve.size()),
-                     " times (evenly spaced, plus both sides of every stage and spike "
-                     "edge)."),
-        absl::StrCat("Profile: ", traffic.profile->Title(), "; sampler: ", traffic.sampler_title,
-                     "; expected ", absl::StrFormat("%.0f", traffic.profile->TotalCount()),
-                     " requests over ", FormatShort(traffic.profile->DurationS()), " s (mean ",
-                     FormatShort(traffic.profile->MeanRateRps()), " RPS)."),
-        "Green dashed line"};
+    tr.hover = line->hover;
+    std::string appearance = "Green dashed line";
+    if (line->curve.empty()) {
+      tr.points = rate_dec.Finish();
+      tr.full_count = n;
+      absl::StrAppend(&appearance, "; ", DrawnNote(tr.points.size(), n, kDecimationRule));
+    } else {
+      for (const RatePoint& p : line->curve) tr.points.Add(p.t_s, p.rate_rps);
+      tr.full_count = line->curve.size();
+    }
+    tr.row = {kGroupTime,       tr.name,         line->meaning, line->computation,
+              line->criterion, std::move(appearance)};
     fig.traces.push_back(std::move(tr));
   }
 
@@ -806,21 +754,7 @@ const FigureTrace* RpsFigure::Find(size_t chart, std::string_view name) const {
 }
 
 std::string PageTitle(const ResolvedTraffic& traffic) {
-  std::string title = absl::StrCat("Request Per Second(RPS) Distribution Analysis | Target Rate: ",
-                                   FormatShort(traffic.target_rate_rps), " RPS");
-  if (traffic.profile != nullptr) {
-    title = absl::StrCat("Request Per Second(RPS) Distribution Analysis | Peak Rate: ",
-                         FormatShort(traffic.target_rate_rps), " RPS | ",
-                         traffic.profile->ShortTitle(), " | ", traffic.sampler_title);
-  } else if (traffic.instant) {
-    absl::StrAppend(&title, " | Instant Mode");
-  } else if (traffic.ramp_active) {
-    absl::StrAppend(&title, " | ",
-                    traffic.strategy == RampStrategy::kLinear ? "Linear" : "Exponential",
-                    " Ramp-up: ", FormatShort(traffic.ramp_start_rps), "→",
-                    FormatShort(traffic.ramp_end_rps), " RPS");
-  }
-  return title;
+  return absl::StrCat(kPageTitlePrefix, traffic.description.short_title);
 }
 
 std::string HtmlPageTitle(const RpsFigure& figure) {

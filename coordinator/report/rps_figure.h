@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "coordinator/plan/arrival_schedule.h"
+#include "coordinator/plan/number_format.h"  // FormatCount
 #include "coordinator/report/plot_model.h"
 
 namespace surge::coordinator {
@@ -32,9 +33,8 @@ struct ActualSend {
 inline constexpr char kNormalRpsName[] = "Normal RPS";
 inline constexpr char kTimingAnomalyName[] = "Time Interval Caused Anomaly";
 inline constexpr char kBurstinessAnomalyName[] = "Burstiness Caused Anomaly";
-inline constexpr char kTheoreticalRampName[] = "Theoretical Ramp-up";
-// Composed traffic (docs/TRAFFIC.md): the profile's closed-form λ(t).
-inline constexpr char kTheoreticalRateName[] = "Theoretical Rate λ(t)";
+// The theoretical-rate lines (kTheoreticalRampName, kTheoreticalRateName)
+// are named by the traffic's description (coordinator/plan/traffic.h).
 inline constexpr char kNormalRequestCountName[] = "Normal Request Count";
 inline constexpr char kNormalIntervalsName[] = "Normal Intervals";
 inline constexpr char kActualRpsName[] = "Actual RPS: After Excluding Anomalies";
@@ -222,9 +222,10 @@ struct RpsFigure {
   const FigureTrace* Find(size_t chart, std::string_view name) const;
 };
 
+// kPageTitlePrefix and the traffic's short title (R-PLOT-2), e.g.
 // "Request Per Second(RPS) Distribution Analysis | Target Rate: <x> RPS"
 // plus " | <Linear|Exponential> Ramp-up: <start>→<end> RPS" when the ramp is
-// active (R-PLOT-2), or " | Instant Mode" in instant mode.
+// active, or " | Instant Mode" in instant mode.
 std::string PageTitle(const ResolvedTraffic& traffic);
 
 // The HTML <title> of a page: PageTitle plus " — expected" (no actual
@@ -233,9 +234,6 @@ std::string HtmlPageTitle(const RpsFigure& figure);
 
 // "Expected: Gamma Distribution (burstiness: <β>)" (R-PLOT-5).
 std::string GammaChartTitle(double burstiness);
-
-// 10000000 → "10,000,000".
-std::string FormatCount(uint64_t n);
 
 // "<W>-point EWMA" (R-PLOT-3).
 std::string EwmaTraceName(int window);
