@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "coordinator/plan/arrival_schedule.h"
-#include "coordinator/report/rps_figure.h"  // PageContext
+#include "coordinator/report/page_types.h"  // PageContext
 #include "surge/v1/config.pb.h"
 
 namespace surge::coordinator {

@@ -137,15 +137,15 @@ int main(int argc, char** argv) {
   const std::filesystem::path actual = dir / surge::coordinator::ActualPlotFileName("synthetic");
   watch.Reset();
   // A worker lost at 40% of the plan, as run.worker_losses would hold it:
-  // the page shows it as a red line on the time axes (issue 7).
+  // the page shows it as a red line on the time axes.
   nlohmann::json losses = nlohmann::json::array();
   losses.push_back(surge::coordinator::WorkerLossJson(
       1, static_cast<int64_t>(plan->offset_s[plan->size() * 2 / 5] * 1e9), "silent for 1500 ms", 52,
       25, 3010));
   const std::vector<surge::coordinator::RunEvent> events =
       surge::coordinator::WorkerLossEvents(losses);
-  // TTFT/E2EL from actual vs from planned send, as the summary gives them
-  // (issue 10): fixed numbers the browser test reads back.
+  // TTFT/E2EL from actual vs from planned send, as the summary gives them:
+  // fixed numbers the browser test reads back.
   const std::vector<surge::coordinator::LatencyView> latency = {
       {"TTFT", 400, {0.0202, 0.0211, 0.0219}, {0.0204, 0.0312, 0.0587}},
       {"E2EL", 400, {0.2743, 0.2748, 0.2758}, {0.2745, 0.2849, 0.3126}}};
