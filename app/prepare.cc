@@ -21,6 +21,7 @@
 #include "coordinator/plan/arrival_process.h"
 #include "coordinator/plan/replay_schedule.h"
 #include "coordinator/plan/traffic.h"
+#include "coordinator/plan/traffic_config.h"
 #include "coordinator/report/plot_pages.h"
 #include "coordinator/report/run_context.h"
 #include "coordinator/results/run_files.h"
@@ -28,29 +29,28 @@
 
 namespace surge::app {
 
-using coordinator::Anomaly;
 using coordinator::ArrivalSchedule;
 using coordinator::CheckOutputDir;
-using coordinator::CheckTraffic;
+using coordinator::CheckTrafficConfig;
 using coordinator::ConfigWarnings;
 using coordinator::CreateRunFolder;
 using coordinator::DefaultRunConfig;
 using coordinator::ExpectedPlotFileName;
 using coordinator::FormatLocalTime;
-using coordinator::kInstantModeBelowRps;
 using coordinator::LoadYamlConfig;
 using coordinator::MakePayloadSource;
 using coordinator::PayloadSource;
 using coordinator::PlanDefiningDifferences;
-using coordinator::RampStrategyTitle;
+using coordinator::PlanWarnings;
 using coordinator::ReadPlanCsv;
 using coordinator::ResolvedTraffic;
 using coordinator::ResolveReplayTraffic;
-using coordinator::ResolveTraffic;
 using coordinator::RunContextItems;
 using coordinator::RunStartFromFolder;
 using coordinator::SafeFileName;
 using coordinator::SavedConfigJson;
+using coordinator::TraceTimeScale;
+using coordinator::TrafficWarnings;
 using coordinator::WriteExpectedPlotPage;
 using coordinator::WritePlanCsv;
 using coordinator::WriteTextFile;
@@ -92,53 +92,6 @@ std::string InstantModeNoExpectedPage(const ResolvedTraffic& traffic) {
           : absl::StrFormat("the target rate %g RPS is below 0.1", traffic.target_rate_rps));
 }
 
-// Trace replay (docs/DATASETS.md): the trace's timestamps replace the
-// generated schedule, so the traffic keys are ignored, with one warning.
-void WarnIgnoredTrafficKeys(const RunConfig& config) {
-  const auto& t = config.traffic_cfg();
-  std::vector<std::string> ignored;
-  if (config.request_rate() != 0) ignored.push_back("request_rate");
-  if (t.burstiness() != 0) ignored.push_back("traffic_cfg.burstiness");
-  if (!t.ramp_up_strategy().empty() && t.ramp_up_strategy() != "none") {
-    ignored.push_back("traffic_cfg.ramp_up_strategy");
-  }
-  if (t.has_ramp_up_start_rps()) ignored.push_back("traffic_cfg.ramp_up_start_rps");
-  if (t.has_ramp_up_end_rps()) ignored.push_back("traffic_cfg.ramp_up_end_rps");
-  if (t.stages_size() > 0) ignored.push_back("traffic_cfg.stages");
-  if (t.spikes_size() > 0) ignored.push_back("traffic_cfg.spikes");
-  if (!t.sampler().empty()) ignored.push_back("traffic_cfg.sampler");
-  if (!ignored.empty()) {
-    LogWarning(absl::StrCat("trace replay: the trace's timestamps set the schedule, so ",
-                            absl::StrJoin(ignored, ", "),
-                            " (flags --request-rate, "
-                            "--burstiness, --ramp-up-*) are ignored"));
-  }
-}
-
-// Generated traffic: a configured ramp that is inactive and would fall back
-// to instant mode is refused (validation does it too; this keeps the rule in
-// one place); the ramp's warning; instant mode, never silent. Errors:
-// INVALID_ARGUMENT.
-absl::Status CheckAndWarnTraffic(const RunConfig& config, const ResolvedTraffic& traffic) {
-  if (absl::Status s = CheckTraffic(traffic, config.num_prompts()); !s.ok()) {
-    return AsConfigError(s);
-  }
-  for (const auto& w : traffic.warnings) LogWarning(w);  // R-RAMP: one warning
-  if (traffic.instant) {
-    // R-INST: say how many go at once.
-    LogWarning(absl::StrCat(
-        "request_rate ", traffic.request_rate_rps,
-        std::isinf(traffic.request_rate_rps) ? std::string()
-                                             : absl::StrCat(" < ", kInstantModeBelowRps),
-        ": instant mode, all ", config.num_prompts(), " requests are sent at once",
-        config.max_concurrency() > 0
-            ? absl::StrCat(" (at most ", config.max_concurrency(), " in flight)")
-            : std::string(),
-        "; give --request-rate (>= 0.1) or a ramp-up for paced traffic"));
-  }
-  return absl::OkStatus();
-}
-
 void LogBigPlanEstimate(uint64_t n) {
   LogInfo(absl::StrFormat(
       "large plan: %d requests; plan CSV about %s, memory about %s, about %.0f s to compute "
@@ -147,10 +100,9 @@ void LogBigPlanEstimate(uint64_t n) {
       std::max(1.0, kSecondsPerRequest * n)));
 }
 
-// The schedule from the configuration (or the trace's offsets), and its
-// traffic's title. Errors: INVALID_ARGUMENT.
-absl::StatusOr<ArrivalSchedule> BuildPlan(const RunConfig& config, const PayloadSource& payloads,
-                                          std::string* title) {
+// The schedule from the configuration (or the trace's offsets); its traffic
+// describes itself (ResolvedTraffic::description). Errors: INVALID_ARGUMENT.
+absl::StatusOr<ArrivalSchedule> BuildPlan(const RunConfig& config, const PayloadSource& payloads) {
   const bool replay = config.dataset().trace_replay();
   // One factory for every traffic model (docs/TRAFFIC.md): the seed's
   // AISBench plan, a composed profile × sampler, or the trace's offsets.
@@ -159,7 +111,6 @@ absl::StatusOr<ArrivalSchedule> BuildPlan(const RunConfig& config, const Payload
   if (!process.ok()) return AsConfigError(process.status());
   auto plan = (*process)->Generate(config.seed());
   if (!plan.ok()) return AsConfigError(plan.status());
-  *title = (*process)->Title();
   return plan;
 }
 
@@ -183,7 +134,7 @@ absl::Status UsePlanFile(const RunConfig& config, const fs::path& plan_file,
     differ += SecondsToNanos(from_file->offset_s[i]) != SecondsToNanos(plan->offset_s[i]);
   }
   if (config.dataset().trace_replay()) {
-    from_file->traffic = ResolveReplayTraffic(from_file->offset_s);
+    from_file->traffic = ResolveReplayTraffic(from_file->offset_s, TraceTimeScale(config));
   }
   LogInfo(
       absl::StrCat("exact replay of ", plan_file.string(), ": ", from_file->size(), " requests, ",
@@ -195,57 +146,11 @@ absl::Status UsePlanFile(const RunConfig& config, const fs::path& plan_file,
   return absl::OkStatus();
 }
 
-// A small β that does not collapse the plan can still turn most of it into
-// bursts; said plainly when intervals of 2 ms and more were to be expected.
-void WarnBursts(const ResolvedTraffic& traffic, const ArrivalSchedule& plan) {
-  if (!traffic.instant && traffic.burstiness > 0 && traffic.target_rate_rps < 500 &&
-      plan.size() >= 10) {
-    const size_t timing = plan.Count(Anomaly::kTiming);
-    if (2 * timing >= plan.size()) {
-      LogWarning(absl::StrFormat(
-          "burstiness %g: %d of %d planned intervals are under 1 ms (timing anomalies), so the "
-          "requests go out in bursts rather than at about %g RPS; a larger burstiness (0.5 is "
-          "already bursty, 1 = Poisson) spreads them",
-          traffic.burstiness, timing, plan.size(), traffic.target_rate_rps));
-    }
-  }
-}
-
-void LogTraceReplay(const RunConfig& config, const ArrivalSchedule& plan) {
-  LogInfo(absl::StrFormat(
-      "trace replay: %d requests over %g s (time scale %g), mean rate %g RPS, first request "
-      "at offset 0",
-      plan.size(), plan.offset_s.back(),
-      config.dataset().has_trace_time_scale() ? config.dataset().trace_time_scale() : 1.0,
-      plan.traffic.target_rate_rps));
-}
-
-// The plan's one log line: its traffic, as a profile or as rate and ramp.
-void LogPlan(const RunConfig& config, const ResolvedTraffic& traffic, const ArrivalSchedule& plan,
-             const std::string& title) {
-  if (traffic.profile != nullptr) {
-    LogInfo(absl::StrFormat(
-        "plan: %d requests, seed %d, traffic %s (expected %.0f requests over "
-        "%g s, mean %g RPS, peak %g RPS)",
-        plan.size(), config.seed(), title, traffic.profile->TotalCount(),
-        traffic.profile->DurationS(), traffic.request_rate_rps, traffic.target_rate_rps));
-  } else {
-    LogInfo(absl::StrFormat(
-        "plan: %d requests, seed %d, target rate %g RPS%s, burstiness %g%s", plan.size(),
-        config.seed(), traffic.target_rate_rps,
-        traffic.ramp_active
-            ? absl::StrCat(" (", std::string(RampStrategyTitle(traffic.strategy)), " ramp-up ",
-                           traffic.ramp_start_rps, "->", traffic.ramp_end_rps, ")")
-            : std::string(),
-        traffic.burstiness, traffic.instant ? ", instant mode" : ""));
-  }
-}
-
 // Payloads and plan (the plan file's, for an exact replay), with their log
-// lines; `traffic` is the plan's traffic as the log and pages describe it.
-// Errors: INVALID_ARGUMENT.
+// lines, which the plan's traffic description gives. Errors:
+// INVALID_ARGUMENT.
 absl::Status MakePayloadsAndPlan(const RunConfig& config, const fs::path& plan_file, bool big,
-                                 Prepared* p, ResolvedTraffic* traffic) {
+                                 Prepared* p) {
   auto payloads = MakePayloadSource(config.dataset(), config.num_prompts(), config.seed());
   if (!payloads.ok()) return AsConfigError(payloads.status());
   p->payloads = *std::move(payloads);
@@ -253,20 +158,17 @@ absl::Status MakePayloadsAndPlan(const RunConfig& config, const fs::path& plan_f
   // The stem names files in the run folder: never a path.
   p->dataset = SafeFileName(p->payloads->name());
   if (big) LogInfo("large plan: computing the schedule");
-  std::string title;
-  auto plan = BuildPlan(config, *p->payloads, &title);
+  auto plan = BuildPlan(config, *p->payloads);
   if (!plan.ok()) return plan.status();
   p->plan = *std::move(plan);
   if (!plan_file.empty()) {
     if (absl::Status s = UsePlanFile(config, plan_file, &p->plan); !s.ok()) return s;
   }
-  const bool replay = config.dataset().trace_replay();
-  if (!replay) WarnBursts(*traffic, p->plan);
-  if (replay) {
-    *traffic = p->plan.traffic;
-    LogTraceReplay(config, p->plan);
-  }
-  LogPlan(config, *traffic, p->plan, title);
+  for (const std::string& w : PlanWarnings(p->plan)) LogWarning(w);
+  const coordinator::TrafficDescription& traffic = p->plan.traffic.description;
+  if (!traffic.log_intro.empty()) LogInfo(traffic.log_intro);
+  LogInfo(absl::StrFormat("plan: %d requests, seed %d, %s", p->plan.size(), config.seed(),
+                          traffic.log_line));
   return absl::OkStatus();
 }
 
@@ -316,8 +218,7 @@ std::function<void(uint64_t)> CsvProgress(uint64_t n) {
 // context both pages show, run_config.json, the plan CSV and (R-PLOT-0:
 // not in instant mode; said so, and why) the expected page.
 absl::Status WriteRunFolder(const RunConfig& config, const std::string& model,
-                            const RunConfig& saved, const ResolvedTraffic& traffic, bool big,
-                            Prepared* p) {
+                            const RunConfig& saved, bool big, Prepared* p) {
   const auto wall_now = RealClock().WallNow();
   auto folder = CreateRunFolder(config.output_dir(), model, wall_now);
   if (!folder.ok()) return AsRuntimeFailure(folder.status());
@@ -338,8 +239,8 @@ absl::Status WriteRunFolder(const RunConfig& config, const std::string& model,
       !s.ok()) {
     return AsRuntimeFailure(s);
   }
-  if (traffic.instant) {
-    std::cout << InstantModeNoExpectedPage(traffic) << "\n";
+  if (p->plan.traffic.instant) {
+    std::cout << InstantModeNoExpectedPage(p->plan.traffic) << "\n";
     return absl::OkStatus();
   }
   if (big) LogInfo("large plan: writing the expected page");
@@ -401,19 +302,18 @@ absl::StatusOr<Prepared> Prepare(const RunConfig& config, const std::string& mod
   // From `saved`: its base_url is empty when the built-in server serves the
   // run (whose sim_* options then count), as the user gave it.
   for (const std::string& w : ConfigWarnings(saved)) LogWarning(w);
-  ResolvedTraffic traffic = ResolveTraffic(config);
-  if (config.dataset().trace_replay()) {
-    WarnIgnoredTrafficKeys(config);
-  } else if (absl::Status s = CheckAndWarnTraffic(config, traffic); !s.ok()) {
-    return s;
-  }
+  // A configured ramp that is inactive and would fall back to instant mode
+  // is refused; then the traffic's warnings (keys a trace replay overrides,
+  // an inactive ramp, instant mode).
+  if (absl::Status s = CheckTrafficConfig(config); !s.ok()) return AsConfigError(s);
+  for (const std::string& w : TrafficWarnings(config)) LogWarning(w);
   const uint64_t n = config.num_prompts();
   const bool big = n >= kBigPlanRequests;
   if (big) LogBigPlanEstimate(n);
-  if (absl::Status s = MakePayloadsAndPlan(config, plan_file, big, &p, &traffic); !s.ok()) {
+  if (absl::Status s = MakePayloadsAndPlan(config, plan_file, big, &p); !s.ok()) {
     return s;
   }
-  if (absl::Status s = WriteRunFolder(config, model, saved, traffic, big, &p); !s.ok()) return s;
+  if (absl::Status s = WriteRunFolder(config, model, saved, big, &p); !s.ok()) return s;
   return p;
 }
 

@@ -16,6 +16,7 @@
 #include "common/time_units.h"
 #include "common/version.h"
 #include "coordinator/config/run_config.h"
+#include "coordinator/plan/arrival_process.h"  // ResolveTraffic
 #include "coordinator/plan/replay_schedule.h"
 #include "coordinator/plan/traffic.h"
 #include "coordinator/report/run_context.h"

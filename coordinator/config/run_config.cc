@@ -22,8 +22,8 @@
 #include "client/url.h"
 #include "common/utf8.h"
 #include "coordinator/config/option_table.h"
-#include "coordinator/plan/arrival_process.h"
 #include "coordinator/plan/traffic.h"
+#include "coordinator/plan/traffic_config.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "nlohmann/json.hpp"
 
@@ -318,10 +318,8 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
   }
   // R-RAMP + R-INST: a configured ramp that is inactive must not fall back to
   // instant mode (one burst of every request).
-  if (!c.dataset().trace_replay()) {
-    if (absl::Status s = CheckTraffic(ResolveTraffic(c), c.num_prompts()); !s.ok()) {
-      errors.AddRaw(std::string(absl::StripPrefix(s.message(), "invalid configuration:\n")));
-    }
+  if (absl::Status s = CheckTrafficConfig(c); !s.ok()) {
+    errors.AddRaw(std::string(absl::StripPrefix(s.message(), "invalid configuration:\n")));
   }
   // Late-send policy (docs/DESIGN.md "Late-send policy").
   const std::string& late = c.late_policy();
@@ -527,9 +525,8 @@ std::vector<std::string> ConfigWarnings(const RunConfig& c) {
                                       "--ramp-up-strategy linear or exponential)"));
     }
   }
-  if (!replay && t.burstiness() != 0) {
-    const ResolvedTraffic traffic = ResolveTraffic(c);
-    if (traffic.instant) {
+  if (t.burstiness() != 0) {
+    if (PlansInstantMode(c)) {
       warnings.push_back(absl::StrCat("traffic_cfg.burstiness ", t.burstiness(),
                                       " ignored: in instant mode every request is due at once "
                                       "(flags --burstiness, --request-rate)"));
@@ -537,8 +534,7 @@ std::vector<std::string> ConfigWarnings(const RunConfig& c) {
   }
   // Late-send policy in instant mode: every request is planned at 0, so all
   // but the first few are late; allowed (the user may mean it), said aloud.
-  if (!replay && (c.late_policy() == "skip" || c.late_policy() == "cap") &&
-      ResolveTraffic(c).instant) {
+  if ((c.late_policy() == "skip" || c.late_policy() == "cap") && PlansInstantMode(c)) {
     warnings.push_back(absl::StrCat(
         "late_policy ", c.late_policy(),
         " in instant mode: every request is planned at 0, so every one released more than "

@@ -1,12 +1,13 @@
-// Traffic as composable pieces (issue 10 item 1, docs/TRAFFIC.md): a rate
-// profile (rate_profile.h) × an interval sampler → an arrival process, built
-// by one factory from the config. The AISBench keys alone keep the seed's
-// plan exactly (R-RATE, R-INT, R-CUM, R-NORM: BuildArrivalSchedule); a trace
-// replay keeps BuildReplaySchedule. Pure: no I/O, no clock.
+// Arrival processes (docs/TRAFFIC.md): the traffic model that makes a plan,
+// built by one factory from the config. The AISBench keys alone keep the
+// seed's plan exactly (R-RATE, R-INT, R-CUM, R-NORM: BuildArrivalSchedule);
+// composed traffic is a rate profile (traffic_config.h) × an interval
+// sampler (interval_sampler.h), both built once; a trace replay keeps
+// BuildReplaySchedule. Each process describes its traffic
+// (TrafficDescription) in the plan it makes. Pure: no I/O, no clock.
 #ifndef SURGE_COORDINATOR_PLAN_ARRIVAL_PROCESS_H_
 #define SURGE_COORDINATOR_PLAN_ARRIVAL_PROCESS_H_
 
-#include <boost/random/mersenne_twister.hpp>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -14,69 +15,11 @@
 
 #include "absl/status/statusor.h"
 #include "coordinator/plan/arrival_schedule.h"
-#include "coordinator/plan/rate_profile.h"
+#include "coordinator/plan/interval_sampler.h"
 #include "coordinator/plan/traffic.h"
 #include "surge/v1/config.pb.h"
 
 namespace surge::coordinator {
-
-using RandomEngine = boost::random::mt19937_64;
-
-// One arrival drawn by a sampler.
-struct SampledArrival {
-  // t_i, seconds; +inf when the profile ends first.
-  double offset_s = 0;
-  // The intended rate at t_i including the sampler's state factor, req/s.
-  double rate_rps = 0;
-  // β used to classify the interval (R-ANOM): the stage's β, 1 for MMPP.
-  double burstiness = 0;
-  // MMPP: the state and the number of the visit (dwell) the arrival fell
-  // in; 0 for the other samplers.
-  uint32_t state = 0;
-  uint64_t dwell = 0;
-};
-
-// Draws arrivals one after the other over a profile (time rescaling: unit-
-// mean gaps in Λ, mapped back with Λ^{-1}). Stateful; one per generation.
-class IntervalSampler {
- public:
-  virtual ~IntervalSampler() = default;
-  // The next arrival after the previous one (offset 0 before the first).
-  virtual SampledArrival Next(const RateProfile& profile, RandomEngine& engine) = 0;
-  // "fixed intervals", "Gamma(β = 0.5)", "MMPP, 2 states".
-  virtual std::string Title() const = 0;
-};
-
-// Renewal samplers: the gap in Λ after an arrival in stage k is 1 (β_k = 0,
-// fixed: t_i = Λ^{-1}(i+1) exactly) or Gamma(shape β_k, scale 1/β_k) (mean 1,
-// CV 1/√β_k; Boost.Random's gamma_distribution, R-RNG). The stage is the one
-// holding the previous arrival (stage 0 for the first).
-std::unique_ptr<IntervalSampler> MakeRenewalSampler(std::vector<double> stage_burstiness);
-
-struct MmppStateSpec {
-  double rate_multiplier = 1;
-  double mean_dwell_s = 1;
-};
-// Markov-modulated Poisson: in state k arrivals are Poisson with rate
-// m_k·λ(t), where m_k = rate_multiplier_k / m̄ and m̄ = Σ d_k·r_k / Σ d_k, so
-// the long-run rate follows λ(t); a visit lasts Exp(mean d_k) seconds, then
-// the chain jumps to one of the other states, each equally likely. The
-// first state is drawn with probability d_k / Σ d (the stationary share).
-// At least two states, Σ d_k·r_k > 0.
-std::unique_ptr<IntervalSampler> MakeMmppSampler(std::vector<MmppStateSpec> states);
-
-// The sampler traffic_cfg asks for: mmpp (mmpp_states) or the renewal
-// sampler with β per stage (`stage_burstiness`, from MakeRateProfile).
-std::unique_ptr<IntervalSampler> MakeIntervalSampler(const surge::v1::RunConfig& config,
-                                                     std::vector<double> stage_burstiness);
-
-// Every arrival of `sampler` over `profile`, at most `max_requests` (more is
-// an error naming num_prompts). Deterministic for a seed.
-// Errors: INVALID_ARGUMENT when the profile plans more than max_requests or
-// none at all.
-absl::StatusOr<std::vector<SampledArrival>> SampleArrivals(const RateProfile& profile,
-                                                           IntervalSampler& sampler,
-                                                           uint64_t max_requests, uint64_t seed);
 
 // The plan (ArrivalSchedule) of sampled arrivals: offsets as drawn, Δ_i =
 // t_i − t_{i−1} (Δ_0 = t_0), λ_i = the arrival's rate, classes by R-ANOM with
@@ -88,10 +31,12 @@ ArrivalSchedule ScheduleFromArrivals(const std::vector<SampledArrival>& arrivals
 class ArrivalProcess {
  public:
   virtual ~ArrivalProcess() = default;
-  // Page and log title, e.g. "Diurnal 5–50 RPS ... × Gamma(β = 1)".
-  virtual std::string Title() const = 0;
+  // The traffic this process plans, described (stored in every plan).
+  virtual const ResolvedTraffic& Traffic() const = 0;
   // The plan for `seed`. Errors: INVALID_ARGUMENT (see each kind).
   virtual absl::StatusOr<ArrivalSchedule> Generate(uint64_t seed) const = 0;
+  // Page and log title, e.g. "Diurnal 5–50 RPS ... × Gamma(β = 1)".
+  std::string Title() const { return Traffic().description.title; }
 };
 
 // The one factory: from a validated config, the process its traffic keys
@@ -99,23 +44,21 @@ class ArrivalProcess {
 // fixed or Gamma intervals, exactly BuildArrivalSchedule), a composed one
 // (stages, spikes or the mmpp sampler: MakeRateProfile × sampler), or, when
 // `replay_offsets_s` is given (trace replay), the trace's offsets.
-// Errors: INVALID_ARGUMENT naming the field (as ValidateTrafficConfig).
+// Errors: INVALID_ARGUMENT naming the field (as TrafficConfigProblems).
 absl::StatusOr<std::unique_ptr<ArrivalProcess>> MakeArrivalProcess(
     const surge::v1::RunConfig& config, const std::vector<double>* replay_offsets_s = nullptr);
 
-// The composed traffic of a config: traffic_cfg.stages (or, without stages,
-// one stage of num_prompts requests at request_rate, or on the configured
-// ramp in time) with traffic_cfg.spikes laid over it. β per stage goes to
-// `stage_burstiness` (may be null): the stage's own, else traffic_cfg.burstiness.
-// Errors: INVALID_ARGUMENT, one line per problem,
-// "  <field path> = <value>: <what is allowed>".
-absl::StatusOr<std::unique_ptr<RateProfile>> MakeRateProfile(const surge::v1::RunConfig& config,
-                                                             std::vector<double>* stage_burstiness);
+// The traffic a config's keys plan, described: R-RAMP, R-TGT and R-INST
+// for the AISBench keys; for composed traffic the profile's mean and peak
+// (to 6 significant digits) and the sampler. An invalid composed config
+// (see TrafficConfigProblems) gives no profile and no description.
+ResolvedTraffic ResolveTraffic(const surge::v1::RunConfig& config);
 
-// Checks the composed-traffic keys (stages, spikes, sampler, mmpp_states)
-// and their interplay with request_rate, the ramp keys and num_prompts; one
-// line per problem as above (empty: fine). Used by ValidateRunConfig.
-std::vector<std::string> TrafficConfigProblems(const surge::v1::RunConfig& config);
+// Warnings about a finished plan: a small β whose Gamma intervals put half
+// the plan or more under 1 ms when intervals of 2 ms and more were to be
+// expected (the requests would go out in bursts). None for trace replay or
+// instant mode.
+std::vector<std::string> PlanWarnings(const ArrivalSchedule& plan);
 
 }  // namespace surge::coordinator
 

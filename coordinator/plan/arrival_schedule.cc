@@ -94,6 +94,7 @@ absl::StatusOr<ArrivalSchedule> BuildArrivalSchedule(const ResolvedTraffic& traf
   if (absl::Status s = CheckTraffic(traffic, num_requests); !s.ok()) return s;
   ArrivalSchedule plan;
   plan.traffic = traffic;
+  plan.traffic.description = DescribeSeedTraffic(traffic, num_requests);
   plan.seed = seed;
   const size_t n = static_cast<size_t>(num_requests);
   plan.rate_rps.resize(n);

@@ -1,4 +1,4 @@
-// The request plan (SPEC §3): for every request i its intended rate λ_i,
+// The request plan: for every request i its intended rate λ_i,
 // interval Δ_i, cumulative offset t_i and anomaly class. Built by a pure,
 // seeded function of the resolved traffic: no I/O, no clock, no threads.
 #ifndef SURGE_COORDINATOR_PLAN_ARRIVAL_SCHEDULE_H_
@@ -47,7 +47,7 @@ struct ArrivalSchedule {
   size_t Count(Anomaly a) const;
 };
 
-// Builds the plan of `num_requests` requests (SPEC §3, in order R-RATE →
+// Builds the plan of `num_requests` requests (in order R-RATE →
 // R-INT → R-CUM → R-NORM → R-ANOM; R-INST short-circuits). Deterministic for
 // a given (traffic, num_requests, seed) on every platform: intervals come
 // from Boost.Random's mt19937_64 and gamma_distribution (R-RNG).

@@ -3,15 +3,35 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace surge::coordinator {
+namespace {
 
-ResolvedTraffic ResolveReplayTraffic(const std::vector<double>& offsets_s) {
+// The seed's description with the trace's rate row, title and log intro.
+TrafficDescription DescribeReplay(const ResolvedTraffic& t, const std::vector<double>& offsets_s,
+                                  double time_scale) {
+  TrafficDescription d = DescribeSeedTraffic(t, offsets_s.size());
+  d.title = "Trace replay";
+  d.context[0].value = absl::StrCat("trace replay: the trace's timestamps (mean ",
+                                    absl::StrFormat("%.6g RPS", t.target_rate_rps), ")");
+  d.log_intro = absl::StrFormat(
+      "trace replay: %d requests over %g s (time scale %g), mean rate %g RPS, first request "
+      "at offset 0",
+      offsets_s.size(), offsets_s.empty() ? 0.0 : offsets_s.back(), time_scale, t.target_rate_rps);
+  return d;
+}
+
+}  // namespace
+
+ResolvedTraffic ResolveReplayTraffic(const std::vector<double>& offsets_s,
+                                     double trace_time_scale) {
   ResolvedTraffic t;
   t.trace_replay = true;
   const size_t n = offsets_s.size();
   if (n == 0) {
     t.instant = true;
+    t.description = DescribeReplay(t, offsets_s, trace_time_scale);
     return t;
   }
   const double first = offsets_s.front();
@@ -35,11 +55,12 @@ ResolvedTraffic ResolveReplayTraffic(const std::vector<double>& offsets_s) {
     const double variance = sum_sq / static_cast<double>(n - 1);
     if (variance > 0) t.burstiness = mean * mean / variance;
   }
+  t.description = DescribeReplay(t, offsets_s, trace_time_scale);
   return t;
 }
 
 absl::StatusOr<ArrivalSchedule> BuildReplaySchedule(const std::vector<double>& offsets_s,
-                                                    uint64_t seed) {
+                                                    uint64_t seed, double trace_time_scale) {
   if (offsets_s.empty()) return absl::InvalidArgumentError("num_prompts must be >= 1");
   for (size_t i = 0; i < offsets_s.size(); ++i) {
     const double t = offsets_s[i];
@@ -50,7 +71,7 @@ absl::StatusOr<ArrivalSchedule> BuildReplaySchedule(const std::vector<double>& o
     }
   }
   ArrivalSchedule plan;
-  plan.traffic = ResolveReplayTraffic(offsets_s);
+  plan.traffic = ResolveReplayTraffic(offsets_s, trace_time_scale);
   plan.seed = seed;
   const size_t n = offsets_s.size();
   const double rate = plan.traffic.request_rate_rps;

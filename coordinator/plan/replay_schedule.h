@@ -1,4 +1,4 @@
-// Trace replay (SPEC R-MET-3): the plan of a trace whose requests carry their
+// Trace replay (R-MET-3): the plan of a trace whose requests carry their
 // own send times, in the plan's form (rates, intervals, offsets, classes), so
 // that the plan file, the pages and the summary read it like a generated
 // plan. Pure: no I/O, no clock.
@@ -24,8 +24,11 @@ namespace surge::coordinator {
 // - ramp-up inactive, no warnings, trace_replay true;
 // - burstiness = the moment estimate 1/CV^2 of the intervals Δ_1..Δ_{N-1}
 //   (mean^2/variance), 0 when there are fewer than two of them or they are all
-//   equal. It is shown on the pages only; it shapes nothing.
-ResolvedTraffic ResolveReplayTraffic(const std::vector<double>& offsets_s);
+//   equal. It is shown on the pages only; it shapes nothing;
+// - described as a trace replay; `trace_time_scale` (the factor the trace's
+//   timestamps were scaled by) appears in the description's log intro only.
+ResolvedTraffic ResolveReplayTraffic(const std::vector<double>& offsets_s,
+                                     double trace_time_scale = 1.0);
 
 // The replay plan: offset_s = `offsets_s`; Δ_0 = t_0 and Δ_i = t_i − t_{i−1};
 // rate_rps_i = the mean rate of ResolveReplayTraffic for every i; classes by
@@ -36,8 +39,9 @@ ResolvedTraffic ResolveReplayTraffic(const std::vector<double>& offsets_s);
 // intervals 0, class instant). `seed` is recorded only (nothing is drawn).
 // Errors: INVALID_ARGUMENT when `offsets_s` is empty, or an offset is not
 // finite, negative or smaller than the one before (naming the index).
+// `trace_time_scale` as for ResolveReplayTraffic.
 absl::StatusOr<ArrivalSchedule> BuildReplaySchedule(const std::vector<double>& offsets_s,
-                                                    uint64_t seed);
+                                                    uint64_t seed, double trace_time_scale = 1.0);
 
 }  // namespace surge::coordinator
 

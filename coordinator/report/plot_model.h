@@ -1,4 +1,4 @@
-// Pure math behind the two RPS distribution pages (SPEC §4–§5): EWMA and its
+// Pure math behind the two RPS distribution pages: EWMA and its
 // adaptive window (R-PLOT-3), stratified sampling over time quantiles and
 // min/max-preserving decimation (R-PLOT-8, R-ACT-3), histogram binning
 // (R-PLOT-4/5, R-ACT-5), exact percentiles and the two-sample

@@ -1,4 +1,4 @@
-// Writes the two RPS distribution pages (SPEC §4–§5):
+// Writes the two RPS distribution pages:
 //   {dataset}_rps_distribution_plot.html                  (expected, R-PLOT-*)
 //   {dataset}_rps_distribution_plot_with_actual_rps.html  (actual, R-ACT-*)
 // Each page is one self-contained HTML file (plotly.js inline, embedded into
@@ -38,7 +38,7 @@ std::filesystem::path FigureJsonPath(const std::filesystem::path& html_path);
 
 // R-PLOT-*: the expected page. Not for instant mode (R-PLOT-0): returns
 // FAILED_PRECONDITION when plan.traffic.instant. `context` (model, server,
-// seed, …; see RunContextItems in coordinator/results/run_context.h) is
+// seed, …; see RunContextItems in coordinator/report/run_context.h) is
 // shown above the charts and stored under "context" in the JSON; `note`
 // as for the actual page (a run stopped early rewrites its expected page).
 absl::Status WriteExpectedPlotPage(const ArrivalSchedule& plan,

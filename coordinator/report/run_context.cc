@@ -1,18 +1,11 @@
 #include "coordinator/report/run_context.h"
 
-#include <cmath>
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
-#include "coordinator/plan/traffic.h"
+#include "coordinator/plan/traffic.h"  // TrafficFact
 
 namespace surge::coordinator {
-namespace {
-
-std::string Rate(double rps) { return absl::StrFormat("%.6g RPS", rps); }
-
-}  // namespace
 
 std::string RedactedUrl(std::string_view url) {
   std::string out(url);
@@ -29,14 +22,14 @@ std::string RedactedUrl(std::string_view url) {
 PageContext RunContextItems(const surge::v1::RunConfig& config, const ArrivalSchedule& plan,
                             const std::string& dataset, const std::string& started_at,
                             std::string_view version) {
-  const ResolvedTraffic& traffic = plan.traffic;
   const auto& target = config.target();
   const auto& ds = config.dataset();
   PageContext c;
   c.push_back({"Model", target.model().empty() ? "(not given)" : target.model()});
-  c.push_back({"Server", target.base_url().empty()
-                             ? "surge's built-in simulated server (surge run starts it on 127.0.0.1)"
-                             : RedactedUrl(target.base_url())});
+  c.push_back(
+      {"Server", target.base_url().empty()
+                     ? "surge's built-in simulated server (surge run starts it on 127.0.0.1)"
+                     : RedactedUrl(target.base_url())});
   c.push_back({"Endpoint", target.endpoint().empty() ? "/v1/chat/completions" : target.endpoint()});
   std::string data = dataset;
   const std::string& kind = ds.dataset_name();
@@ -51,41 +44,9 @@ PageContext RunContextItems(const surge::v1::RunConfig& config, const ArrivalSch
   c.push_back({"Dataset", data});
   c.push_back({"Requests (N)", absl::StrCat(plan.size())});
   c.push_back({"Seed", absl::StrCat(config.seed())});
-  std::string rate;
-  if (traffic.trace_replay) {
-    rate = absl::StrCat("trace replay: the trace's timestamps (mean ",
-                        Rate(traffic.target_rate_rps), ")");
-  } else if (traffic.instant && std::isinf(traffic.target_rate_rps)) {
-    rate = "instant mode: request_rate inf (all at once), every request planned at 0 (R-INST)";
-  } else if (traffic.instant) {
-    rate = absl::StrCat("instant mode: target rate ", Rate(traffic.target_rate_rps),
-                        " < 0.1 RPS, every request planned at 0 (R-INST)");
-  } else if (traffic.profile != nullptr) {
-    rate = absl::StrCat(traffic.profile->Title(), " (mean ", Rate(traffic.request_rate_rps),
-                        ", peak ", Rate(traffic.target_rate_rps), "; docs/TRAFFIC.md)");
-  } else {
-    rate = absl::StrCat("target ", Rate(traffic.target_rate_rps));
-    if (!traffic.ramp_active) absl::StrAppend(&rate, " (request_rate)");
-    if (traffic.ramp_active) absl::StrAppend(&rate, " (ramp-up end)");
+  for (const TrafficFact& fact : plan.traffic.description.context) {
+    c.push_back({fact.label, fact.value});
   }
-  c.push_back({"Request rate", rate});
-  std::string beta = absl::StrFormat("%.6g", traffic.burstiness);
-  if (traffic.burstiness == 0) {
-    absl::StrAppend(&beta, " (fixed intervals)");
-  } else if (traffic.burstiness == 1) {
-    absl::StrAppend(&beta, " (Poisson arrivals)");
-  } else if (traffic.burstiness < 1) {
-    absl::StrAppend(&beta, " (bursty Gamma intervals)");
-  } else {
-    absl::StrAppend(&beta, " (more regular than Poisson)");
-  }
-  if (traffic.profile != nullptr) beta = traffic.sampler_title;
-  c.push_back({traffic.profile != nullptr ? "Interval sampler" : "Burstiness (β)", beta});
-  c.push_back({"Ramp-up", traffic.ramp_active
-                              ? absl::StrCat(std::string(RampStrategyTitle(traffic.strategy)), " ",
-                                             absl::StrFormat("%.6g", traffic.ramp_start_rps), " → ",
-                                             Rate(traffic.ramp_end_rps))
-                              : std::string("none")});
   c.push_back({"Workers", config.workers() == 0 ? std::string("one per core (chosen by surge run)")
                                                 : absl::StrCat(config.workers())});
   c.push_back({"Assignment", config.assign() == "least-loaded"

@@ -1,5 +1,5 @@
-// The run context shown at the top of both RPS pages (issue 8: "pages carry
-// their context"): model, server, endpoint, dataset, seed, N, traffic,
+// The run context shown at the top of both RPS pages, so a page read alone
+// says what it shows: model, server, endpoint, dataset, seed, N, traffic,
 // workers, concurrency cap, when the run started and which surge made it.
 // Pure: the caller supplies the start time text and the version.
 #ifndef SURGE_COORDINATOR_REPORT_RUN_CONTEXT_H_
@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "coordinator/plan/arrival_schedule.h"
-#include "coordinator/report/rps_figure.h"  // PageContext
+#include "coordinator/report/page_types.h"  // PageContext
 #include "surge/v1/config.pb.h"
 
 namespace surge::coordinator {
@@ -20,12 +20,14 @@ namespace surge::coordinator {
 std::string RedactedUrl(std::string_view url);
 
 // The context rows, in display order, with these labels: Model, Server,
-// Endpoint, Dataset, Requests (N), Seed, Request rate, Burstiness (β),
-// Ramp-up, Workers, Max concurrency, Run started, surge version.
+// Endpoint, Dataset, Requests (N), Seed, then the traffic's own rows
+// (TrafficDescription::context: Request rate, Burstiness (β) or Interval
+// sampler, Ramp-up), Workers, Assignment, Max concurrency, Run started,
+// surge version.
 // `config` is the configuration used (run_config.json: the model and worker
 // count as resolved; an empty base_url means `surge plan` without a target).
-// `plan` gives N and the traffic as resolved (instant mode, ramp, trace
-// replay). `started_at` is the run's start in local time (empty = unknown).
+// `plan` gives N and the traffic's description. `started_at` is the run's start in local time
+// (empty = unknown).
 PageContext RunContextItems(const surge::v1::RunConfig& config, const ArrivalSchedule& plan,
                             const std::string& dataset, const std::string& started_at,
                             std::string_view version);

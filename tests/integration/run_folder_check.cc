@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "coordinator/config/run_config.h"
+#include "coordinator/plan/arrival_process.h"  // ResolveTraffic
 #include "coordinator/plan/arrival_schedule.h"
 #include "coordinator/plan/traffic.h"
 

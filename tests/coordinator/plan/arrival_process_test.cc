@@ -1,4 +1,4 @@
-// Composed traffic (issue 10 item 1, docs/TRAFFIC.md): every rate profile
+// Composed traffic (docs/TRAFFIC.md): every rate profile
 // against its closed form (mean rate, Λ(t), Λ^{-1}), every sampler against
 // its distribution (counts per window vs ∫λ; Kolmogorov–Smirnov for Gamma(β)
 // and MMPP), a hand-computed stage list to the exact offsets, the seed's

@@ -1,4 +1,4 @@
-// Schedule engine tests: the shared cases (SPEC §2–§3) with exact expected
+// Schedule engine tests: the shared plan cases with exact expected
 // values, the Gamma interval statistics (R-INT), normalization (R-NORM),
 // anomaly classes (R-ANOM) and determinism (R-RNG).
 #include "coordinator/plan/arrival_schedule.h"
@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "coordinator/config/run_config.h"
+#include "coordinator/plan/arrival_process.h"  // ResolveTraffic
 #include "coordinator/plan/traffic.h"
 
 namespace surge::coordinator {
@@ -362,7 +363,7 @@ TEST(DegeneratePlanTest, SubnormalLastOffsetStillScalesToFiniteOffsets) {
   EXPECT_EQ(plan->interval_s[1], 0.5);
 }
 
-// Property (issue 8 item 4): for any β, seed, N and ramp, either a plan whose
+// Property: for any β, seed, N and ramp, either a plan whose
 // offsets are finite and never decrease, with intervals >= 0 and (without a
 // ramp) the last offset exactly N/rate, or a clean INVALID_ARGUMENT naming
 // burstiness. Never NaN, inf or a negative interval.

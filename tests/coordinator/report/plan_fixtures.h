@@ -1,6 +1,7 @@
 // Hand-built plans for the plot tests: ArrivalSchedule is a plain struct, so
 // tests fix every interval and class exactly instead of going through the
-// seeded generator.
+// seeded generator. Each traffic carries its description (DescribeSeedTraffic;
+// a fixture's traffic alone is described over 0 requests, a plan over its own).
 #ifndef SURGE_TESTS_COORDINATOR_REPORT_PLAN_FIXTURES_H_
 #define SURGE_TESTS_COORDINATOR_REPORT_PLAN_FIXTURES_H_
 
@@ -18,6 +19,7 @@ inline ResolvedTraffic ConstantTraffic(double rate_rps, double burstiness) {
   t.burstiness = burstiness;
   t.target_rate_rps = rate_rps;
   t.instant = rate_rps < kInstantModeBelowRps;
+  t.description = DescribeSeedTraffic(t, 0);
   return t;
 }
 
@@ -30,6 +32,7 @@ inline ResolvedTraffic LinearRampTraffic(double start_rps, double end_rps, doubl
   t.ramp_start_rps = start_rps;
   t.ramp_end_rps = end_rps;
   t.target_rate_rps = end_rps;
+  t.description = DescribeSeedTraffic(t, 0);
   return t;
 }
 
@@ -40,6 +43,7 @@ inline ArrivalSchedule PlanFrom(const ResolvedTraffic& traffic,
                                 const std::vector<Anomaly>& classes) {
   ArrivalSchedule plan;
   plan.traffic = traffic;
+  plan.traffic.description = DescribeSeedTraffic(traffic, intervals.size());
   double t = 0;
   for (size_t i = 0; i < intervals.size(); ++i) {
     t += intervals[i];
@@ -83,6 +87,7 @@ inline ArrivalSchedule InstantPlan(size_t n) {
   ResolvedTraffic t = ConstantTraffic(0, 0);
   ArrivalSchedule plan;
   plan.traffic = t;
+  plan.traffic.description = DescribeSeedTraffic(t, n);
   plan.rate_rps.assign(n, 0);
   plan.interval_s.assign(n, 0);
   plan.offset_s.assign(n, 0);

@@ -228,7 +228,7 @@ TEST_F(PlotPagesTest, ActualPageShowsLatencyFromActualAndPlannedSend) {
   EXPECT_THAT(ReadFile(expected), Not(HasSubstr("surge-latency\"")));
 }
 
-// A lost worker on the actual page (issue 7): a red dotted line at the
+// A lost worker on the actual page: a red dotted line at the
 // moment on the Time vs RPS axis (x) and the rate-over-time axis (x5), its
 // label naming the worker and the counts (the full sentence on hover), and
 // the sentence in the "During the run" list above the context; the figure

@@ -175,11 +175,13 @@ TEST(ExpectedFigureTest, RampTitleAndTheoreticalTrace) {
   EXPECT_EQ(ramp->points.x, plan.offset_s);
 
   traffic.strategy = RampStrategy::kExponential;
+  traffic.description = DescribeSeedTraffic(traffic, 20);
   EXPECT_EQ(PageTitle(traffic),
             "Request Per Second(RPS) Distribution Analysis | Target Rate: 200 RPS | Exponential "
             "Ramp-up: 10→200 RPS");
   traffic.ramp_active = false;  // configured but inactive: no ramp part
   traffic.target_rate_rps = 12.5;
+  traffic.description = DescribeSeedTraffic(traffic, 20);
   EXPECT_EQ(PageTitle(traffic),
             "Request Per Second(RPS) Distribution Analysis | Target Rate: 12.5 RPS");
 }

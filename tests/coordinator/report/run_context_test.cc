@@ -98,10 +98,11 @@ TEST(RunContextTest, RampInstantAndPlanWithoutTarget) {
   EXPECT_EQ(m["Request rate"],
             "instant mode: target rate 0 RPS < 0.1 RPS, every request planned at 0 (R-INST)");
   EXPECT_EQ(m["Requests (N)"], "3");
-  // Issue 11 item 7: request_rate inf says so, with no bogus "< 0.1" rate.
+  // request_rate inf says so, with no bogus "< 0.1" rate.
   ArrivalSchedule all_at_once = InstantPlan(3);
   all_at_once.traffic.request_rate_rps = all_at_once.traffic.target_rate_rps =
       std::numeric_limits<double>::infinity();
+  all_at_once.traffic.description = DescribeSeedTraffic(all_at_once.traffic, 3);
   m = AsMap(RunContextItems(Config(), all_at_once, "synthetic", "", "0.1.0"));
   EXPECT_EQ(m["Request rate"],
             "instant mode: request_rate inf (all at once), every request planned at 0 (R-INST)");

@@ -144,8 +144,8 @@ int main(int argc, char** argv) {
       25, 3010);
   const std::vector<surge::coordinator::RunEvent> events =
       surge::coordinator::WorkerLossEvents(losses);
-  // TTFT/E2EL from actual vs from planned send, as the summary gives them
-  // (issue 10): fixed numbers the browser test reads back.
+  // TTFT/E2EL from actual vs from planned send, as the summary gives them:
+  // fixed numbers the browser test reads back.
   const std::vector<surge::coordinator::LatencyView> latency = {
       {"TTFT", 400, {0.0202, 0.0211, 0.0219}, {0.0204, 0.0312, 0.0587}},
       {"E2EL", 400, {0.2743, 0.2748, 0.2758}, {0.2745, 0.2849, 0.3126}}};

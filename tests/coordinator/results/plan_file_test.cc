@@ -15,6 +15,7 @@
 
 #include "common/time_units.h"
 #include "coordinator/config/run_config.h"
+#include "coordinator/plan/arrival_process.h"  // ResolveTraffic
 #include "coordinator/plan/arrival_schedule.h"
 #include "coordinator/plan/traffic.h"
 #include "coordinator/results/run_files.h"
