@@ -2,7 +2,7 @@
 
 #include <iostream>
 
-#include "app/commands.h"
+#include "app/exit_codes.h"
 #include "common/zmq_transport.h"
 
 namespace surge::app {

@@ -1,19 +1,20 @@
 // The `surge` executable: parses the command line and hands over to one
 // command (run, plan, report, keygen, worker, sim-server). Nothing else
 // lives here.
-#include <signal.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <atomic>
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
-#include "app/commands.h"
+#include "app/coordinator_command.h"
+#include "app/exit_codes.h"
 #include "app/keygen.h"
+#include "app/plan_command.h"
+#include "app/report_command.h"
+#include "app/run_command.h"
 #include "app/run_options.h"
-#include "common/clock.h"
+#include "app/sim_server_command.h"
 #include "common/fd_limit.h"
 #include "common/log.h"
 #include "common/version.h"
@@ -21,44 +22,6 @@
 #include "worker/worker_main.h"
 
 namespace {
-
-std::atomic<bool> g_stop_sim{false};
-
-int SimServerCommand(const surge::simserver::SimServerOptions& options, int parent_pid) {
-  if (parent_pid > 0) {
-    // `surge run`'s built-in server (app/sim_server_process.h): dies with
-    // the coordinator, and leaves Ctrl-C to it (it stops this one with
-    // SIGTERM once its workers are done).
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent_pid) return 1;
-    signal(SIGINT, SIG_IGN);
-    surge::SetLogTag("sim-server");
-  } else {
-    signal(SIGINT, [](int) { g_stop_sim.store(true); });
-  }
-  signal(SIGTERM, [](int) { g_stop_sim.store(true); });
-  signal(SIGPIPE, SIG_IGN);
-  auto server = surge::simserver::SimServer::Create(options);
-  if (!server.ok()) {
-    std::cerr << "surge sim-server: " << server.status().message() << "\n";
-    // Bad option values are configuration errors (R-CFG-1); a busy port is not.
-    return server.status().code() == absl::StatusCode::kInvalidArgument
-               ? surge::app::kExitConfigError
-               : 1;
-  }
-  (*server)->Start();
-  std::cout << "surge sim-server listening on "
-            << (options.tls_cert_file.empty() ? "http://" : "https://") << options.address << ":"
-            << (*server)->port() << " (model " << options.model << ")" << std::endl;
-  surge::Clock& clock = surge::RealClock();
-  while (!g_stop_sim.load()) {
-    clock.SleepUntilCoarse(clock.Now() + std::chrono::milliseconds(50));
-  }
-  (*server)->Stop();
-  std::cout << "surge sim-server stopped after " << (*server)->requests_served() << " requests"
-            << std::endl;
-  return 0;
-}
 
 std::string SelfExe(const char* argv0) {
   char buf[4096];
@@ -94,8 +57,8 @@ int Main(int argc, char** argv) {
       "prompts); without --config the run_config.json beside it is the configuration.";
   run->add_option("--plan-file", plan_file, kPlanFileHelp);
 
-  // The coordinator role (issue 7, docs/DISTRIBUTED.md): the job options of
-  // `surge run`, workers that join from elsewhere.
+  // The coordinator role: the job options of `surge run`, workers that join
+  // from elsewhere.
   surge::app::RunOptions coordinator_options;
   surge::app::CoordinatorRole role;
   CLI::App* coordinator = app.add_subcommand(
@@ -138,8 +101,9 @@ int Main(int argc, char** argv) {
   std::string keygen_out;
   std::string keygen_name = "surge";
   CLI::App* keygen = app.add_subcommand(
-      "keygen", "Write a CurveZMQ key pair (DIR/NAME.key secret, DIR/NAME.pub public) for a "
-                "coordinator or worker on a non-loopback address (docs/SECURITY.md).");
+      "keygen",
+      "Write a CurveZMQ key pair (DIR/NAME.key secret, DIR/NAME.pub public) for a "
+      "coordinator or worker on a non-loopback address (docs/SECURITY.md).");
   keygen->add_option("--out", keygen_out, "Directory for the key files (created, mode 0700)")
       ->required();
   keygen->add_option("--name", keygen_name,
@@ -178,8 +142,8 @@ int Main(int argc, char** argv) {
 
   surge::simserver::SimServerOptions sim_options;
   sim_options.port = 8000;
-  CLI::App* sim = app.add_subcommand(
-      "sim-server", "Run the simulated OpenAI-compatible server until Ctrl-C.");
+  CLI::App* sim =
+      app.add_subcommand("sim-server", "Run the simulated OpenAI-compatible server until Ctrl-C.");
   sim->add_option("--host", sim_options.address, "Bind address (default 127.0.0.1)");
   sim->add_option("--port", sim_options.port, "Port (default 8000; 0 = any free port)");
   sim->add_option("--request-log", sim_options.request_log_file,
@@ -229,7 +193,7 @@ int Main(int argc, char** argv) {
     for (const std::string& note : options.notes()) surge::LogInfo(note);
     if (*plan) return surge::app::PlanCommand(*config);
     if (*coordinator) {
-      return surge::app::RunCommand(*config, SelfExe(argv[0]), {}, &role, plan_file);
+      return surge::app::CoordinatorCommand(*config, SelfExe(argv[0]), role, plan_file);
     }
     return surge::app::RunCommand(*config, SelfExe(argv[0]), run_test_options, nullptr, plan_file);
   }
@@ -250,7 +214,7 @@ int Main(int argc, char** argv) {
     from_flags.model = sim_options.model;
     from_flags.tls_cert_file = sim_options.tls_cert_file;
     from_flags.tls_key_file = sim_options.tls_key_file;
-    return SimServerCommand(from_flags, sim_parent_pid);
+    return surge::app::SimServerCommand(from_flags, sim_parent_pid);
   }
   return surge::app::kExitConfigError;
 }
@@ -260,13 +224,13 @@ int main(int argc, char** argv) {
   // message; anything thrown past the modules still ends as one line and
   // exit 1 instead of an abort.
   try {
-    // Issue 9 item 1: connections are file descriptors; the soft limit
-    // (often 1024) goes up to the hard one for every role.
+    // Connections are file descriptors; the soft limit (often 1024) goes up
+    // to the hard one for every role.
     if (absl::StatusOr<surge::FileLimit> limit = surge::RaiseOpenFileLimit(); !limit.ok()) {
       surge::LogWarning(absl::StrCat("open-file limit unchanged: ", limit.status().message()));
     } else if (limit->now != limit->before) {
-      surge::LogDebug(absl::StrCat("open-file limit raised from ", limit->before, " to ",
-                                   limit->now));
+      surge::LogDebug(
+          absl::StrCat("open-file limit raised from ", limit->before, " to ", limit->now));
     }
     return Main(argc, argv);
   } catch (const std::exception& e) {

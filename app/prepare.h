@@ -1,0 +1,44 @@
+// What `surge run`, `surge coordinator` and `surge plan` compute before
+// anything is sent: the payloads, the plan, the run folder with its plan CSV,
+// run_config.json and (unless instant) the expected page.
+#ifndef SURGE_APP_PREPARE_H_
+#define SURGE_APP_PREPARE_H_
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "coordinator/dataset/payload_source.h"
+#include "coordinator/plan/arrival_schedule.h"
+#include "coordinator/report/rps_figure.h"
+#include "surge/v1/config.pb.h"
+
+namespace surge::app {
+
+// Everything the commands compute before anything is sent.
+struct Prepared {
+  std::unique_ptr<coordinator::PayloadSource> payloads;
+  coordinator::ArrivalSchedule plan;
+  std::filesystem::path folder;
+  std::string dataset;               // file-name stem, R-PLOT-1
+  std::string started_at;            // local time, FormatLocalTime
+  coordinator::PageContext context;  // shown on both pages
+};
+
+// Plan, folder, plan CSV, configuration and the expected page. Returns the
+// exit code on failure through `exit_code`. `saved` is the configuration
+// written to run_config.json (what `--config` needs to reproduce the run).
+//
+// Exact replay: with a `plan_file`, the plan is that file as written
+// (ReadPlanCsv: every offset to the nanosecond) instead of the one built
+// here; its row count must be num_prompts. The configuration's own plan is
+// still built, to say in the log whether the file differs from it (an
+// edited plan is sent as written).
+absl::StatusOr<Prepared> Prepare(const surge::v1::RunConfig& config, const std::string& model,
+                                 const surge::v1::RunConfig& saved, int* exit_code,
+                                 const std::filesystem::path& plan_file = {});
+
+}  // namespace surge::app
+
+#endif  // SURGE_APP_PREPARE_H_
