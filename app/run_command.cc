@@ -42,7 +42,6 @@
 #include "coordinator/results/progress.h"
 #include "coordinator/results/run_files.h"
 #include "coordinator/results/summary.h"
-#include "simserver/sim_server.h"
 
 namespace surge::app {
 
@@ -183,15 +182,14 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe,
   // coordinator's, docs/PERFORMANCE.md).
   std::unique_ptr<SimServerProcess> sim;
   if (config.target().base_url().empty()) {
-    const surge::simserver::SimServerOptions options =
-        surge::simserver::SimServerOptionsFromConfig(config.sim_server());
-    auto server = SimServerProcess::Start(clock, self_exe, options);
+    auto server =
+        SimServerProcess::Start(clock, self_exe, BuiltInServerConfig(config.sim_server()));
     if (!server.ok()) return Fail(server.status(), kExitFailure);
     sim = *std::move(server);
     config.mutable_target()->set_base_url(absl::StrCat("http://127.0.0.1:", sim->port()));
     LogInfo(absl::StrCat("built-in simulated server on ", config.target().base_url(), " (TTFT ",
-                         options.ttft_ms, " ms, ", options.itl_ms, " ms per token; process ",
-                         sim->pid(), ")"));
+                         config.sim_server().ttft_ms(), " ms, ", config.sim_server().itl_ms(),
+                         " ms per token; process ", sim->pid(), ")"));
     if (role != nullptr && !IsLoopbackEndpoint(role->bind)) {
       LogWarning(
           absl::StrCat("the built-in server listens on 127.0.0.1 only: workers on other "

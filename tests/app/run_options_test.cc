@@ -1,4 +1,4 @@
-// The flags and --config together (R-CFG-1, R-UI-2; issue 8 item 7): every
+// The flags and --config together (R-CFG-1, R-UI-2): every
 // problem of the file and the command line in one pass, unknown flags with a
 // suggestion, and vLLM's --goodput forms.
 #include "app/run_options.h"
@@ -194,6 +194,42 @@ TEST(RunOptionsTest, SimServerFlagsComeFromTheSameDeclarations) {
               HasSubstr("  itl_ms = \"x\": must be a number (flag --itl-ms)"));
   EXPECT_THAT(std::string(bad.message()),
               HasSubstr("  fault_500 = 1.5: must be a fraction in [0, 1] (flag --fault-500)"));
+}
+
+// `surge sim-server`'s listen options come from the same table: defaults
+// 127.0.0.1, port 8000, model surge-sim, one thread; a bad port is a
+// configuration error naming the flag.
+TEST(RunOptionsTest, SimServerListenFlagsComeFromTheTable) {
+  auto resolve = [](const std::string& command_line, surge::v1::SimServerConfig* config) {
+    CLI::App app;
+    TableFlags flags(surge::v1::SimServerConfig::descriptor());
+    CLI::App* sim = app.add_subcommand("sim-server");
+    flags.Register(*sim);
+    app.parse("sim-server " + command_line);
+    return flags.Resolve(config);
+  };
+  surge::v1::SimServerConfig config;
+  ASSERT_TRUE(resolve("", &config).ok());
+  EXPECT_EQ(config.address(), "127.0.0.1");
+  EXPECT_EQ(config.port(), 8000u);
+  EXPECT_EQ(config.model(), "surge-sim");
+  EXPECT_EQ(config.threads(), 1u);
+  EXPECT_TRUE(config.request_log_file().empty());
+  config.Clear();
+  ASSERT_TRUE(resolve("--host 0.0.0.0 --port 0 --model m --request-log /tmp/r.jsonl "
+                      "--tls-cert c.pem --tls-key k.pem",
+                      &config)
+                  .ok());
+  EXPECT_EQ(config.address(), "0.0.0.0");
+  EXPECT_EQ(config.port(), 0u);
+  EXPECT_EQ(config.model(), "m");
+  EXPECT_EQ(config.request_log_file(), "/tmp/r.jsonl");
+  EXPECT_EQ(config.tls_cert_file(), "c.pem");
+  EXPECT_EQ(config.tls_key_file(), "k.pem");
+  const absl::Status bad = resolve("--port 70000", &config);
+  EXPECT_EQ(bad.message(),
+            "invalid configuration:\n  port = 70000: must be a TCP port 0..65535 (0 = any free "
+            "port) (flag --port)");
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "simserver/sim_server.h"
+#include "tests/simserver/test_sim_server_config.h"
 #include "tests/worker/http/canned_server.h"
 
 namespace surge::worker {
@@ -29,13 +30,14 @@ namespace {
 
 using ::surge::client::FetchFirstModel;
 using ::surge::simserver::SimServer;
-using ::surge::simserver::SimServerOptions;
 using ::surge::testing::CannedServer;
 using ::surge::testing::Chunk;
 using ::surge::testing::HttpAnswer;
 using ::surge::testing::LastChunk;
 using ::surge::testing::SseHeader;
+using ::surge::testing::TestSimServerConfig;
 using ::surge::v1::RequestRecord;
+using ::surge::v1::SimServerConfig;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
@@ -44,9 +46,9 @@ constexpr int64_t kMs = 1'000'000;
 constexpr int64_t kSlackNs = 60 * kMs;
 
 std::unique_ptr<SimServer> StartSim(double ttft_ms, double itl_ms) {
-  SimServerOptions options;
-  options.ttft_ms = ttft_ms;
-  options.itl_ms = itl_ms;
+  SimServerConfig options = TestSimServerConfig();
+  options.set_ttft_ms(ttft_ms);
+  options.set_itl_ms(itl_ms);
   auto server = SimServer::Create(options);
   EXPECT_TRUE(server.ok()) << server.status();
   (*server)->Start();
@@ -365,9 +367,9 @@ TEST(BeastRequestSenderTest, ServerRestartDoesNotBreakThePool) {
   ASSERT_NE(sender, nullptr);
   EXPECT_EQ(SendAndWait(*sender, MakeAssignment(0, 2)).status(), surge::v1::OK);
   server.reset();  // closes the pooled connection from the server side
-  SimServerOptions options;
-  options.port = port;
-  options.ttft_ms = 1;
+  SimServerConfig options = TestSimServerConfig();
+  options.set_port(port);
+  options.set_ttft_ms(1);
   auto again = SimServer::Create(options);
   ASSERT_TRUE(again.ok()) << again.status();
   (*again)->Start();

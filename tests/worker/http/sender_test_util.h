@@ -17,7 +17,7 @@
 namespace surge::testing {
 
 inline std::unique_ptr<simserver::SimServer> StartSimServer(
-    const simserver::SimServerOptions& options) {
+    const surge::v1::SimServerConfig& options) {
   auto server = simserver::SimServer::Create(options);
   EXPECT_TRUE(server.ok()) << server.status();
   if (!server.ok()) return nullptr;
