@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "app/run_command.h"
+#include "common/role_options.h"
 
 namespace surge::app {
 
@@ -13,9 +14,8 @@ absl::StatusOr<ZmqRouterOptions> CoordinatorTransportOptions(const CoordinatorRo
     return absl::InvalidArgumentError(absl::StrCat(
         "--expect-workers ", role.expect_workers, ": must be 1 to 1024 (the workers to wait for)"));
   }
-  if (!(role.join_timeout_s > 0) || role.join_timeout_s > 86400) {
-    return absl::InvalidArgumentError(absl::StrCat("--join-timeout ", role.join_timeout_s,
-                                                   ": must be > 0 and at most 86400 seconds"));
+  if (auto join_timeout = JoinTimeout(role.join_timeout_s); !join_timeout.ok()) {
+    return join_timeout.status();
   }
   if (config.max_concurrency() > 0 &&
       config.max_concurrency() < static_cast<uint64_t>(role.expect_workers)) {
@@ -30,11 +30,8 @@ absl::StatusOr<ZmqRouterOptions> CoordinatorTransportOptions(const CoordinatorRo
   }
   ZmqRouterOptions options;
   if (!role.curve_secret_key_file.empty()) {
-    auto secret = ReadCurveKeyFile(role.curve_secret_key_file);
-    if (!secret.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--curve-secret-key: ", secret.status().message()));
-    }
+    auto secret = ReadKeyFlag("--curve-secret-key", role.curve_secret_key_file);
+    if (!secret.ok()) return secret.status();
     auto allowed = ReadCurveAllowList(role.curve_allow_dir);
     if (!allowed.ok()) {
       return absl::InvalidArgumentError(

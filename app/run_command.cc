@@ -26,6 +26,7 @@
 #include "common/clock.h"
 #include "common/fd_limit.h"
 #include "common/log.h"
+#include "common/role_options.h"
 #include "common/time_units.h"
 #include "common/version.h"
 #include "common/zmq_transport.h"
@@ -307,8 +308,8 @@ int RunCommand(const RunConfig& input_config, const std::string& self_exe,
           "pacer_cpu / pacer_realtime apply to the workers `surge run` starts; give "
           "--pacer-cpu / --pacer-realtime to each `surge worker` instead");
     }
-    options.hello_timeout =
-        std::chrono::milliseconds(static_cast<int64_t>(std::ceil(role->join_timeout_s * 1000)));
+    // Checked by CoordinatorTransportOptions.
+    options.hello_timeout = *JoinTimeout(role->join_timeout_s);
     // A wildcard bind is no address to connect to: name the host instead.
     std::string connect = (*transport)->endpoint();
     for (const char* any : {"tcp://0.0.0.0:", "tcp://*:", "tcp://[::]:"}) {
