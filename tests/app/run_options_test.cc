@@ -171,24 +171,28 @@ TEST(RunOptionsTest, InactiveRampIntoInstantModeIsAConfigurationError) {
                   .ok());
 }
 
-// Issue 10 item 2: `surge sim-server`'s flags are SimServerConfig's options
-// (config.proto), with their defaults and checks, named without "sim-".
+// `surge sim-server`'s command line through its table: defaults, then the
+// flags, then each field's checks.
+absl::Status ResolveSimServerFlags(const std::string& command_line,
+                                   surge::v1::SimServerConfig* config) {
+  CLI::App app;
+  TableFlags flags(surge::v1::SimServerConfig::descriptor());
+  CLI::App* sim = app.add_subcommand("sim-server");
+  flags.Register(*sim);
+  app.parse("sim-server " + command_line);
+  return flags.Resolve(config);
+}
+
+// `surge sim-server`'s flags are SimServerConfig's options (config.proto),
+// with their defaults and checks, named without "sim-".
 TEST(RunOptionsTest, SimServerFlagsComeFromTheSameDeclarations) {
-  auto resolve = [](const std::string& command_line, surge::v1::SimServerConfig* config) {
-    CLI::App app;
-    TableFlags flags(surge::v1::SimServerConfig::descriptor());
-    CLI::App* sim = app.add_subcommand("sim-server");
-    flags.Register(*sim);
-    app.parse("sim-server " + command_line);
-    return flags.Resolve(config);
-  };
   surge::v1::SimServerConfig config;
-  ASSERT_TRUE(resolve("--ttft-ms 5 --fault-429=0.25", &config).ok());
+  ASSERT_TRUE(ResolveSimServerFlags("--ttft-ms 5 --fault-429=0.25", &config).ok());
   EXPECT_EQ(config.ttft_ms(), 5);
   EXPECT_EQ(config.itl_ms(), 2);  // default_value
   EXPECT_EQ(config.fault_429(), 0.25);
   EXPECT_EQ(config.fault_stall_ms(), 1000);
-  const absl::Status bad = resolve("--itl-ms x --fault-500 1.5", &config);
+  const absl::Status bad = ResolveSimServerFlags("--itl-ms x --fault-500 1.5", &config);
   ASSERT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(bad.message()),
               HasSubstr("  itl_ms = \"x\": must be a number (flag --itl-ms)"));
@@ -200,25 +204,17 @@ TEST(RunOptionsTest, SimServerFlagsComeFromTheSameDeclarations) {
 // 127.0.0.1, port 8000, model surge-sim, one thread; a bad port is a
 // configuration error naming the flag.
 TEST(RunOptionsTest, SimServerListenFlagsComeFromTheTable) {
-  auto resolve = [](const std::string& command_line, surge::v1::SimServerConfig* config) {
-    CLI::App app;
-    TableFlags flags(surge::v1::SimServerConfig::descriptor());
-    CLI::App* sim = app.add_subcommand("sim-server");
-    flags.Register(*sim);
-    app.parse("sim-server " + command_line);
-    return flags.Resolve(config);
-  };
   surge::v1::SimServerConfig config;
-  ASSERT_TRUE(resolve("", &config).ok());
+  ASSERT_TRUE(ResolveSimServerFlags("", &config).ok());
   EXPECT_EQ(config.address(), "127.0.0.1");
   EXPECT_EQ(config.port(), 8000u);
   EXPECT_EQ(config.model(), "surge-sim");
   EXPECT_EQ(config.threads(), 1u);
   EXPECT_TRUE(config.request_log_file().empty());
   config.Clear();
-  ASSERT_TRUE(resolve("--host 0.0.0.0 --port 0 --model m --request-log /tmp/r.jsonl "
-                      "--tls-cert c.pem --tls-key k.pem",
-                      &config)
+  ASSERT_TRUE(ResolveSimServerFlags("--host 0.0.0.0 --port 0 --model m --request-log /tmp/r.jsonl "
+                                    "--tls-cert c.pem --tls-key k.pem",
+                                    &config)
                   .ok());
   EXPECT_EQ(config.address(), "0.0.0.0");
   EXPECT_EQ(config.port(), 0u);
@@ -226,7 +222,7 @@ TEST(RunOptionsTest, SimServerListenFlagsComeFromTheTable) {
   EXPECT_EQ(config.request_log_file(), "/tmp/r.jsonl");
   EXPECT_EQ(config.tls_cert_file(), "c.pem");
   EXPECT_EQ(config.tls_key_file(), "k.pem");
-  const absl::Status bad = resolve("--port 70000", &config);
+  const absl::Status bad = ResolveSimServerFlags("--port 70000", &config);
   EXPECT_EQ(bad.message(),
             "invalid configuration:\n  port = 70000: must be a TCP port 0..65535 (0 = any free "
             "port) (flag --port)");
