@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "app/exit_codes.h"
 #include "app/run_job.h"
+#include "common/role_options.h"
 #include "common/log.h"
 
 namespace surge::app {
@@ -24,9 +25,8 @@ absl::StatusOr<ZmqRouterOptions> CoordinatorTransportOptions(const CoordinatorRo
     return absl::InvalidArgumentError(absl::StrCat(
         "--expect-workers ", role.expect_workers, ": must be 1 to 1024 (the workers to wait for)"));
   }
-  if (!(role.join_timeout_s > 0) || role.join_timeout_s > 86400) {
-    return absl::InvalidArgumentError(absl::StrCat("--join-timeout ", role.join_timeout_s,
-                                                   ": must be > 0 and at most 86400 seconds"));
+  if (auto join_timeout = JoinTimeout(role.join_timeout_s); !join_timeout.ok()) {
+    return join_timeout.status();
   }
   if (config.max_concurrency() > 0 &&
       config.max_concurrency() < static_cast<uint64_t>(role.expect_workers)) {
@@ -41,11 +41,8 @@ absl::StatusOr<ZmqRouterOptions> CoordinatorTransportOptions(const CoordinatorRo
   }
   ZmqRouterOptions options;
   if (!role.curve_secret_key_file.empty()) {
-    auto secret = ReadCurveKeyFile(role.curve_secret_key_file);
-    if (!secret.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--curve-secret-key: ", secret.status().message()));
-    }
+    auto secret = ReadKeyFlag("--curve-secret-key", role.curve_secret_key_file);
+    if (!secret.ok()) return secret.status();
     auto allowed = ReadCurveAllowList(role.curve_allow_dir);
     if (!allowed.ok()) {
       return absl::InvalidArgumentError(
@@ -93,8 +90,8 @@ class RemoteWorkers : public WorkerSide {
           "pacer_cpu / pacer_realtime apply to the workers `surge run` starts; give "
           "--pacer-cpu / --pacer-realtime to each `surge worker` instead");
     }
-    options->hello_timeout =
-        std::chrono::milliseconds(static_cast<int64_t>(std::ceil(role_.join_timeout_s * 1000)));
+    // Checked by CoordinatorTransportOptions.
+    options->hello_timeout = *JoinTimeout(role_.join_timeout_s);
     // A wildcard bind is no address to connect to: name the host instead.
     std::string connect = endpoint;
     for (const char* any : {"tcp://0.0.0.0:", "tcp://*:", "tcp://[::]:"}) {

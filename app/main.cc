@@ -19,7 +19,7 @@
 #include "common/fd_limit.h"
 #include "common/log.h"
 #include "common/version.h"
-#include "simserver/sim_server.h"
+#include "surge/v1/config.pb.h"
 #include "worker/worker_main.h"
 
 namespace {
@@ -141,21 +141,11 @@ int Main(int argc, char** argv) {
                    "Test only: make this worker's clock gain this many ppm")
       ->group("Testing");
 
-  surge::simserver::SimServerOptions sim_options;
-  sim_options.port = 8000;
   CLI::App* sim =
       app.add_subcommand("sim-server", "Run the simulated OpenAI-compatible server until Ctrl-C.");
-  sim->add_option("--host", sim_options.address, "Bind address (default 127.0.0.1)");
-  sim->add_option("--port", sim_options.port, "Port (default 8000; 0 = any free port)");
-  sim->add_option("--request-log", sim_options.request_log_file,
-                  "Write one JSON line per request read to this file (peer address, path, "
-                  "X-Surge-Request index/attempt)");
-  sim->add_option("--model", sim_options.model, "Model name listed at /v1/models");
-  sim->add_option("--tls-cert", sim_options.tls_cert_file,
-                  "PEM certificate (chain) file: serve https (with --tls-key)");
-  sim->add_option("--tls-key", sim_options.tls_key_file, "PEM private key file of --tls-cert");
-  // Its timing and fault injection: the flags of SimServerConfig's options
-  // (config.proto), named as there (--ttft-ms, --fault-429, ...).
+  // Its options: the flags of SimServerConfig's table (config.proto): the
+  // listen options (--host, --port, ...), then timing and fault injection
+  // named as there (--ttft-ms, --fault-429, ...).
   surge::app::TableFlags sim_flags(surge::v1::SimServerConfig::descriptor());
   sim_flags.Register(*sim);
   int sim_parent_pid = 0;
@@ -207,15 +197,7 @@ int Main(int argc, char** argv) {
       std::cerr << "surge sim-server: " << s.message() << "\n";
       return surge::app::kExitConfigError;
     }
-    surge::simserver::SimServerOptions from_flags =
-        surge::simserver::SimServerOptionsFromConfig(sim_config);
-    from_flags.address = sim_options.address;
-    from_flags.port = sim_options.port;
-    from_flags.request_log_file = sim_options.request_log_file;
-    from_flags.model = sim_options.model;
-    from_flags.tls_cert_file = sim_options.tls_cert_file;
-    from_flags.tls_key_file = sim_options.tls_key_file;
-    return surge::app::SimServerCommand(from_flags, sim_parent_pid);
+    return surge::app::SimServerCommand(sim_config, sim_parent_pid);
   }
   return surge::app::kExitConfigError;
 }

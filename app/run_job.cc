@@ -28,7 +28,6 @@
 #include "coordinator/results/run_facts.h"
 #include "coordinator/results/run_results.h"
 #include "coordinator/results/summary.h"
-#include "simserver/sim_server.h"
 
 namespace surge::app {
 
@@ -211,15 +210,14 @@ absl::Status Job::StartLiveMetrics() {
 // docs/PERFORMANCE.md).
 absl::Status Job::StartBuiltInServer() {
   if (!config_.target().base_url().empty()) return absl::OkStatus();
-  const surge::simserver::SimServerOptions options =
-      surge::simserver::SimServerOptionsFromConfig(config_.sim_server());
-  auto server = SimServerProcess::Start(clock_, self_exe_, options);
+  auto server =
+      SimServerProcess::Start(clock_, self_exe_, BuiltInServerConfig(config_.sim_server()));
   if (!server.ok()) return AsRuntimeFailure(server.status());
   sim_ = *std::move(server);
   config_.mutable_target()->set_base_url(absl::StrCat("http://127.0.0.1:", sim_->port()));
   LogInfo(absl::StrCat("built-in simulated server on ", config_.target().base_url(), " (TTFT ",
-                       options.ttft_ms, " ms, ", options.itl_ms, " ms per token; process ",
-                       sim_->pid(), ")"));
+                       config_.sim_server().ttft_ms(), " ms, ", config_.sim_server().itl_ms(),
+                       " ms per token; process ", sim_->pid(), ")"));
   side_.OnBuiltInServer();
   return absl::OkStatus();
 }

@@ -11,6 +11,7 @@
 #include "app/exit_codes.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "simserver/sim_server.h"
 
 namespace surge::app {
 namespace {
@@ -19,7 +20,7 @@ std::atomic<bool> g_stop_sim{false};
 
 }  // namespace
 
-int SimServerCommand(const surge::simserver::SimServerOptions& options, int parent_pid) {
+int SimServerCommand(const surge::v1::SimServerConfig& config, int parent_pid) {
   if (parent_pid > 0) {
     // `surge run`'s built-in server (app/sim_server_process.h): dies with
     // the coordinator, and leaves Ctrl-C to it (it stops this one with
@@ -33,7 +34,7 @@ int SimServerCommand(const surge::simserver::SimServerOptions& options, int pare
   }
   signal(SIGTERM, [](int) { g_stop_sim.store(true); });
   signal(SIGPIPE, SIG_IGN);
-  auto server = surge::simserver::SimServer::Create(options);
+  auto server = surge::simserver::SimServer::Create(config);
   if (!server.ok()) {
     std::cerr << "surge sim-server: " << server.status().message() << "\n";
     // Bad option values are configuration errors (R-CFG-1); a busy port is not.
@@ -41,8 +42,8 @@ int SimServerCommand(const surge::simserver::SimServerOptions& options, int pare
   }
   (*server)->Start();
   std::cout << "surge sim-server listening on "
-            << (options.tls_cert_file.empty() ? "http://" : "https://") << options.address << ":"
-            << (*server)->port() << " (model " << options.model << ")" << std::endl;
+            << (config.tls_cert_file().empty() ? "http://" : "https://") << config.address() << ":"
+            << (*server)->port() << " (model " << config.model() << ")" << std::endl;
   surge::Clock& clock = surge::RealClock();
   while (!g_stop_sim.load()) {
     clock.SleepUntilCoarse(clock.Now() + std::chrono::milliseconds(50));

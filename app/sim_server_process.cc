@@ -14,60 +14,35 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
+#include "coordinator/config/option_table.h"
 
 extern char** environ;
 
 namespace surge::app {
-namespace {
 
-std::string Exact(double v) { return absl::StrFormat("%.17g", v); }
+using surge::v1::SimServerConfig;
 
-}  // namespace
-
-std::vector<std::string> SimServerArgs(const surge::simserver::SimServerOptions& o,
-                                       pid_t parent_pid) {
-  std::vector<std::string> args = {"sim-server",
-                                   "--host",
-                                   o.address,
-                                   "--port",
-                                   absl::StrCat(o.port),
-                                   "--ttft-ms",
-                                   Exact(o.ttft_ms),
-                                   "--itl-ms",
-                                   Exact(o.itl_ms),
-                                   "--model",
-                                   o.model,
-                                   "--fault-429",
-                                   Exact(o.fault_429),
-                                   "--fault-500",
-                                   Exact(o.fault_500),
-                                   "--fault-503",
-                                   Exact(o.fault_503),
-                                   "--fault-reset",
-                                   Exact(o.fault_reset),
-                                   "--fault-malformed",
-                                   Exact(o.fault_malformed),
-                                   "--fault-stall",
-                                   Exact(o.fault_stall),
-                                   "--fault-split",
-                                   Exact(o.fault_split),
-                                   "--fault-error-event",
-                                   Exact(o.fault_error_event),
-                                   "--fault-after-tokens",
-                                   absl::StrCat(o.fault_after_tokens),
-                                   "--fault-stall-ms",
-                                   Exact(o.fault_stall_ms),
-                                   "--fault-seed",
-                                   absl::StrCat(o.fault_seed),
-                                   "--parent-pid",
-                                   absl::StrCat(parent_pid)};
-  if (!o.tls_cert_file.empty()) {
-    args.insert(args.end(), {"--tls-cert", o.tls_cert_file, "--tls-key", o.tls_key_file});
+SimServerConfig BuiltInServerConfig(const SimServerConfig& run_sim) {
+  SimServerConfig config = run_sim;
+  // The listen options are no keys of a run: take them from the defaults.
+  SimServerConfig defaults = coordinator::WithDefaults<SimServerConfig>();
+  std::vector<const google::protobuf::FieldDescriptor*> listen;
+  const auto* descriptor = SimServerConfig::descriptor();
+  for (int i = 0; i < descriptor->field_count(); ++i) {
+    const google::protobuf::FieldDescriptor* field = descriptor->field(i);
+    if (coordinator::SpecOf(field).root_only()) listen.push_back(field);
   }
-  if (!o.request_log_file.empty()) {
-    args.insert(args.end(), {"--request-log", o.request_log_file});
-  }
+  config.GetReflection()->SwapFields(&config, &defaults, listen);
+  config.set_port(0);
+  return config;
+}
+
+std::vector<std::string> SimServerArgs(const SimServerConfig& config, pid_t parent_pid) {
+  std::vector<std::string> args = {"sim-server"};
+  const std::vector<std::string> flags =
+      coordinator::OptionTable::For(SimServerConfig::descriptor()).FlagArgs(config);
+  args.insert(args.end(), flags.begin(), flags.end());
+  args.insert(args.end(), {"--parent-pid", absl::StrCat(parent_pid)});
   return args;
 }
 
@@ -84,13 +59,13 @@ uint16_t PortFromListeningLine(const std::string& line) {
 }
 
 absl::StatusOr<std::unique_ptr<SimServerProcess>> SimServerProcess::Start(
-    Clock& clock, const std::string& executable, const surge::simserver::SimServerOptions& options,
+    Clock& clock, const std::string& executable, const SimServerConfig& config,
     std::chrono::milliseconds start_timeout) {
   int pipe_fds[2];
   if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
     return absl::InternalError(absl::StrCat("built-in server: pipe: ", std::strerror(errno)));
   }
-  std::vector<std::string> args = SimServerArgs(options, getpid());
+  std::vector<std::string> args = SimServerArgs(config, getpid());
   args.insert(args.begin(), executable);
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());

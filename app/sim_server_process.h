@@ -1,7 +1,7 @@
-// `surge run`'s built-in simulated server in a process of its own (issue 9
-// item 2): `surge sim-server --port 0 ... --parent-pid <this pid>`, so its
-// I/O threads are not the coordinator's and can be kept off the pacers'
-// cores (affinity) while they stream answers.
+// `surge run`'s built-in simulated server in a process of its own:
+// `surge sim-server --port 0 ... --parent-pid <this pid>`, so its I/O
+// threads are not the coordinator's and can be kept off the pacers' cores
+// (affinity) while they stream answers.
 #ifndef SURGE_APP_SIM_SERVER_PROCESS_H_
 #define SURGE_APP_SIM_SERVER_PROCESS_H_
 
@@ -15,16 +15,20 @@
 
 #include "absl/status/statusor.h"
 #include "common/clock.h"
-#include "simserver/sim_server.h"
+#include "surge/v1/config.pb.h"
 
 namespace surge::app {
 
+// The server `surge run` starts when no target is given: the run's
+// timing and faults (`run_sim`, RunConfig.sim_server), the listen options
+// at `surge sim-server`'s defaults but on any free port (port 0). Pure.
+surge::v1::SimServerConfig BuiltInServerConfig(const surge::v1::SimServerConfig& run_sim);
+
 // The arguments after the executable that make `surge sim-server` serve
-// `options` (address, port, delays, model, TLS files, request log, every
-// fault_*; doubles with 17 significant digits so they arrive exactly),
-// plus --parent-pid `parent_pid`. Pure.
-std::vector<std::string> SimServerArgs(const surge::simserver::SimServerOptions& options,
-                                       pid_t parent_pid);
+// `config`: "sim-server", the flags of its option table
+// (OptionTable::FlagArgs: every option that has a flag, doubles exact),
+// then --parent-pid `parent_pid`. Pure.
+std::vector<std::string> SimServerArgs(const surge::v1::SimServerConfig& config, pid_t parent_pid);
 
 // The port in `surge sim-server`'s first stdout line
 // "surge sim-server listening on http://HOST:PORT (model M)"; 0 when the
@@ -33,15 +37,14 @@ uint16_t PortFromListeningLine(const std::string& line);
 
 class SimServerProcess {
  public:
-  // Starts `executable sim-server` with SimServerArgs(options, getpid()) and
+  // Starts `executable sim-server` with SimServerArgs(config, getpid()) and
   // waits up to `start_timeout` for its listening line. The child dies with
   // this process (PR_SET_PDEATHSIG) and ignores Ctrl-C (the coordinator
   // stops it). Errors: INTERNAL when it cannot be started; UNAVAILABLE when
   // it exits or stays silent before listening (its own message is on
   // stderr).
   static absl::StatusOr<std::unique_ptr<SimServerProcess>> Start(
-      Clock& clock, const std::string& executable,
-      const surge::simserver::SimServerOptions& options,
+      Clock& clock, const std::string& executable, const surge::v1::SimServerConfig& config,
       std::chrono::milliseconds start_timeout = std::chrono::milliseconds(10000));
   // Lets every thread of the server run only on `cpus`
   // (sched_setaffinity on each of /proc/PID/task; its threads all exist

@@ -32,6 +32,7 @@
 #include "bench/peak_rss.h"
 #include "common/clock.h"
 #include "common/fd_limit.h"
+#include "coordinator/config/option_table.h"
 #include "simserver/sim_server.h"
 #include "surge/v1/config.pb.h"
 #include "surge/v1/record.pb.h"
@@ -76,9 +77,10 @@ bool ParseFlags(int argc, char** argv, Flags& f) {
 // then prints its own peak RSS. Never returns.
 [[noreturn]] void ServeInChild(const Flags& flags, int port_fd, int stop_fd) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
-  surge::simserver::SimServerOptions options;
-  options.ttft_ms = flags.ttft_ms;
-  options.itl_ms = flags.itl_ms;
+  auto options = surge::coordinator::WithDefaults<surge::v1::SimServerConfig>();
+  options.set_port(0);
+  options.set_ttft_ms(flags.ttft_ms);
+  options.set_itl_ms(flags.itl_ms);
   auto server = surge::simserver::SimServer::Create(options);
   uint16_t port = server.ok() ? (*server)->port() : 0;
   if (server.ok()) (*server)->Start();

@@ -30,6 +30,7 @@
 
 #include "common/clock.h"
 #include "common/stats.h"
+#include "coordinator/config/option_table.h"
 #include "simserver/sim_server.h"
 #include "surge/v1/config.pb.h"
 #include "surge/v1/record.pb.h"
@@ -173,9 +174,10 @@ int main(int argc, char** argv) {
   if (!ParseFlags(argc, argv, flags)) return 2;
   surge::Clock& clock = surge::RealClock();
 
-  surge::simserver::SimServerOptions server_options;
-  server_options.ttft_ms = flags.ttft_ms;
-  server_options.itl_ms = flags.itl_ms;
+  auto server_options = surge::coordinator::WithDefaults<surge::v1::SimServerConfig>();
+  server_options.set_port(0);
+  server_options.set_ttft_ms(flags.ttft_ms);
+  server_options.set_itl_ms(flags.itl_ms);
   auto server = surge::simserver::SimServer::Create(server_options);
   if (!server.ok()) {
     std::fprintf(stderr, "sim server: %s\n", server.status().ToString().c_str());

@@ -32,9 +32,9 @@
 #include "absl/strings/str_join.h"
 #include "common/clock.h"
 #include "common/log.h"
-#include "common/prompt_builder.h"
 #include "common/rate_limited_log.h"
 #include "nlohmann/json.hpp"
+#include "simserver/answer_model.h"
 
 namespace surge::simserver {
 namespace {
@@ -48,145 +48,8 @@ using Json = nlohmann::json;
 
 // Largest request body accepted (long prompts are a few hundred KiB).
 constexpr uint64_t kMaxBodyBytes = 64ull << 20;
-// Output tokens when the request names no max_tokens (OpenAI's legacy default).
-constexpr int64_t kDefaultMaxTokens = 16;
-// Upper bound on max_tokens, so a typo cannot keep a stream open for days.
-constexpr int64_t kMaxMaxTokens = 1 << 20;
-// The text of every generated token: 4 characters = 1 token by EstimateTokens.
-constexpr char kTokenText[] = " tok";
-// Fault injection: the payload of a malformed event, the message of an error
-// event, and how a split answer is written.
-constexpr char kMalformedPayload[] = "surge-sim malformed chunk";
-constexpr char kEngineFailure[] = "simulated engine failure";
-constexpr int kSplitMaxPiece = 11;
+// The pause between the pieces of a split answer.
 constexpr std::chrono::microseconds kSplitPause{100};
-
-// The fault kinds, in the order they take their slices of [0, 1).
-enum class Fault { kNone, k429, k500, k503, kReset, kMalformed, kStall, kSplit, kErrorEvent };
-
-uint64_t SplitMix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-// Sizes of the pieces of a split answer: deterministic per request.
-class PieceSizes {
- public:
-  explicit PieceSizes(uint64_t seed) : state_(seed) {}
-  size_t Next() {
-    state_ += 0x9e3779b97f4a7c15ull;
-    return 1 + static_cast<size_t>(SplitMix64(state_) % kSplitMaxPiece);
-  }
-
- private:
-  uint64_t state_;
-};
-
-std::chrono::nanoseconds MsToNanos(double ms) {
-  return std::chrono::nanoseconds(std::llround(ms * 1e6));
-}
-
-// A validated /v1/(chat/)completions request.
-struct CompletionRequest {
-  bool chat = false;
-  bool stream = false;
-  bool include_usage = false;
-  int64_t max_tokens = kDefaultMaxTokens;
-  uint32_t prompt_tokens = 0;
-  std::string model;
-};
-
-// Text of one chat message's content: a string, or an array of parts whose
-// "text" members are concatenated.
-absl::StatusOr<std::string> MessageText(const Json& message) {
-  if (!message.is_object()) return absl::InvalidArgumentError("each message must be an object");
-  auto content = message.find("content");
-  if (content == message.end() || content->is_null()) return std::string();
-  if (content->is_string()) return content->get<std::string>();
-  if (content->is_array()) {
-    std::string text;
-    for (const Json& part : *content) {
-      if (part.is_object()) {
-        auto t = part.find("text");
-        if (t != part.end() && t->is_string()) text += t->get<std::string>();
-      }
-    }
-    return text;
-  }
-  return absl::InvalidArgumentError("message content must be a string or an array of parts");
-}
-
-absl::StatusOr<CompletionRequest> ParseCompletionRequest(bool chat, const std::string& body,
-                                                         const std::string& default_model) {
-  Json json = Json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (json.is_discarded()) return absl::InvalidArgumentError("request body is not valid JSON");
-  if (!json.is_object()) return absl::InvalidArgumentError("request body must be a JSON object");
-  CompletionRequest req;
-  req.chat = chat;
-  req.model = default_model;
-  if (auto m = json.find("model"); m != json.end()) {
-    if (!m->is_string()) return absl::InvalidArgumentError("'model' must be a string");
-    if (!m->get_ref<const std::string&>().empty()) req.model = m->get<std::string>();
-  }
-  std::string prompt;
-  if (chat) {
-    auto messages = json.find("messages");
-    if (messages == json.end() || !messages->is_array() || messages->empty()) {
-      return absl::InvalidArgumentError("'messages' must be a non-empty array");
-    }
-    for (const Json& message : *messages) {
-      absl::StatusOr<std::string> text = MessageText(message);
-      if (!text.ok()) return text.status();
-      prompt += *text;
-    }
-    req.prompt_tokens = EstimateTokens(prompt);
-  } else {
-    auto p = json.find("prompt");
-    if (p == json.end()) return absl::InvalidArgumentError("'prompt' is required");
-    if (p->is_string()) {
-      req.prompt_tokens = EstimateTokens(p->get_ref<const std::string&>());
-    } else if (p->is_array()) {
-      // A list of strings, or a list of token ids (one token each).
-      for (const Json& item : *p) {
-        if (item.is_string()) {
-          req.prompt_tokens += EstimateTokens(item.get_ref<const std::string&>());
-        } else if (item.is_number_integer()) {
-          req.prompt_tokens += 1;
-        } else {
-          return absl::InvalidArgumentError(
-              "'prompt' must be a string, a list of strings or a list of token ids");
-        }
-      }
-    } else {
-      return absl::InvalidArgumentError("'prompt' must be a string or a list");
-    }
-  }
-  for (const char* key : {"max_tokens", "max_completion_tokens"}) {
-    auto it = json.find(key);
-    if (it == json.end() || it->is_null()) continue;
-    if (!it->is_number_integer() || it->get<int64_t>() < 1 || it->get<int64_t>() > kMaxMaxTokens) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("'", key, "' must be an integer in 1..", kMaxMaxTokens));
-    }
-    req.max_tokens = it->get<int64_t>();  // max_completion_tokens, checked last, wins
-  }
-  if (auto s = json.find("stream"); s != json.end() && !s->is_null()) {
-    if (!s->is_boolean()) return absl::InvalidArgumentError("'stream' must be a boolean");
-    req.stream = s->get<bool>();
-  }
-  if (auto o = json.find("stream_options"); o != json.end() && o->is_object()) {
-    auto u = o->find("include_usage");
-    if (u != o->end() && u->is_boolean()) req.include_usage = u->get<bool>();
-  }
-  return req;
-}
-
-std::string ErrorBody(const std::string& message, const char* type, unsigned code) {
-  Json body = {{"error", {{"message", message}, {"type", type}, {"code", code}}}};
-  return body.dump(-1, ' ', false, Json::error_handler_t::replace);
-}
 
 // The bytes of a whole JSON answer (status line, headers, body).
 std::string JsonAnswerBytes(unsigned version, bool keep_alive, http::status status,
@@ -202,104 +65,54 @@ std::string JsonAnswerBytes(unsigned version, bool keep_alive, http::status stat
   return out.str();
 }
 
-Json UsageJson(const CompletionRequest& req) {
-  return Json{{"prompt_tokens", req.prompt_tokens},
-              {"completion_tokens", req.max_tokens},
-              {"total_tokens", req.prompt_tokens + req.max_tokens}};
-}
-
-int64_t UnixSeconds() {
-  return std::chrono::duration_cast<std::chrono::seconds>(RealClock().WallNow().time_since_epoch())
+int64_t UnixSeconds(Clock& clock) {
+  return std::chrono::duration_cast<std::chrono::seconds>(clock.WallNow().time_since_epoch())
       .count();
 }
 
-// Builds the JSON documents of one answer; ids and creation time fixed.
-class AnswerWriter {
- public:
-  AnswerWriter(const CompletionRequest& req, uint64_t serial)
-      : req_(req),
-        id_(absl::StrCat(req.chat ? "chatcmpl-sim-" : "cmpl-sim-", serial)),
-        created_(UnixSeconds()) {}
-
-  // Stream chunk: for chat `delta` is the delta object; for completions the
-  // text is delta["content"]. finish_reason is null unless `last`.
-  std::string Chunk(const Json& delta, bool last) const {
-    Json choice = {{"index", 0}};
-    if (req_.chat) {
-      choice["delta"] = delta;
-      choice["logprobs"] = nullptr;
-    } else {
-      choice["text"] = delta.value("content", "");
-      choice["logprobs"] = nullptr;
-    }
-    choice["finish_reason"] = last ? Json("length") : Json(nullptr);
-    return Base(req_.chat ? "chat.completion.chunk" : "text_completion", Json::array({choice}))
-        .dump();
+// FNV-1a 64 of the request body, 16 hex digits: equal bodies, equal
+// fingerprints (exact-replay tests compare two runs' traffic with it).
+std::string BodyFingerprint(std::string_view body) {
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : body) {
+    h ^= c;
+    h *= 1099511628211ull;
   }
-  std::string UsageChunk() const {
-    Json json = Base(req_.chat ? "chat.completion.chunk" : "text_completion", Json::array());
-    json["usage"] = UsageJson(req_);
-    return json.dump();
-  }
-  std::string Whole() const {
-    std::string text;
-    text.reserve(sizeof(kTokenText) * req_.max_tokens);
-    for (int64_t i = 0; i < req_.max_tokens; ++i) text += kTokenText;
-    Json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", "length"}};
-    if (req_.chat) {
-      choice["message"] = {{"role", "assistant"}, {"content", text}};
-    } else {
-      choice["text"] = text;
-    }
-    Json json = Base(req_.chat ? "chat.completion" : "text_completion", Json::array({choice}));
-    json["usage"] = UsageJson(req_);
-    return json.dump();
-  }
-
- private:
-  Json Base(const char* object, Json choices) const {
-    return Json{{"id", id_},
-                {"object", object},
-                {"created", created_},
-                {"model", req_.model},
-                {"choices", std::move(choices)}};
-  }
-  const CompletionRequest& req_;
-  std::string id_;
-  int64_t created_;
-};
+  return absl::StrFormat("%016x", h);
+}
 
 }  // namespace
 
 class SimServer::Impl {
  public:
-  explicit Impl(const SimServerOptions& options)
-      : options_(options),
-        ttft_(MsToNanos(options.ttft_ms)),
-        itl_(MsToNanos(options.itl_ms)),
-        stall_(MsToNanos(options.fault_stall_ms)),
-        ioc_(options.threads),
+  explicit Impl(const surge::v1::SimServerConfig& config)
+      : options_(config),
+        ttft_(MsToNanos(config.ttft_ms())),
+        itl_(MsToNanos(config.itl_ms())),
+        stall_(MsToNanos(config.fault_stall_ms())),
+        faults_(config),
+        ioc_(static_cast<int>(config.threads())),
         acceptor_(ioc_) {}
 
   // Loads the certificate and key when options ask for https.
   absl::Status SetUpTls() {
-    if (options_.tls_cert_file.empty()) return absl::OkStatus();
+    if (options_.tls_cert_file().empty()) return absl::OkStatus();
     auto context = std::make_unique<net::ssl::context>(net::ssl::context::tls_server);
     error_code ec;
     context->set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 |
                              net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 |
                              net::ssl::context::no_tlsv1_1,
                          ec);
-    context->use_certificate_chain_file(options_.tls_cert_file, ec);
+    context->use_certificate_chain_file(options_.tls_cert_file(), ec);
     if (ec) {
       return absl::InvalidArgumentError(absl::StrCat("tls_cert_file: cannot load ",
-                                                     options_.tls_cert_file, ": ", ec.message(),
+                                                     options_.tls_cert_file(), ": ", ec.message(),
                                                      " (expected a PEM certificate chain)"));
     }
-    context->use_private_key_file(options_.tls_key_file, net::ssl::context::pem, ec);
+    context->use_private_key_file(options_.tls_key_file(), net::ssl::context::pem, ec);
     if (ec) {
       return absl::InvalidArgumentError(absl::StrCat("tls_key_file: cannot load ",
-                                                     options_.tls_key_file, ": ", ec.message(),
+                                                     options_.tls_key_file(), ": ", ec.message(),
                                                      " (expected the certificate's PEM key)"));
     }
     tls_context_ = std::move(context);
@@ -308,13 +121,13 @@ class SimServer::Impl {
 
   ~Impl() { Stop(); }
 
-  // Opens options_.request_log_file (truncated) when one is set.
+  // Opens options_.request_log_file() (truncated) when one is set.
   absl::Status OpenRequestLog() {
-    if (options_.request_log_file.empty()) return absl::OkStatus();
-    request_log_.open(options_.request_log_file, std::ios::out | std::ios::trunc);
+    if (options_.request_log_file().empty()) return absl::OkStatus();
+    request_log_.open(options_.request_log_file(), std::ios::out | std::ios::trunc);
     if (!request_log_) {
       return absl::InvalidArgumentError(
-          absl::StrCat("request_log_file: cannot write ", options_.request_log_file,
+          absl::StrCat("request_log_file: cannot write ", options_.request_log_file(),
                        " (expected a file path in a writable folder)"));
     }
     return absl::OkStatus();
@@ -322,13 +135,13 @@ class SimServer::Impl {
 
   absl::Status Bind() {
     error_code ec;
-    const net::ip::address address = net::ip::make_address(options_.address, ec);
+    const net::ip::address address = net::ip::make_address(options_.address(), ec);
     if (ec) {
-      return absl::InvalidArgumentError(absl::StrCat("address: \"", options_.address,
+      return absl::InvalidArgumentError(absl::StrCat("address: \"", options_.address(),
                                                      "\" is not an IP address (e.g. 127.0.0.1)"));
     }
-    const tcp::endpoint endpoint(address, options_.port);
-    const std::string where = absl::StrCat(options_.address, ":", options_.port);
+    const tcp::endpoint endpoint(address, static_cast<uint16_t>(options_.port()));
+    const std::string where = absl::StrCat(options_.address(), ":", options_.port());
     acceptor_.open(endpoint.protocol(), ec);
     if (!ec) acceptor_.set_option(net::socket_base::reuse_address(true), ec);
     if (!ec) acceptor_.bind(endpoint, ec);
@@ -348,7 +161,7 @@ class SimServer::Impl {
     net::co_spawn(ioc_, Accept(), [](std::exception_ptr e) {
       if (e) LogError("sim server: accept loop ended with an exception");
     });
-    for (int i = 0; i < options_.threads; ++i) {
+    for (uint32_t i = 0; i < options_.threads(); ++i) {
       threads_.emplace_back([this] {
         for (;;) {
           try {
@@ -493,18 +306,7 @@ class SimServer::Impl {
     socket.close(ec);
   }
 
-  // FNV-1a 64 of the request body, 16 hex digits: equal bodies, equal
-  // fingerprints (exact-replay tests compare two runs' traffic with it).
-  static std::string BodyFingerprint(std::string_view body) {
-    uint64_t h = 14695981039346656037ull;
-    for (unsigned char c : body) {
-      h ^= c;
-      h *= 1099511628211ull;
-    }
-    return absl::StrFormat("%016x", h);
-  }
-
-  // One line of the request log (see SimServerOptions::request_log_file).
+  // One line of the request log (SimServerConfig.request_log_file).
   void LogRequest(const http::request<http::string_body>& request, tcp::socket& socket) {
     error_code ec;
     const tcp::endpoint peer = socket.remote_endpoint(ec);
@@ -522,28 +324,6 @@ class SimServer::Impl {
     std::lock_guard<std::mutex> lock(request_log_mu_);
     request_log_ << line.dump() << "\n";
     request_log_.flush();
-  }
-
-  // The fault of the n-th valid completion request.
-  Fault DrawFault(uint64_t n) const {
-    const double u =
-        static_cast<double>(SplitMix64(SplitMix64(options_.fault_seed) + n) >> 11) * 0x1.0p-53;
-    const std::pair<double, Fault> slices[] = {
-        {options_.fault_429, Fault::k429},
-        {options_.fault_500, Fault::k500},
-        {options_.fault_503, Fault::k503},
-        {options_.fault_reset, Fault::kReset},
-        {options_.fault_malformed, Fault::kMalformed},
-        {options_.fault_stall, Fault::kStall},
-        {options_.fault_split, Fault::kSplit},
-        {options_.fault_error_event, Fault::kErrorEvent},
-    };
-    double end = 0;
-    for (const auto& [fraction, fault] : slices) {
-      end += fraction;
-      if (fraction > 0 && u < end) return fault;
-    }
-    return Fault::kNone;
   }
 
   // Answers one request; returns whether the connection stays open.
@@ -575,19 +355,19 @@ class SimServer::Impl {
       Json body = {
           {"object", "list"},
           {"data", Json::array({Json{
-                       {"id", options_.model}, {"object", "model"}, {"owned_by", "surge"}}})}};
+                       {"id", options_.model()}, {"object", "model"}, {"owned_by", "surge"}}})}};
       co_return co_await WriteJson(stream, version, keep_alive, http::status::ok, body.dump());
     }
     absl::StatusOr<CompletionRequest> parsed =
-        ParseCompletionRequest(chat, req.body(), options_.model);
+        ParseCompletionRequest(chat, req.body(), options_.model());
     if (!parsed.ok()) {
       co_return co_await WriteJson(
           stream, version, keep_alive, http::status::bad_request,
           ErrorBody(std::string(parsed.status().message()), "invalid_request_error", 400));
     }
     const uint64_t serial = serial_.fetch_add(1);
-    const AnswerWriter writer(*parsed, serial);
-    const Fault fault = DrawFault(serial);
+    const AnswerWriter writer(*parsed, serial, UnixSeconds(RealClock()));
+    const Fault fault = faults_.Draw(serial);
     switch (fault) {
       case Fault::k429:
         co_return co_await WriteJson(
@@ -605,45 +385,57 @@ class SimServer::Impl {
         break;
     }
     // Pieces of a split answer: sizes from the seed and the request number.
-    PieceSizes pieces(SplitMix64(options_.fault_seed ^ SplitMix64(serial)));
+    PieceSizes pieces = faults_.SplitPieces(serial);
     PieceSizes* split = fault == Fault::kSplit ? &pieces : nullptr;
     if (!parsed->stream) {
-      net::steady_timer timer(stream.get_executor());
-      timer.expires_at(start + ttft_ + (parsed->max_tokens - 1) * itl_ +
-                       (fault == Fault::kStall ? stall_ : std::chrono::nanoseconds(0)));
-      error_code ec;
-      co_await timer.async_wait(net::redirect_error(net::use_awaitable, ec));
-      if (ec) co_return false;
-      std::string body;
-      if (fault == Fault::kMalformed) {
-        body = kMalformedPayload;
-      } else if (fault == Fault::kErrorEvent) {
-        body = ErrorBody(kEngineFailure, "internal_server_error", 500);
-      } else {
-        body = writer.Whole();
-      }
-      if (fault != Fault::kReset && fault != Fault::kSplit) {
-        co_return co_await WriteJson(stream, version, keep_alive, http::status::ok,
-                                     std::move(body));
-      }
-      const size_t body_size = body.size();
-      std::string bytes = JsonAnswerBytes(version, keep_alive, http::status::ok, std::move(body));
-      if (fault == Fault::kReset) {
-        // The header and half of the body, then the connection goes.
-        bytes.resize(bytes.size() - body_size + body_size / 2);
-        co_await net::async_write(stream, net::buffer(bytes),
-                                  net::redirect_error(net::use_awaitable, ec));
-        socket.shutdown(tcp::socket::shutdown_both, ec);
-        socket.close(ec);
-        co_return false;
-      }
-      const bool written = co_await WritePieces(stream, bytes, *split);
-      if (!written) co_return false;
-      requests_served_.fetch_add(1);
-      co_return keep_alive;
+      co_return co_await WholeAnswer(stream, socket, version, keep_alive, *parsed, writer, start,
+                                     fault, split);
     }
     co_return co_await StreamAnswer(stream, socket, version, keep_alive, *parsed, writer, start,
                                     fault, split);
+  }
+
+  // The non-streamed answer, due at start + ttft + (n-1)·itl (a stall adds
+  // fault_stall_ms): the fault's body instead of the answer (malformed,
+  // error_event), or its way of writing it (reset: cut in half; split: in
+  // pieces).
+  template <class Stream>
+  net::awaitable<bool> WholeAnswer(Stream& stream, tcp::socket& socket, unsigned version,
+                                   bool keep_alive, const CompletionRequest& req,
+                                   const AnswerWriter& writer, Clock::TimePoint start, Fault fault,
+                                   PieceSizes* split) {
+    net::steady_timer timer(stream.get_executor());
+    timer.expires_at(start + ttft_ + (req.max_tokens - 1) * itl_ +
+                     (fault == Fault::kStall ? stall_ : std::chrono::nanoseconds(0)));
+    error_code ec;
+    co_await timer.async_wait(net::redirect_error(net::use_awaitable, ec));
+    if (ec) co_return false;
+    std::string body;
+    if (fault == Fault::kMalformed) {
+      body = kMalformedPayload;
+    } else if (fault == Fault::kErrorEvent) {
+      body = ErrorBody(kEngineFailure, "internal_server_error", 500);
+    } else {
+      body = writer.Whole();
+    }
+    if (fault != Fault::kReset && fault != Fault::kSplit) {
+      co_return co_await WriteJson(stream, version, keep_alive, http::status::ok, std::move(body));
+    }
+    const size_t body_size = body.size();
+    std::string bytes = JsonAnswerBytes(version, keep_alive, http::status::ok, std::move(body));
+    if (fault == Fault::kReset) {
+      // The header and half of the body, then the connection goes.
+      bytes.resize(bytes.size() - body_size + body_size / 2);
+      co_await net::async_write(stream, net::buffer(bytes),
+                                net::redirect_error(net::use_awaitable, ec));
+      socket.shutdown(tcp::socket::shutdown_both, ec);
+      socket.close(ec);
+      co_return false;
+    }
+    const bool written = co_await WritePieces(stream, bytes, *split);
+    if (!written) co_return false;
+    requests_served_.fetch_add(1);
+    co_return keep_alive;
   }
 
   // What a stream does after a mid-stream fault.
@@ -707,10 +499,8 @@ class SimServer::Impl {
       if (!written) co_return false;
     }
     // A mid-stream fault comes after this many tokens; -1: none.
-    const bool mid_stream = fault == Fault::kReset || fault == Fault::kMalformed ||
-                            fault == Fault::kStall || fault == Fault::kErrorEvent;
     const int64_t fault_at =
-        mid_stream ? std::min<int64_t>(options_.fault_after_tokens, req.max_tokens) : -1;
+        IsMidStream(fault) ? std::min<int64_t>(options_.fault_after_tokens(), req.max_tokens) : -1;
     std::chrono::nanoseconds shift(0);
     bool finish_early = false;
     Json token_delta = Json::object();
@@ -811,10 +601,11 @@ class SimServer::Impl {
     co_return keep_alive;
   }
 
-  const SimServerOptions options_;
+  const surge::v1::SimServerConfig options_;
   const std::chrono::nanoseconds ttft_;
   const std::chrono::nanoseconds itl_;
   const std::chrono::nanoseconds stall_;
+  const FaultPlan faults_;
   std::unique_ptr<net::ssl::context> tls_context_;  // null: plain http
   uint16_t port_ = 0;
   std::atomic<uint64_t> requests_served_{0};
@@ -835,75 +626,15 @@ class SimServer::Impl {
   std::vector<std::thread> threads_;
 };
 
-absl::StatusOr<std::unique_ptr<SimServer>> SimServer::Create(const SimServerOptions& options) {
-  if (!(options.ttft_ms >= 0) || !std::isfinite(options.ttft_ms)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("ttft_ms: ", options.ttft_ms, " must be a finite number >= 0"));
-  }
-  if (!(options.itl_ms >= 0) || !std::isfinite(options.itl_ms)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("itl_ms: ", options.itl_ms, " must be a finite number >= 0"));
-  }
-  if (options.threads < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("threads: ", options.threads, " must be >= 1"));
-  }
-  if (options.model.empty()) return absl::InvalidArgumentError("model: must not be empty");
-  if (options.tls_cert_file.empty() != options.tls_key_file.empty()) {
-    return absl::InvalidArgumentError(
-        "tls_cert_file and tls_key_file: give both (https) or neither (http)");
-  }
-  const std::pair<const char*, double> fractions[] = {
-      {"fault_429", options.fault_429},
-      {"fault_500", options.fault_500},
-      {"fault_503", options.fault_503},
-      {"fault_reset", options.fault_reset},
-      {"fault_malformed", options.fault_malformed},
-      {"fault_stall", options.fault_stall},
-      {"fault_split", options.fault_split},
-      {"fault_error_event", options.fault_error_event},
-  };
-  double sum = 0;
-  std::vector<std::string> names;
-  for (const auto& [name, fraction] : fractions) {
-    if (!(fraction >= 0 && fraction <= 1)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(name, ": ", fraction, " must be a fraction in [0, 1]"));
-    }
-    sum += fraction;
-    names.push_back(name);
-  }
-  if (sum > 1 + 1e-9) {
-    return absl::InvalidArgumentError(absl::StrCat(absl::StrJoin(names, " + "), " = ", sum,
-                                                   " must be <= 1 (one fault per request)"));
-  }
-  if (!(options.fault_stall_ms >= 0) || !std::isfinite(options.fault_stall_ms)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("fault_stall_ms: ", options.fault_stall_ms, " must be a finite number >= 0"));
-  }
-  auto impl = std::make_unique<Impl>(options);
+absl::StatusOr<std::unique_ptr<SimServer>> SimServer::Create(
+    const surge::v1::SimServerConfig& config) {
+  if (absl::Status s = CheckSimServerConfig(config); !s.ok()) return s;
+  auto impl = std::make_unique<Impl>(config);
   if (absl::Status tls = impl->SetUpTls(); !tls.ok()) return tls;
   if (absl::Status log = impl->OpenRequestLog(); !log.ok()) return log;
   absl::Status bound = impl->Bind();
   if (!bound.ok()) return bound;
   return std::unique_ptr<SimServer>(new SimServer(std::move(impl)));
-}
-
-SimServerOptions SimServerOptionsFromConfig(const surge::v1::SimServerConfig& config) {
-  SimServerOptions options;
-  options.ttft_ms = config.ttft_ms();
-  options.itl_ms = config.itl_ms();
-  options.fault_429 = config.fault_429();
-  options.fault_500 = config.fault_500();
-  options.fault_503 = config.fault_503();
-  options.fault_reset = config.fault_reset();
-  options.fault_malformed = config.fault_malformed();
-  options.fault_stall = config.fault_stall();
-  options.fault_split = config.fault_split();
-  options.fault_error_event = config.fault_error_event();
-  options.fault_after_tokens = config.fault_after_tokens();
-  options.fault_stall_ms = config.fault_stall_ms();
-  options.fault_seed = config.fault_seed();
-  return options;
 }
 
 SimServer::SimServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

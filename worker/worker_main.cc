@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/role_options.h"
 #include "common/skewed_clock.h"
 #include "common/time_units.h"
 #include "common/zmq_transport.h"
@@ -36,13 +37,12 @@ int WorkerCommand(const WorkerArgs& args) {
   WorkerSessionOptions options;
   options.requested_index = args.worker_index;
   options.incarnation = rng();
-  if (!(args.join_timeout_s > 0) || args.join_timeout_s > 86400) {
-    LogError(absl::StrCat("--join-timeout ", args.join_timeout_s,
-                          ": must be > 0 and at most 86400 seconds"));
+  absl::StatusOr<std::chrono::milliseconds> join_timeout = JoinTimeout(args.join_timeout_s);
+  if (!join_timeout.ok()) {
+    LogError(std::string(join_timeout.status().message()));
     return kExitRejected;
   }
-  options.hello_timeout =
-      std::chrono::milliseconds(static_cast<int64_t>(std::ceil(args.join_timeout_s * 1000)));
+  options.hello_timeout = *join_timeout;
   if (absl::Status s = CheckConnectSecurity(
           {args.connect, args.curve_secret_key_file, args.curve_server_key_file, args.insecure});
       !s.ok()) {
@@ -51,12 +51,11 @@ int WorkerCommand(const WorkerArgs& args) {
   }
   ZmqDealerOptions transport_options;
   if (!args.curve_secret_key_file.empty()) {
-    auto secret = ReadCurveKeyFile(args.curve_secret_key_file);
-    auto server = ReadCurveKeyFile(args.curve_server_key_file);
+    auto secret = ReadKeyFlag("--curve-secret-key", args.curve_secret_key_file);
+    auto server = ReadKeyFlag("--curve-server-key", args.curve_server_key_file);
     for (const auto* key : {&secret, &server}) {
       if (!key->ok()) {
-        LogError(absl::StrCat(key == &secret ? "--curve-secret-key: " : "--curve-server-key: ",
-                              key->status().message()));
+        LogError(std::string(key->status().message()));
         return kExitRejected;
       }
     }

@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/utf8.h"
 
@@ -62,26 +63,29 @@ bool IsMessage(const FieldDescriptor* f) {
 }
 
 // The entries of `message`'s fields, flattened sub-messages lifted in.
+// `at_root`: `message` is the table's root (root_only fields belong to it).
 void AddEntries(const Descriptor* message, const std::string& key_prefix,
-                std::vector<const FieldDescriptor*> through, OptionSection* section);
+                std::vector<const FieldDescriptor*> through, bool at_root, OptionSection* section);
 
 std::unique_ptr<OptionSection> MakeSection(const Descriptor* message) {
   auto section = std::make_unique<OptionSection>();
   section->message = message;
-  AddEntries(message, "", {}, section.get());
+  AddEntries(message, "", {}, /*at_root=*/false, section.get());
   return section;
 }
 
 void AddEntries(const Descriptor* message, const std::string& key_prefix,
-                std::vector<const FieldDescriptor*> through, OptionSection* section) {
+                std::vector<const FieldDescriptor*> through, bool at_root, OptionSection* section) {
   for (int i = 0; i < message->field_count(); ++i) {
     const FieldDescriptor* f = message->field(i);
     const OptionSpec& spec = SpecOf(f);
+    if (spec.root_only() && !at_root) continue;
     std::vector<const FieldDescriptor*> fields = through;
     fields.push_back(f);
     if (spec.flatten()) {
       if (!IsMessage(f) || f->is_repeated()) BadSpec(f, "flatten needs a (single) message field");
-      AddEntries(f->message_type(), key_prefix + spec.key_prefix(), fields, section);
+      AddEntries(f->message_type(), key_prefix + spec.key_prefix(), fields, /*at_root=*/false,
+                 section);
       continue;
     }
     if ((spec.has_min() || spec.has_max()) && !IsNumber(f)) BadSpec(f, "min/max on a non-number");
@@ -473,6 +477,14 @@ nlohmann::ordered_json ScalarJson(const Message& holder, const FieldDescriptor* 
   return nullptr;
 }
 
+// One value as a flag gives it back to SetScalar: doubles with 17
+// significant digits (exact), the rest as YAML reads them.
+std::string FlagValueText(const Message& holder, const FieldDescriptor* f, int index) {
+  const nlohmann::ordered_json value = ScalarJson(holder, f, index);
+  if (value.is_number_float()) return absl::StrFormat("%.17g", value.get<double>());
+  return value.is_string() ? value.get<std::string>() : value.dump();
+}
+
 nlohmann::ordered_json SaveSection(const OptionSection& section, const Message& message) {
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
   for (const OptionEntry& e : section.entries) {
@@ -708,7 +720,7 @@ std::string OptionSection::KeyList() const {
 
 OptionTable::OptionTable(const Descriptor* root) {
   root_.message = root;
-  AddEntries(root, "", {}, &root_);
+  AddEntries(root, "", {}, /*at_root=*/true, &root_);
   AddFlags(root_, "", {}, "", &flags_);
 }
 
@@ -755,6 +767,30 @@ void OptionTable::Check(const Message& message, ErrorLines* errors) const {
 
 nlohmann::ordered_json OptionTable::Save(const Message& message) const {
   return SaveSection(root_, message);
+}
+
+std::vector<std::string> OptionTable::FlagArgs(const Message& message) const {
+  std::vector<std::string> args;
+  for (const OptionFlag& flag : flags_) {
+    const FieldDescriptor* f = flag.entry->field;
+    const Message& holder = Holder(message, flag.path);
+    const Reflection* r = holder.GetReflection();
+    if (f->is_repeated()) {
+      for (int i = 0; i < r->FieldSize(holder, f); ++i) {
+        args.insert(args.end(), {"--" + flag.name, FlagValueText(holder, f, i)});
+      }
+      continue;
+    }
+    if (f->has_presence() && !r->HasField(holder, f)) continue;
+    const std::string text = FlagValueText(holder, f, -1);
+    if (f->cpp_type() == FieldDescriptor::CPPTYPE_BOOL) {
+      args.push_back(absl::StrCat("--", flag.name, "=", text));
+    } else if (!text.empty() || !flag.entry->spec->default_value().empty() ||
+               f->cpp_type() != FieldDescriptor::CPPTYPE_STRING) {
+      args.insert(args.end(), {"--" + flag.name, text});
+    }
+  }
+  return args;
 }
 
 }  // namespace surge::coordinator

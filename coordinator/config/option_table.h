@@ -1,9 +1,11 @@
-// The configuration's options as one table made from the proto descriptors
-// (issue 10 item 2): every field of RunConfig carries an OptionSpec
-// (proto/surge/v1/options.proto), and this module turns those specs into
-// the YAML reader, the flags' setters, the defaults, the range checks and
-// the saved JSON. Adding an option = one annotated proto field plus its use
-// (docs/DESIGN.md "How to add an option"). Pure but for is_file checks.
+// The configuration's options as one table made from the proto descriptors:
+// every field of RunConfig (and of each command's own options message,
+// e.g. SimServerConfig) carries an OptionSpec (proto/surge/v1/options.proto),
+// and this module turns those specs into the YAML reader, the flags' setters,
+// the defaults, the range checks, the saved JSON and the flags that give a
+// message to another process. Adding an option = one annotated proto field
+// plus its use (docs/DESIGN.md "How to add an option"). Pure but for
+// is_file checks.
 #ifndef SURGE_COORDINATOR_CONFIG_OPTION_TABLE_H_
 #define SURGE_COORDINATOR_CONFIG_OPTION_TABLE_H_
 
@@ -107,6 +109,13 @@ class OptionTable {
   // caller's.
   nlohmann::ordered_json Save(const google::protobuf::Message& message) const;
 
+  // The flags that make `message` again when read by SetFlag over
+  // SetDefaults: "--<flag>", "<value>" per flag in table order (a list: one
+  // pair per item; a bool: "--<flag>=true|false" alone), doubles with 17
+  // significant digits so that they arrive exactly. Left out: unset
+  // optional fields, and empty texts whose default is empty.
+  std::vector<std::string> FlagArgs(const google::protobuf::Message& message) const;
+
  private:
   explicit OptionTable(const google::protobuf::Descriptor* root);
   OptionSection root_;
@@ -126,6 +135,15 @@ std::string ScalarWords(const google::protobuf::FieldDescriptor* field);
 
 // The spec of a field (the default instance when it has none).
 const surge::v1::OptionSpec& SpecOf(const google::protobuf::FieldDescriptor* field);
+
+// A message of type M with every default of its table set (what a command
+// whose options are M uses when no flag is given).
+template <typename M>
+M WithDefaults() {
+  M message;
+  OptionTable::For(M::descriptor()).SetDefaults(&message);
+  return message;
+}
 
 }  // namespace surge::coordinator
 

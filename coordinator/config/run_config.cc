@@ -29,40 +29,6 @@
 
 namespace surge::coordinator {
 
-std::string DidYouMean(std::string_view word, const std::vector<std::string>& candidates) {
-  const std::string lower = absl::AsciiStrToLower(std::string(word));
-  // Levenshtein distance, one row at a time.
-  auto distance = [](const std::string& a, const std::string& b) {
-    std::vector<size_t> row(b.size() + 1);
-    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-    for (size_t i = 1; i <= a.size(); ++i) {
-      size_t diagonal = row[0];
-      row[0] = i;
-      for (size_t j = 1; j <= b.size(); ++j) {
-        const size_t above = row[j];
-        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
-        diagonal = above;
-      }
-    }
-    return row[b.size()];
-  };
-  std::string best;
-  size_t best_distance = std::string::npos;
-  for (const std::string& candidate : candidates) {
-    std::string normal = lower;
-    for (char& c : normal) c = c == '-' ? '_' : c;  // a flag name written as a key
-    size_t d = distance(normal, candidate);
-    // "ttft" for "ttft_ms": a unit suffix left out.
-    if (candidate.rfind(normal + "_", 0) == 0) d = std::min<size_t>(d, 1);
-    if (d < best_distance) {
-      best_distance = d;
-      best = candidate;
-    }
-  }
-  const size_t limit = std::max<size_t>(2, lower.size() / 3);
-  return best_distance <= limit ? best : std::string();
-}
-
 namespace {
 
 using surge::v1::RunConfig;
@@ -116,67 +82,6 @@ class Errors {
   bool unknown_keys_ = false;
 };
 
-// AISBench's (and vLLM's) own names for what surge calls otherwise, with the
-// hint printed for them. Keys of AISBench model configs that surge has no use
-// for say so instead of "unknown".
-const std::map<std::string, std::string>& ForeignKeyHints() {
-  static const auto* hints = new std::map<std::string, std::string>{
-      {"batch_size", "AISBench's batch_size is surge's max_concurrency (requests in flight)"},
-      {"max_concurrency_per_worker", "surge's cap is max_concurrency over all workers"},
-      {"max_out_len", "AISBench's max_out_len is surge's random_output_len (max_tokens)"},
-      {"max_tokens", "surge's max_tokens per request is random_output_len"},
-      {"output_len", "surge's output length is random_output_len"},
-      {"input_len", "surge's input length is random_input_len"},
-      {"host_ip",
-       "AISBench's host_ip and host_port are one base_url in surge, e.g. "
-       "base_url: http://127.0.0.1:8080"},
-      {"host_port",
-       "AISBench's host_ip and host_port are one base_url in surge, e.g. "
-       "base_url: http://127.0.0.1:8080"},
-      {"host",
-       "vLLM's host and port are one base_url in surge, e.g. base_url: "
-       "http://127.0.0.1:8000"},
-      {"port",
-       "vLLM's host and port are one base_url in surge, e.g. base_url: "
-       "http://127.0.0.1:8000"},
-      {"url", "surge's server address is base_url (scheme, host, port) plus endpoint (path)"},
-      {"enable_ssl", "for https give base_url: https://... (and ca_cert_path if needed)"},
-      {"api_key",
-       "surge never reads the API key from a configuration: use api_key_file or "
-       "$OPENAI_API_KEY"},
-      {"generation_kwargs",
-       "request body fields (temperature, top_p, ...) go in "
-       "extra_body_json, e.g. extra_body_json: {temperature: 0}"},
-      {"extra_body", "surge's key is extra_body_json"},
-      {"path",
-       "AISBench's path is the model's weights/tokenizer folder; surge does not load "
-       "the model: give the served name as model, the dataset file as dataset_path"},
-      {"tokenizer", "surge does not load a tokenizer; the model name sent is model"},
-      {"retry", "surge does not retry: a failed request is recorded with its reason"},
-      {"request_count", "surge's number of requests is num_prompts"},
-      {"num_requests", "surge's number of requests is num_prompts"},
-      {"dataset", "surge's keys are dataset_name and dataset_path"},
-      {"abbr", "an AISBench-only key; surge names runs by model"},
-      {"attr", "an AISBench-only key; remove it"},
-      {"type", "an AISBench-only key; remove it"},
-      {"trust_remote_code", "an AISBench-only key; surge does not load the model"},
-      {"pred_postprocessor", "an AISBench-only key; surge does not score answers"},
-      {"traffic_config", "surge's (and AISBench's) key is traffic_cfg"},
-  };
-  return *hints;
-}
-
-}  // namespace
-
-std::string ForeignNameHint(std::string_view name) {
-  std::string key(name);
-  for (char& ch : key) ch = ch == '-' ? '_' : ch;
-  auto it = ForeignKeyHints().find(key);
-  return it == ForeignKeyHints().end() ? std::string() : it->second;
-}
-
-namespace {
-
 // The section at a dotted key path ("traffic_cfg", "traffic_cfg.stages[0]").
 const OptionSection* SectionAt(const std::string& path) {
   const OptionSection* section = &Table().root();
@@ -203,8 +108,7 @@ std::string Errors::UnknownKey(const std::string& section_path, const std::strin
     // A key of a nested mapping at the top level (vLLM's flat layout).
     for (const OptionEntry& e : section->entries) {
       if (e.sub != nullptr && !e.field->is_repeated() && e.sub->Find(key) != nullptr) {
-        return absl::StrCat("unknown key; ", key, " belongs under ", e.key,
-                            " (AISBench's layout)");
+        return absl::StrCat("unknown key; ", key, " belongs under ", e.key, " (AISBench's layout)");
       }
     }
   }
@@ -307,6 +211,103 @@ absl::Status LoadYamlConfig(const std::string& given_path, RunConfig* config) {
   return errors.ToStatus();
 }
 
+namespace {
+
+// The dataset's rules across fields: a file for the file datasets, none
+// for synthetic prompts, one length distribution, replay only of Mooncake.
+void CheckDatasetRules(const RunConfig& c, Errors& errors) {
+  const auto& d = c.dataset();
+  const std::string& name = d.dataset_name();
+  if ((name == "jsonl" || name == "sharegpt" || name == "mooncake") && d.dataset_path().empty()) {
+    const char* file = name == "jsonl"      ? "a JSONL file of prompts"
+                       : name == "sharegpt" ? "a ShareGPT JSON file"
+                                            : "a Mooncake trace JSONL file";
+    errors.Add("dataset_path", "\"\"",
+               absl::StrCat("must name ", file, " when dataset_name is \"", name,
+                            "\" (flag --dataset-path)"));
+  }
+  if (!d.dataset_path().empty()) {
+    if (name == "synthetic" || name == "random") {
+      errors.Add("dataset_path", absl::StrCat("\"", d.dataset_path(), "\""),
+                 absl::StrCat("is not read by dataset_name \"", name,
+                              "\"; set dataset_name to jsonl, sharegpt or mooncake "
+                              "(flag --dataset-name)"));
+    }
+  }
+  const std::string& dist = d.random_len_dist();
+  // A distribution's parameter with another distribution named explicitly:
+  // which one was meant is unclear, so it is refused (given alone, the
+  // parameter implies its distribution: ApplyImpliedOptions).
+  const bool synthetic_set = name == "synthetic" || name == "random";
+  if (synthetic_set && (dist.empty() || dist == "fixed" || dist == "uniform" ||
+                        dist == "gaussian" || dist == "zipf")) {
+    std::vector<std::string> given = LengthParametersGiven(d);
+    if (dist.empty() && given.size() > 1) {
+      errors.Add("random_len_dist", "\"\"",
+                 absl::StrCat("parameters of different distributions are given (",
+                              absl::StrJoin(given, ", "),
+                              "); name the one meant (flag --random-len-dist)"));
+    }
+    for (const auto& [param, owner] :
+         std::vector<std::pair<std::string, std::string>>{{"random_range_ratio", "uniform"},
+                                                          {"random_len_stddev", "gaussian"},
+                                                          {"random_zipf_s", "zipf"}}) {
+      if (!dist.empty() && dist != owner &&
+          std::find(given.begin(), given.end(), param) != given.end()) {
+        std::string flag = param;
+        for (char& ch : flag) ch = ch == '_' ? '-' : ch;
+        const double v = param == "random_range_ratio"  ? d.random_range_ratio()
+                         : param == "random_len_stddev" ? d.random_len_stddev()
+                                                        : d.random_zipf_s();
+        errors.Add(
+            param, Num(v),
+            absl::StrCat("only shapes the ", owner, " distribution, but random_len_dist is \"",
+                         dist, "\"; give --random-len-dist ", owner, " or drop --", flag));
+      }
+    }
+  }
+  if (d.trace_replay() && name != "mooncake") {
+    errors.Add("trace_replay", "true",
+               absl::StrCat("only the \"mooncake\" dataset has timestamps to replay, not \"", name,
+                            "\" (flag --trace-replay)"));
+  }
+}
+
+// The request options' rules (the HTTP client's own checks of headers and
+// extra body) and the built-in server's fault fractions together.
+void CheckRequestRules(const RunConfig& c, Errors& errors) {
+  const auto& target = c.target();
+  // Target options (R-REQ-1): the same checks as the HTTP client's.
+  for (int i = 0; i < target.headers_size(); ++i) {
+    absl::StatusOr<surge::client::HeaderLine> header =
+        surge::client::ParseHeaderLine(target.headers(i));
+    if (!header.ok()) {
+      // Only the name is shown: a value may be a secret.
+      const std::string& line = target.headers(i);
+      errors.Add(absl::StrCat("headers[", i, "]"),
+                 absl::StrCat("\"", line.substr(0, line.find(':')),
+                              line.find(':') == std::string::npos ? "" : ": ...", "\""),
+                 absl::StrCat(header.status().message(), " (flag --header)"));
+    }
+  }
+  absl::StatusOr<nlohmann::json> extra = surge::client::ParseExtraBody(target.extra_body_json());
+  if (!extra.ok()) {
+    const std::string& text = target.extra_body_json();
+    errors.Add("extra_body_json",
+               absl::StrCat("\"", text.substr(0, 80), text.size() > 80 ? "..." : "", "\""),
+               absl::StrCat(extra.status().message(), " (flag --extra-body)"));
+  }
+  const auto fractions = SimFaultFractions(c.sim_server());
+  double fault_sum = 0;
+  for (const auto& [field, fraction] : fractions) fault_sum += fraction;
+  if (fault_sum > 1 + 1e-9) {
+    errors.Add("sim_fault_*", Num(fault_sum),
+               "the fault fractions must add up to at most 1 (one fault per request)");
+  }
+}
+
+}  // namespace
+
 absl::Status ValidateRunConfig(const RunConfig& c) {
   Errors errors;
   // Every single field's own rule (bounds, allowed values, UTF-8, files):
@@ -367,94 +368,104 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
                "needs a lateness alarm: lateness_alarm_ms is 0 (off); give it a threshold > 0 "
                "(flag --lateness-alarm-ms) or leave --stop-on-alarm out");
   }
-  const auto& d = c.dataset();
-  const std::string& name = d.dataset_name();
-  if ((name == "jsonl" || name == "sharegpt" || name == "mooncake") && d.dataset_path().empty()) {
-    const char* file = name == "jsonl"      ? "a JSONL file of prompts"
-                       : name == "sharegpt" ? "a ShareGPT JSON file"
-                                            : "a Mooncake trace JSONL file";
-    errors.Add("dataset_path", "\"\"",
-               absl::StrCat("must name ", file, " when dataset_name is \"", name,
-                            "\" (flag --dataset-path)"));
-  }
-  if (!d.dataset_path().empty()) {
-    if (name == "synthetic" || name == "random") {
-      errors.Add("dataset_path", absl::StrCat("\"", d.dataset_path(), "\""),
-                 absl::StrCat("is not read by dataset_name \"", name,
-                              "\"; set dataset_name to jsonl, sharegpt or mooncake "
-                              "(flag --dataset-name)"));
-    }
-  }
-  const std::string& dist = d.random_len_dist();
-  // A distribution's parameter with another distribution named explicitly:
-  // which one was meant is unclear, so it is refused (given alone, the
-  // parameter implies its distribution: ApplyImpliedOptions).
-  const bool synthetic_set = name == "synthetic" || name == "random";
-  if (synthetic_set && (dist.empty() || dist == "fixed" || dist == "uniform" ||
-                        dist == "gaussian" || dist == "zipf")) {
-    std::vector<std::string> given = LengthParametersGiven(d);
-    if (dist.empty() && given.size() > 1) {
-      errors.Add("random_len_dist", "\"\"",
-                 absl::StrCat("parameters of different distributions are given (",
-                              absl::StrJoin(given, ", "),
-                              "); name the one meant (flag --random-len-dist)"));
-    }
-    for (const auto& [param, owner] :
-         std::vector<std::pair<std::string, std::string>>{{"random_range_ratio", "uniform"},
-                                                          {"random_len_stddev", "gaussian"},
-                                                          {"random_zipf_s", "zipf"}}) {
-      if (!dist.empty() && dist != owner &&
-          std::find(given.begin(), given.end(), param) != given.end()) {
-        std::string flag = param;
-        for (char& ch : flag) ch = ch == '_' ? '-' : ch;
-        const double v = param == "random_range_ratio"  ? d.random_range_ratio()
-                         : param == "random_len_stddev" ? d.random_len_stddev()
-                                                        : d.random_zipf_s();
-        errors.Add(
-            param, Num(v),
-            absl::StrCat("only shapes the ", owner, " distribution, but random_len_dist is \"",
-                         dist, "\"; give --random-len-dist ", owner, " or drop --", flag));
-      }
-    }
-  }
-  if (d.trace_replay() && name != "mooncake") {
-    errors.Add("trace_replay", "true",
-               absl::StrCat("only the \"mooncake\" dataset has timestamps to replay, not \"",
-                            name, "\" (flag --trace-replay)"));
-  }
-  // R-REQ-1 target options: the same checks as the HTTP client's.
-  for (int i = 0; i < target.headers_size(); ++i) {
-    absl::StatusOr<surge::client::HeaderLine> header =
-        surge::client::ParseHeaderLine(target.headers(i));
-    if (!header.ok()) {
-      // Only the name is shown: a value may be a secret.
-      const std::string& line = target.headers(i);
-      errors.Add(absl::StrCat("headers[", i, "]"),
-                 absl::StrCat("\"", line.substr(0, line.find(':')),
-                              line.find(':') == std::string::npos ? "" : ": ...", "\""),
-                 absl::StrCat(header.status().message(), " (flag --header)"));
-    }
-  }
-  absl::StatusOr<nlohmann::json> extra = surge::client::ParseExtraBody(target.extra_body_json());
-  if (!extra.ok()) {
-    const std::string& text = target.extra_body_json();
-    errors.Add("extra_body_json",
-               absl::StrCat("\"", text.substr(0, 80), text.size() > 80 ? "..." : "", "\""),
-               absl::StrCat(extra.status().message(), " (flag --extra-body)"));
-  }
-  const auto fractions = SimFaultFractions(c.sim_server());
-  double fault_sum = 0;
-  for (const auto& [field, fraction] : fractions) fault_sum += fraction;
-  if (fault_sum > 1 + 1e-9) {
-    errors.Add("sim_fault_*", Num(fault_sum),
-               "the fault fractions must add up to at most 1 (one fault per request)");
-  }
+  CheckDatasetRules(c, errors);
+  CheckRequestRules(c, errors);
   return errors.ToStatus();
 }
 
-}  // namespace surge::coordinator
+namespace {
 
-namespace surge::coordinator {
+// Options that shape traffic or prompts but have no effect in this run.
+void AddIneffectiveTrafficWarnings(const RunConfig& c, std::vector<std::string>& warnings) {
+  // Options that have no effect in this run (docs/DESIGN.md "No option is
+  // silently ignored"): warned, the run goes on, and run_config.json leaves
+  // them out (SavedConfigJson).
+  const auto& d = c.dataset();
+  const auto& t = c.traffic_cfg();
+  const bool replay = d.trace_replay();
+  const std::string& strategy = t.ramp_up_strategy();
+  if (!replay && (strategy.empty() || strategy == "none")) {
+    std::vector<std::string> rates;
+    if (t.has_ramp_up_start_rps()) rates.push_back("traffic_cfg.ramp_up_start_rps");
+    if (t.has_ramp_up_end_rps()) rates.push_back("traffic_cfg.ramp_up_end_rps");
+    if (!rates.empty()) {
+      warnings.push_back(absl::StrCat(absl::StrJoin(rates, " and "),
+                                      " ignored: no ramp-up strategy is given (flag "
+                                      "--ramp-up-strategy linear or exponential)"));
+    }
+  }
+  if (t.burstiness() != 0) {
+    if (PlansInstantMode(c)) {
+      warnings.push_back(absl::StrCat("traffic_cfg.burstiness ", t.burstiness(),
+                                      " ignored: in instant mode every request is due at once "
+                                      "(flags --burstiness, --request-rate)"));
+    }
+  }
+  // Late-send policy in instant mode: every request is planned at 0, so all
+  // but the first few are late; allowed (the user may mean it), said aloud.
+  if ((c.late_policy() == "skip" || c.late_policy() == "cap") && PlansInstantMode(c)) {
+    warnings.push_back(absl::StrCat(
+        "late_policy ", c.late_policy(),
+        " in instant mode: every request is planned at 0, so every one released more than "
+        "late_threshold_ms after the start is late and ",
+        c.late_policy() == "skip" ? "skipped" : "spaced at catch_up_rps",
+        " (flags --late-policy, --request-rate)"));
+  }
+  if (!replay && d.has_trace_time_scale()) {
+    warnings.push_back(absl::StrCat("trace_time_scale ", d.trace_time_scale(),
+                                    " ignored: it scales a trace replay only (flags "
+                                    "--trace-time-scale, --trace-replay)"));
+  }
+  if (!IsSynthetic(d)) {
+    std::vector<std::string> keys = LengthParametersGiven(d);
+    if (!d.random_len_dist().empty()) keys.insert(keys.begin(), "random_len_dist");
+    if (!keys.empty()) {
+      warnings.push_back(absl::StrCat(
+          absl::StrJoin(keys, ", "),
+          " ignored: only synthetic prompts have a length distribution, not dataset \"",
+          d.dataset_name(), "\" (flag --dataset-name)"));
+    }
+  }
+}
+
+// TLS and built-in server options that have no effect with this target.
+void AddIneffectiveServerWarnings(const RunConfig& c, std::vector<std::string>& warnings) {
+  const auto& target = c.target();
+  if (!IsHttps(target)) {
+    std::vector<std::string> keys;
+    if (!target.ca_cert_path().empty()) keys.push_back("ca_cert_path");
+    if (target.insecure_skip_verify()) keys.push_back("insecure_skip_verify");
+    if (!keys.empty()) {
+      warnings.push_back(absl::StrCat(
+          absl::StrJoin(keys, " and "), " ignored: the server is reached over plain http (",
+          target.base_url().empty() ? std::string("the built-in server") : target.base_url(),
+          "), TLS options apply to an https base_url only (flags --ca-cert, --insecure)"));
+    }
+  }
+  if (!target.base_url().empty()) {
+    // Every built-in server option changed from its default.
+    const auto& sim = c.sim_server();
+    const auto defaults = DefaultRunConfig().sim_server();
+    const std::string prefix =
+        SpecOf(RunConfig::descriptor()->FindFieldByName("sim_server")).key_prefix();
+    std::vector<std::string> keys;
+    const auto* descriptor = surge::v1::SimServerConfig::descriptor();
+    for (int i = 0; i < descriptor->field_count(); ++i) {
+      const auto* f = descriptor->field(i);
+      if (!google::protobuf::util::MessageDifferencer().CompareWithFields(sim, defaults, {f},
+                                                                          {f})) {
+        keys.push_back(prefix + f->name());
+      }
+    }
+    if (!keys.empty()) {
+      warnings.push_back(absl::StrCat(
+          absl::StrJoin(keys, ", "), " ignored: they set up the built-in server, and base_url ",
+          target.base_url(), " is used instead (flags --sim-*, --base-url)"));
+    }
+  }
+}
+
+}  // namespace
 
 std::vector<std::string> ConfigWarnings(const RunConfig& c) {
   std::vector<std::string> warnings;
@@ -508,87 +519,8 @@ std::vector<std::string> ConfigWarnings(const RunConfig& c) {
       }
     }
   }
-  // Options that have no effect in this run (docs/DESIGN.md "No option is
-  // silently ignored"): warned, the run goes on, and run_config.json leaves
-  // them out (SavedConfigJson).
-  const auto& d = c.dataset();
-  const auto& t = c.traffic_cfg();
-  const bool replay = d.trace_replay();
-  const std::string& strategy = t.ramp_up_strategy();
-  if (!replay && (strategy.empty() || strategy == "none")) {
-    std::vector<std::string> rates;
-    if (t.has_ramp_up_start_rps()) rates.push_back("traffic_cfg.ramp_up_start_rps");
-    if (t.has_ramp_up_end_rps()) rates.push_back("traffic_cfg.ramp_up_end_rps");
-    if (!rates.empty()) {
-      warnings.push_back(absl::StrCat(absl::StrJoin(rates, " and "),
-                                      " ignored: no ramp-up strategy is given (flag "
-                                      "--ramp-up-strategy linear or exponential)"));
-    }
-  }
-  if (t.burstiness() != 0) {
-    if (PlansInstantMode(c)) {
-      warnings.push_back(absl::StrCat("traffic_cfg.burstiness ", t.burstiness(),
-                                      " ignored: in instant mode every request is due at once "
-                                      "(flags --burstiness, --request-rate)"));
-    }
-  }
-  // Late-send policy in instant mode: every request is planned at 0, so all
-  // but the first few are late; allowed (the user may mean it), said aloud.
-  if ((c.late_policy() == "skip" || c.late_policy() == "cap") && PlansInstantMode(c)) {
-    warnings.push_back(absl::StrCat(
-        "late_policy ", c.late_policy(),
-        " in instant mode: every request is planned at 0, so every one released more than "
-        "late_threshold_ms after the start is late and ",
-        c.late_policy() == "skip" ? "skipped" : "spaced at catch_up_rps",
-        " (flags --late-policy, --request-rate)"));
-  }
-  if (!replay && d.has_trace_time_scale()) {
-    warnings.push_back(absl::StrCat("trace_time_scale ", d.trace_time_scale(),
-                                    " ignored: it scales a trace replay only (flags "
-                                    "--trace-time-scale, --trace-replay)"));
-  }
-  if (!IsSynthetic(d)) {
-    std::vector<std::string> keys = LengthParametersGiven(d);
-    if (!d.random_len_dist().empty()) keys.insert(keys.begin(), "random_len_dist");
-    if (!keys.empty()) {
-      warnings.push_back(absl::StrCat(
-          absl::StrJoin(keys, ", "),
-          " ignored: only synthetic prompts have a length distribution, not dataset \"",
-          d.dataset_name(), "\" (flag --dataset-name)"));
-    }
-  }
-  if (!IsHttps(target)) {
-    std::vector<std::string> keys;
-    if (!target.ca_cert_path().empty()) keys.push_back("ca_cert_path");
-    if (target.insecure_skip_verify()) keys.push_back("insecure_skip_verify");
-    if (!keys.empty()) {
-      warnings.push_back(absl::StrCat(
-          absl::StrJoin(keys, " and "), " ignored: the server is reached over plain http (",
-          target.base_url().empty() ? std::string("the built-in server") : target.base_url(),
-          "), TLS options apply to an https base_url only (flags --ca-cert, --insecure)"));
-    }
-  }
-  if (!target.base_url().empty()) {
-    // Every built-in server option changed from its default.
-    const auto& sim = c.sim_server();
-    const auto defaults = DefaultRunConfig().sim_server();
-    const std::string prefix =
-        SpecOf(RunConfig::descriptor()->FindFieldByName("sim_server")).key_prefix();
-    std::vector<std::string> keys;
-    const auto* descriptor = surge::v1::SimServerConfig::descriptor();
-    for (int i = 0; i < descriptor->field_count(); ++i) {
-      const auto* f = descriptor->field(i);
-      if (!google::protobuf::util::MessageDifferencer().CompareWithFields(sim, defaults, {f},
-                                                                          {f})) {
-        keys.push_back(prefix + f->name());
-      }
-    }
-    if (!keys.empty()) {
-      warnings.push_back(absl::StrCat(
-          absl::StrJoin(keys, ", "), " ignored: they set up the built-in server, and base_url ",
-          target.base_url(), " is used instead (flags --sim-*, --base-url)"));
-    }
-  }
+  AddIneffectiveTrafficWarnings(c, warnings);
+  AddIneffectiveServerWarnings(c, warnings);
   return warnings;
 }
 
@@ -614,7 +546,7 @@ std::string SavedConfigJson(const RunConfig& c, std::vector<std::string>* left_o
   const bool replay = c.dataset().trace_replay();
   const std::string& strategy = t.ramp_up_strategy();
   const bool strategy_set = !strategy.empty() && strategy != "none";
-  // Traffic keys (SPEC §2); none for a trace replay, whose timestamps set
+  // Traffic keys (AISBench's); none for a trace replay, whose timestamps set
   // the schedule. request_rate has no effect under an active ramp (R-TGT).
   // An inactive ramp's keys had no effect (R-RAMP: request_rate was used),
   // nor has burstiness in instant mode (R-INST: every offset is 0).
@@ -666,10 +598,10 @@ std::string SavedConfigJson(const RunConfig& c, std::vector<std::string>* left_o
   if (d.dataset_name() == "mooncake") j.erase("random_output_len");
   // Only the distribution used, with its one parameter (as used).
   const std::string& dist = d.random_len_dist();
-  for (const auto& [param, owner] : std::vector<std::pair<std::string, std::string>>{
-           {"random_range_ratio", "uniform"},
-           {"random_len_stddev", "gaussian"},
-           {"random_zipf_s", "zipf"}}) {
+  for (const auto& [param, owner] :
+       std::vector<std::pair<std::string, std::string>>{{"random_range_ratio", "uniform"},
+                                                        {"random_len_stddev", "gaussian"},
+                                                        {"random_zipf_s", "zipf"}}) {
     if (!synthetic || dist != owner) j.erase(param);
   }
   if (!synthetic) {
@@ -779,10 +711,10 @@ std::vector<std::string> PlanDefiningDifferences(const RunConfig& made_with,
   const nlohmann::json b = nlohmann::json::parse(SavedConfigJson(given, nullptr));
   // The keys that make the plan or the payloads; their flags from the table.
   static const char* const kKeys[] = {
-      "request_rate",     "traffic_cfg",        "num_prompts",       "seed",
-      "dataset_name",     "dataset_path",       "random_input_len",  "random_output_len",
-      "random_len_dist",  "random_range_ratio", "random_len_stddev", "random_zipf_s",
-      "trace_replay",     "trace_time_scale",
+      "request_rate",    "traffic_cfg",        "num_prompts",       "seed",
+      "dataset_name",    "dataset_path",       "random_input_len",  "random_output_len",
+      "random_len_dist", "random_range_ratio", "random_len_stddev", "random_zipf_s",
+      "trace_replay",    "trace_time_scale",
   };
   std::vector<std::string> out;
   for (const std::string key : kKeys) {

@@ -1,5 +1,6 @@
 // The run configuration: defaults, the YAML reader and the validator
-// (SPEC §2 R-CFG-1, R-UI-2). Flags are applied on top by the CLI (app).
+// (R-CFG-1, R-UI-2). Flags are applied on top by the CLI (app); the hints
+// for unknown names are name_hints.h.
 #ifndef SURGE_COORDINATOR_CONFIG_RUN_CONFIG_H_
 #define SURGE_COORDINATOR_CONFIG_RUN_CONFIG_H_
 
@@ -8,11 +9,12 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "coordinator/config/name_hints.h"
 #include "surge/v1/config.pb.h"
 
 namespace surge::coordinator {
 
-// Every default of SPEC R-UI-2: each field's default_value in config.proto
+// Every default of the run options (R-UI-2): each field's default_value in config.proto
 // (num_prompts 1000, seed 0, endpoint /v1/chat/completions, streaming, 600 s
 // request timeout, dataset "synthetic" with 1024 input / 128 output tokens,
 // output_dir "outputs/default", sim server TTFT 20 ms and 2 ms per token,
@@ -56,17 +58,6 @@ absl::Status ParseStageFlag(std::string_view value, surge::v1::TrafficCfg* traff
 // "40:3:4" (×4 from 40 s to 43 s). Errors as ParseStageFlag's.
 absl::Status ParseSpikeFlag(std::string_view value, surge::v1::TrafficCfg* traffic);
 
-// The candidate closest to `word` by edit distance (case-insensitive, '-'
-// read as '_', a left-out "_unit" suffix counts 1), or "" when none is within
-// max(2, len/3) edits. For "did you mean" hints on unknown keys and flags.
-std::string DidYouMean(std::string_view word, const std::vector<std::string>& candidates);
-
-// For a name that AISBench or vLLM use and surge spells otherwise (e.g.
-// "batch_size", "max_out_len", "host_ip"; '-' read as '_'), one sentence
-// naming surge's key; "" for any other name. Used for unknown YAML keys and
-// unknown flags alike.
-std::string ForeignNameHint(std::string_view name);
-
 // Exact replay (docs/REPLAY.md): the keys that make the plan or the
 // payloads — request_rate, traffic_cfg, num_prompts, seed and the dataset
 // keys (dataset_name, dataset_path, random_input_len, random_output_len,
@@ -103,8 +94,8 @@ std::vector<std::string> ConfigWarnings(const surge::v1::RunConfig& config);
 // parameters, trace_time_scale without replay, the TLS keys without https,
 // the built-in server's keys when a base_url is given (its fault settings
 // when no fault is asked). A +inf value (request_rate) is
-// written "inf" (JSON has no infinity; LoadYamlConfig reads it back). Never holds a secret: no API key (only api_key_file's
-// path), and headers whose name suggests a credential (auth, key, token,
+// written "inf" (JSON has no infinity; LoadYamlConfig reads it back). Never holds a secret: no API
+// key (only api_key_file's path), and headers whose name suggests a credential (auth, key, token,
 // secret, cookie, password) are left out, their names appended to
 // `left_out` (may be null).
 std::string SavedConfigJson(const surge::v1::RunConfig& config, std::vector<std::string>* left_out);

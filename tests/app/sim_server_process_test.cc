@@ -1,5 +1,5 @@
-// `surge run`'s built-in server as a child process (issue 9 item 2,
-// app/sim_server_process.h): the arguments carry every option exactly, the
+// `surge run`'s built-in server as a child process
+// (app/sim_server_process.h): the arguments carry every option exactly, the
 // port is read from the child's first line, and the child is stopped and
 // reaped by its pid. The last test starts the real `surge sim-server`.
 #include "app/sim_server_process.h"
@@ -28,15 +28,16 @@ std::string After(const std::vector<std::string>& args, const std::string& flag)
 }
 
 TEST(SimServerProcessTest, ArgsCarryEveryOptionExactly) {
-  surge::simserver::SimServerOptions o;
-  o.ttft_ms = 0.1;  // not exact in binary: 17 digits bring the same double back
-  o.itl_ms = 2.5;
-  o.fault_429 = 0.25;
-  o.fault_stall = 1.0 / 3.0;
-  o.fault_after_tokens = 7;
-  o.fault_stall_ms = 1500;
-  o.fault_seed = 99;
-  o.request_log_file = "/tmp/x.jsonl";
+  surge::v1::SimServerConfig run_sim;
+  run_sim.set_ttft_ms(0.1);  // not exact in binary: 17 digits bring the same double back
+  run_sim.set_itl_ms(2.5);
+  run_sim.set_fault_429(0.25);
+  run_sim.set_fault_stall(1.0 / 3.0);
+  run_sim.set_fault_after_tokens(7);
+  run_sim.set_fault_stall_ms(1500);
+  run_sim.set_fault_seed(99);
+  surge::v1::SimServerConfig o = BuiltInServerConfig(run_sim);
+  o.set_request_log_file("/tmp/x.jsonl");
   const std::vector<std::string> args = SimServerArgs(o, 4242);
   EXPECT_EQ(args[0], "sim-server");
   EXPECT_EQ(After(args, "--host"), "127.0.0.1");
@@ -52,6 +53,45 @@ TEST(SimServerProcessTest, ArgsCarryEveryOptionExactly) {
   EXPECT_EQ(After(args, "--request-log"), "/tmp/x.jsonl");
   EXPECT_EQ(After(args, "--parent-pid"), "4242");
   EXPECT_EQ(After(args, "--tls-cert"), "(missing)");
+}
+
+// The run's built-in server: every timing and fault option of the run, the
+// listen options of `surge sim-server` but on any free port.
+TEST(SimServerProcessTest, BuiltInServerTakesTheRunsOptionsOnAFreePort) {
+  surge::v1::SimServerConfig run_sim;
+  run_sim.set_ttft_ms(7);
+  run_sim.set_itl_ms(3);
+  run_sim.set_fault_429(0.1);
+  run_sim.set_fault_500(0.01);
+  run_sim.set_fault_503(0.2);
+  run_sim.set_fault_reset(0.03);
+  run_sim.set_fault_malformed(0.04);
+  run_sim.set_fault_stall(0.05);
+  run_sim.set_fault_split(0.06);
+  run_sim.set_fault_error_event(0.07);
+  run_sim.set_fault_after_tokens(4);
+  run_sim.set_fault_stall_ms(250);
+  run_sim.set_fault_seed(99);
+  const surge::v1::SimServerConfig o = BuiltInServerConfig(run_sim);
+  EXPECT_EQ(o.ttft_ms(), 7);
+  EXPECT_EQ(o.itl_ms(), 3);
+  EXPECT_EQ(o.fault_429(), 0.1);
+  EXPECT_EQ(o.fault_500(), 0.01);
+  EXPECT_EQ(o.fault_503(), 0.2);
+  EXPECT_EQ(o.fault_reset(), 0.03);
+  EXPECT_EQ(o.fault_malformed(), 0.04);
+  EXPECT_EQ(o.fault_stall(), 0.05);
+  EXPECT_EQ(o.fault_split(), 0.06);
+  EXPECT_EQ(o.fault_error_event(), 0.07);
+  EXPECT_EQ(o.fault_after_tokens(), 4u);
+  EXPECT_EQ(o.fault_stall_ms(), 250);
+  EXPECT_EQ(o.fault_seed(), 99u);
+  EXPECT_EQ(o.address(), "127.0.0.1");
+  EXPECT_EQ(o.port(), 0u);
+  EXPECT_EQ(o.model(), "surge-sim");
+  EXPECT_EQ(o.threads(), 1u);
+  EXPECT_TRUE(o.tls_cert_file().empty());
+  EXPECT_TRUE(o.request_log_file().empty());
 }
 
 TEST(SimServerProcessTest, PortFromTheListeningLine) {
@@ -70,7 +110,7 @@ TEST(SimServerProcessTest, PortFromTheListeningLine) {
 TEST(SimServerProcessTest, StartsListensAndIsStoppedByPid) {
   const std::string surge = std::string(SURGE_BINARY_DIR) + "/surge";
   if (!std::filesystem::exists(surge)) GTEST_SKIP() << "no " << surge;
-  auto process = SimServerProcess::Start(RealClock(), surge, {});
+  auto process = SimServerProcess::Start(RealClock(), surge, BuiltInServerConfig({}));
   ASSERT_TRUE(process.ok()) << process.status();
   const pid_t pid = (*process)->pid();
   EXPECT_GT((*process)->port(), 0);
@@ -88,8 +128,8 @@ TEST(SimServerProcessTest, StartsListensAndIsStoppedByPid) {
 TEST(SimServerProcessTest, AChildThatExitsBeforeListeningIsAnError) {
   const std::string surge = std::string(SURGE_BINARY_DIR) + "/surge";
   if (!std::filesystem::exists(surge)) GTEST_SKIP() << "no " << surge;
-  surge::simserver::SimServerOptions o;
-  o.ttft_ms = -1;  // refused by the server
+  surge::v1::SimServerConfig o = BuiltInServerConfig({});
+  o.set_ttft_ms(-1);  // refused by the server
   auto process = SimServerProcess::Start(RealClock(), surge, o);
   ASSERT_EQ(process.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(std::string(process.status().message()),

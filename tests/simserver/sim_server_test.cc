@@ -23,11 +23,14 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/simserver/test_sim_server_config.h"
 #include "tests/worker/http/self_signed_cert.h"
 
 namespace surge::simserver {
 namespace {
 
+using ::surge::testing::TestSimServerConfig;
+using ::surge::v1::SimServerConfig;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 using Json = nlohmann::json;
@@ -175,10 +178,10 @@ Response Exchange(uint16_t port, const std::string& request) {
 class SimServerTest : public ::testing::Test {
  protected:
   void StartServer(double ttft_ms = 1, double itl_ms = 1, int threads = 1) {
-    SimServerOptions options;
-    options.ttft_ms = ttft_ms;
-    options.itl_ms = itl_ms;
-    options.threads = threads;
+    SimServerConfig options = TestSimServerConfig();
+    options.set_ttft_ms(ttft_ms);
+    options.set_itl_ms(itl_ms);
+    options.set_threads(threads);
     auto server = SimServer::Create(options);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
@@ -385,33 +388,34 @@ TEST_F(SimServerTest, StopClosesOpenStreams) {
 }
 
 TEST(SimServerCreateTest, RejectsBadOptionsAndBusyPorts) {
-  SimServerOptions options;
-  options.address = "not-an-ip";
+  SimServerConfig options = TestSimServerConfig();
+  options.set_address("not-an-ip");
   EXPECT_EQ(SimServer::Create(options).status().code(), absl::StatusCode::kInvalidArgument);
-  options = SimServerOptions();
-  options.ttft_ms = -1;
+  options = TestSimServerConfig();
+  options.set_ttft_ms(-1);
   EXPECT_EQ(SimServer::Create(options).status().code(), absl::StatusCode::kInvalidArgument);
-  options = SimServerOptions();
-  options.threads = 0;
+  options = TestSimServerConfig();
+  options.set_threads(0);
   EXPECT_EQ(SimServer::Create(options).status().code(), absl::StatusCode::kInvalidArgument);
 
-  auto first = SimServer::Create(SimServerOptions());
+  auto first = SimServer::Create(TestSimServerConfig());
   ASSERT_TRUE(first.ok());
-  options = SimServerOptions();
-  options.port = (*first)->port();
+  options = TestSimServerConfig();
+  options.set_port((*first)->port());
   auto second = SimServer::Create(options);
   EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(std::string(second.status().message()), HasSubstr("cannot bind 127.0.0.1:"));
 }
 
 // --request-log: one JSON line per request read, with the client's address
-// and the X-Surge-Request tag (null without one); issue 7's duplicate check.
+// and the X-Surge-Request tag (null without one): what the tests that no request is sent twice
+// read.
 TEST(SimServerRequestLogTest, OneLinePerRequestWithPeerAndTag) {
   const std::string file = ::testing::TempDir() + "/sim_request_log.jsonl";
-  SimServerOptions options;
-  options.ttft_ms = 1;
-  options.itl_ms = 1;
-  options.request_log_file = file;
+  SimServerConfig options = TestSimServerConfig();
+  options.set_ttft_ms(1);
+  options.set_itl_ms(1);
+  options.set_request_log_file(file);
   auto server = SimServer::Create(options);
   ASSERT_TRUE(server.ok()) << server.status();
   (*server)->Start();
@@ -441,15 +445,15 @@ TEST(SimServerRequestLogTest, OneLinePerRequestWithPeerAndTag) {
 }
 
 TEST(SimServerRequestLogTest, UnwritableLogIsAnInvalidArgument) {
-  SimServerOptions options;
-  options.request_log_file = "/nonexistent-dir/requests.jsonl";
+  SimServerConfig options = TestSimServerConfig();
+  options.set_request_log_file("/nonexistent-dir/requests.jsonl");
   const auto server = SimServer::Create(options);
   EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(server.status().message()), HasSubstr("request_log_file"));
 }
 
 TEST(SimServerCreateTest, DestroyWithoutStart) {
-  auto server = SimServer::Create(SimServerOptions());
+  auto server = SimServer::Create(TestSimServerConfig());
   ASSERT_TRUE(server.ok());
   server->reset();
 }
@@ -458,9 +462,9 @@ TEST(SimServerCreateTest, DestroyWithoutStart) {
 // docs/DEPLOY.md): the wildcard address binds, and the server answers on
 // loopback (the only address this test may send to).
 TEST(SimServerCreateTest, BindsTheWildcardAddressForContainers) {
-  SimServerOptions options;
-  options.address = "0.0.0.0";
-  options.port = 0;
+  SimServerConfig options = TestSimServerConfig();
+  options.set_address("0.0.0.0");
+  options.set_port(0);
   auto server = SimServer::Create(options);
   ASSERT_TRUE(server.ok()) << server.status();
   ASSERT_NE((*server)->port(), 0);
@@ -472,9 +476,9 @@ TEST(SimServerCreateTest, BindsTheWildcardAddressForContainers) {
   (*server)->Stop();
 }
 
-// --- Fault injection (issue 4 item 6) and https ---
+// --- Fault injection and https ---
 
-std::unique_ptr<SimServer> StartWith(const SimServerOptions& options) {
+std::unique_ptr<SimServer> StartWith(const SimServerConfig& options) {
   auto server = SimServer::Create(options);
   EXPECT_TRUE(server.ok()) << server.status();
   if (!server.ok()) return nullptr;
@@ -482,10 +486,10 @@ std::unique_ptr<SimServer> StartWith(const SimServerOptions& options) {
   return *std::move(server);
 }
 
-SimServerOptions Fast() {
-  SimServerOptions options;
-  options.ttft_ms = 1;
-  options.itl_ms = 1;
+SimServerConfig Fast() {
+  SimServerConfig options = TestSimServerConfig();
+  options.set_ttft_ms(1);
+  options.set_itl_ms(1);
   return options;
 }
 
@@ -493,16 +497,16 @@ const char kStreamCompletion[] = R"({"prompt":"p","max_tokens":4,"stream":true})
 
 TEST(SimServerFaultTest, ErrorStatusesAreOpenAiStyleAndKeepTheConnection) {
   struct Case {
-    double SimServerOptions::*fraction;
+    void (SimServerConfig::*fraction)(double);
     int status;
     std::string message_part;
   };
-  for (const Case& c : {Case{&SimServerOptions::fault_429, 429, "rate limit"},
-                        Case{&SimServerOptions::fault_500, 500, "internal error"},
-                        Case{&SimServerOptions::fault_503, 503, "overload"}}) {
+  for (const Case& c : {Case{&SimServerConfig::set_fault_429, 429, "rate limit"},
+                        Case{&SimServerConfig::set_fault_500, 500, "internal error"},
+                        Case{&SimServerConfig::set_fault_503, 503, "overload"}}) {
     SCOPED_TRACE(c.status);
-    SimServerOptions options = Fast();
-    options.*(c.fraction) = 1;
+    SimServerConfig options = Fast();
+    (options.*(c.fraction))(1);
     auto server = StartWith(options);
     ASSERT_NE(server, nullptr);
     RawConnection conn(server->port());
@@ -523,9 +527,9 @@ TEST(SimServerFaultTest, ErrorStatusesAreOpenAiStyleAndKeepTheConnection) {
 }
 
 TEST(SimServerFaultTest, MalformedEventComesAfterKTokens) {
-  SimServerOptions options = Fast();
-  options.fault_malformed = 1;
-  options.fault_after_tokens = 2;
+  SimServerConfig options = Fast();
+  options.set_fault_malformed(1);
+  options.set_fault_after_tokens(2);
   auto server = StartWith(options);
   ASSERT_NE(server, nullptr);
   const Response r = Exchange(server->port(), Post("/v1/completions", kStreamCompletion));
@@ -539,9 +543,9 @@ TEST(SimServerFaultTest, MalformedEventComesAfterKTokens) {
 }
 
 TEST(SimServerFaultTest, ErrorEventEndsTheStreamCleanly) {
-  SimServerOptions options = Fast();
-  options.fault_error_event = 1;
-  options.fault_after_tokens = 1;
+  SimServerConfig options = Fast();
+  options.set_fault_error_event(1);
+  options.set_fault_after_tokens(1);
   auto server = StartWith(options);
   ASSERT_NE(server, nullptr);
   RawConnection conn(server->port());
@@ -557,9 +561,9 @@ TEST(SimServerFaultTest, ErrorEventEndsTheStreamCleanly) {
 }
 
 TEST(SimServerFaultTest, ResetClosesAfterKTokens) {
-  SimServerOptions options = Fast();
-  options.fault_reset = 1;
-  options.fault_after_tokens = 2;
+  SimServerConfig options = Fast();
+  options.set_fault_reset(1);
+  options.set_fault_after_tokens(2);
   auto server = StartWith(options);
   ASSERT_NE(server, nullptr);
   RawConnection conn(server->port());
@@ -573,10 +577,10 @@ TEST(SimServerFaultTest, ResetClosesAfterKTokens) {
 }
 
 TEST(SimServerFaultTest, StallPausesThenTheRestFollows) {
-  SimServerOptions options = Fast();
-  options.fault_stall = 1;
-  options.fault_after_tokens = 1;
-  options.fault_stall_ms = 150;
+  SimServerConfig options = Fast();
+  options.set_fault_stall(1);
+  options.set_fault_after_tokens(1);
+  options.set_fault_stall_ms(150);
   auto server = StartWith(options);
   ASSERT_NE(server, nullptr);
   const auto t0 = RealClock().Now();
@@ -588,8 +592,8 @@ TEST(SimServerFaultTest, StallPausesThenTheRestFollows) {
 
 TEST(SimServerFaultTest, SplitWritesTheSameBytesInManyPieces) {
   auto plain = StartWith(Fast());
-  SimServerOptions options = Fast();
-  options.fault_split = 1;
+  SimServerConfig options = Fast();
+  options.set_fault_split(1);
   auto split = StartWith(options);
   ASSERT_NE(plain, nullptr);
   ASSERT_NE(split, nullptr);
@@ -622,8 +626,8 @@ TEST(SimServerFaultTest, SplitWritesTheSameBytesInManyPieces) {
 }
 
 TEST(SimServerFaultTest, NonStreamedFaults) {
-  SimServerOptions options = Fast();
-  options.fault_malformed = 1;
+  SimServerConfig options = Fast();
+  options.set_fault_malformed(1);
   auto malformed = StartWith(options);
   ASSERT_NE(malformed, nullptr);
   const Response m = Exchange(malformed->port(), Post("/v1/completions", R"({"prompt":"p"})"));
@@ -631,7 +635,7 @@ TEST(SimServerFaultTest, NonStreamedFaults) {
   EXPECT_EQ(m.body, "surge-sim malformed chunk");
 
   options = Fast();
-  options.fault_reset = 1;
+  options.set_fault_reset(1);
   auto reset = StartWith(options);
   ASSERT_NE(reset, nullptr);
   const Response r = Exchange(reset->port(), Post("/v1/completions", R"({"prompt":"p"})"));
@@ -643,9 +647,9 @@ TEST(SimServerFaultTest, NonStreamedFaults) {
 
 // Statuses of `n` requests, one after another on one connection.
 std::vector<int> Statuses(uint64_t seed, int n) {
-  SimServerOptions options = Fast();
-  options.fault_503 = 0.5;
-  options.fault_seed = seed;
+  SimServerConfig options = Fast();
+  options.set_fault_503(0.5);
+  options.set_fault_seed(seed);
   auto server = StartWith(options);
   std::vector<int> out;
   if (server == nullptr) return out;
@@ -668,30 +672,30 @@ TEST(SimServerFaultTest, DrawsDependOnlyOnTheSeedAndTheRequestNumber) {
 }
 
 TEST(SimServerFaultTest, CreateRejectsBadFaultAndTlsOptions) {
-  SimServerOptions options;
-  options.fault_503 = 1.5;
+  SimServerConfig options = TestSimServerConfig();
+  options.set_fault_503(1.5);
   auto over = SimServer::Create(options);
   EXPECT_EQ(over.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(over.status().message()), StartsWith("fault_503: "));
 
-  options = SimServerOptions();
-  options.fault_429 = 0.6;
-  options.fault_reset = 0.6;
+  options = TestSimServerConfig();
+  options.set_fault_429(0.6);
+  options.set_fault_reset(0.6);
   auto sum = SimServer::Create(options);
   EXPECT_EQ(sum.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(sum.status().message()), HasSubstr("must be <= 1"));
 
-  options = SimServerOptions();
-  options.fault_stall_ms = -1;
+  options = TestSimServerConfig();
+  options.set_fault_stall_ms(-1);
   EXPECT_EQ(SimServer::Create(options).status().code(), absl::StatusCode::kInvalidArgument);
 
-  options = SimServerOptions();
-  options.tls_cert_file = "/no/such.crt";
+  options = TestSimServerConfig();
+  options.set_tls_cert_file("/no/such.crt");
   auto half = SimServer::Create(options);
   EXPECT_EQ(half.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(half.status().message()), HasSubstr("give both"));
 
-  options.tls_key_file = "/no/such.key";
+  options.set_tls_key_file("/no/such.key");
   auto missing = SimServer::Create(options);
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(missing.status().message()), StartsWith("tls_cert_file: cannot load"));
@@ -700,9 +704,9 @@ TEST(SimServerFaultTest, CreateRejectsBadFaultAndTlsOptions) {
 TEST(SimServerTlsTest, PlainHttpGetsNoHttpAnswer) {
   const auto cert = surge::testing::MakeSelfSignedCert(::testing::TempDir(), "sim-tls-test");
   ASSERT_FALSE(cert.cert_path.empty());
-  SimServerOptions options = Fast();
-  options.tls_cert_file = cert.cert_path;
-  options.tls_key_file = cert.key_path;
+  SimServerConfig options = Fast();
+  options.set_tls_cert_file(cert.cert_path);
+  options.set_tls_key_file(cert.key_path);
   auto server = StartWith(options);
   ASSERT_NE(server, nullptr);
   const auto t0 = RealClock().Now();
@@ -714,8 +718,9 @@ TEST(SimServerTlsTest, PlainHttpGetsNoHttpAnswer) {
   EXPECT_EQ(server->requests_served(), 0u);
 }
 
-TEST(SimServerConfigTest, OptionsFromConfig) {
-  surge::v1::SimServerConfig config;
+// Every option a run can give its built-in server is one Create takes.
+TEST(SimServerConfigTest, CreateTakesEveryRunOption) {
+  SimServerConfig config = TestSimServerConfig();
   config.set_ttft_ms(7);
   config.set_itl_ms(3);
   config.set_fault_429(0.1);
@@ -729,22 +734,8 @@ TEST(SimServerConfigTest, OptionsFromConfig) {
   config.set_fault_after_tokens(4);
   config.set_fault_stall_ms(250);
   config.set_fault_seed(99);
-  const SimServerOptions o = SimServerOptionsFromConfig(config);
-  EXPECT_EQ(o.ttft_ms, 7);
-  EXPECT_EQ(o.itl_ms, 3);
-  EXPECT_EQ(o.fault_429, 0.1);
-  EXPECT_EQ(o.fault_500, 0.01);
-  EXPECT_EQ(o.fault_503, 0.2);
-  EXPECT_EQ(o.fault_reset, 0.03);
-  EXPECT_EQ(o.fault_malformed, 0.04);
-  EXPECT_EQ(o.fault_stall, 0.05);
-  EXPECT_EQ(o.fault_split, 0.06);
-  EXPECT_EQ(o.fault_error_event, 0.07);
-  EXPECT_EQ(o.fault_after_tokens, 4u);
-  EXPECT_EQ(o.fault_stall_ms, 250);
-  EXPECT_EQ(o.fault_seed, 99u);
-  EXPECT_TRUE(o.tls_cert_file.empty());
-  EXPECT_TRUE(SimServer::Create(o).ok());
+  EXPECT_TRUE(config.tls_cert_file().empty());
+  EXPECT_TRUE(SimServer::Create(config).ok());
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-// The option table (issue 10 item 2, R-CFG-1): YAML keys, flags, defaults,
-// checks and the saved JSON all made from the OptionSpec of each field, on
+// The option table (R-CFG-1): YAML keys, flags, defaults, checks, the saved
+// JSON and the flags that carry a message all made from the OptionSpec of each field, on
 // a test configuration with every kind of field (testproto/), and on
 // RunConfig itself (every option declared once, today's flags kept).
 #include "coordinator/config/option_table.h"
@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -198,15 +199,81 @@ TEST(OptionTableTest, RunConfigKeepsEveryFlagAndKey) {
             "ramp_up_start_rps, ramp_up_strategy, rate_rps}], spikes: [{at_s, duration_s, "
             "rate_multiplier}], mmpp_states: [{mean_dwell_s, rate_multiplier}]}, goodput: "
             "{e2el_ms, tpot_ms, ttft_ms}");
-  // `surge sim-server` names the same options without the prefix.
+  // `surge sim-server` names the same options without the prefix, after its
+  // own listen options (root_only: no keys of a run).
   std::vector<std::string> sim;
   for (const OptionFlag& f : OptionTable::For(surge::v1::SimServerConfig::descriptor()).flags()) {
     sim.push_back(f.name);
   }
   EXPECT_EQ(absl::StrJoin(sim, " "),
-            "ttft-ms itl-ms fault-429 fault-500 fault-503 fault-reset fault-malformed "
-            "fault-stall fault-split fault-error-event fault-after-tokens fault-stall-ms "
-            "fault-seed");
+            "host port request-log model tls-cert tls-key ttft-ms itl-ms fault-429 fault-500 "
+            "fault-503 fault-reset fault-malformed fault-stall fault-split fault-error-event "
+            "fault-after-tokens fault-stall-ms fault-seed");
+}
+
+// A root_only field is a flag of its own message's table, and no key, flag
+// or saved value of a table that reaches the message through another.
+TEST(OptionTableTest, RootOnlyFieldsBelongToTheirOwnTableOnly) {
+  const OptionTable& inner = OptionTable::For(surge::test::Inner::descriptor());
+  std::vector<std::string> names;
+  for (const OptionFlag& f : inner.flags()) names.push_back(f.name);
+  EXPECT_THAT(names, ElementsAre("mode", "place"));
+  EXPECT_EQ(WithDefaults<surge::test::Inner>().place(), "here");
+  EXPECT_EQ(TestTable().FindFlag("in-place"), nullptr);
+  EXPECT_EQ(TestTable().root().Find("in_place"), nullptr);
+  surge::test::Root root = WithDefaults<surge::test::Root>();
+  EXPECT_EQ(root.inner().place(), "");  // no default through Root
+  root.mutable_inner()->set_place("there");
+  EXPECT_FALSE(TestTable().Save(root).contains("in_place"));
+}
+
+// FlagArgs gives back, through SetFlag over the defaults, the very message:
+// doubles with 17 digits, list items one flag each, bools as --x=VALUE,
+// unset optional fields and empty texts with an empty default left out.
+TEST(OptionTableTest, FlagArgsCarryTheMessageExactly) {
+  surge::test::Root root = WithDefaults<surge::test::Root>();
+  root.mutable_traffic()->set_shape(surge::test::SHAPE_RAMP_UP);
+  root.add_tags("a");
+  root.add_tags("b c");
+  root.clear_count();
+  root.set_on(true);
+  root.set_offset(-7);
+  root.mutable_inner()->set_mode("b");
+  const std::vector<std::string> args = TestTable().FlagArgs(root);
+  EXPECT_THAT(args, ElementsAre("--shape", "ramp_up", "--tag", "a", "--tag", "b c", "--on=true",
+                                "--offset", "-7", "--in-mode", "b"));
+  surge::test::Root back = WithDefaults<surge::test::Root>();
+  back.clear_count();
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string name = args[i].substr(2);
+    std::string value;
+    if (const size_t eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name.resize(eq);
+    } else {
+      value = args[++i];
+    }
+    const OptionFlag* flag = TestTable().FindFlag(name);
+    ASSERT_NE(flag, nullptr) << name;
+    EXPECT_EQ(TestTable().SetFlag(*flag, value, &back), "");
+  }
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(root, back))
+      << root.DebugString() << "\n"
+      << back.DebugString();
+
+  surge::v1::SimServerConfig sim;
+  sim.set_ttft_ms(0.1);  // not exact in binary: 17 digits bring the same double back
+  sim.set_fault_stall_ms(1500);
+  const std::vector<std::string> sim_args =
+      OptionTable::For(surge::v1::SimServerConfig::descriptor()).FlagArgs(sim);
+  const auto ttft = std::find(sim_args.begin(), sim_args.end(), "--ttft-ms");
+  ASSERT_TRUE(ttft != sim_args.end() && ttft + 1 != sim_args.end());
+  EXPECT_EQ(*(ttft + 1), "0.10000000000000001");
+  EXPECT_EQ(std::strtod((ttft + 1)->c_str(), nullptr), 0.1);
+  EXPECT_THAT(sim_args, ::testing::Contains("1500"));
+  // Empty texts whose default is empty too are left out; the port is not.
+  EXPECT_THAT(sim_args, ::testing::Not(::testing::Contains("--request-log")));
+  EXPECT_THAT(sim_args, ::testing::Contains("--port"));
 }
 
 }  // namespace

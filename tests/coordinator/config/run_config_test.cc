@@ -114,7 +114,7 @@ TEST(RunConfigTest, ValidatorRejectsOutOfRangeValues) {
 }
 
 // Texts that travel to the workers in proto strings must be valid UTF-8: a
-// worker could not decode a Welcome carrying a raw 0xFF (issue 8 item 1).
+// worker could not decode a Welcome carrying a raw 0xFF.
 TEST(RunConfigTest, ValidatorRejectsTextThatIsNotUtf8) {
   surge::v1::RunConfig c = DefaultRunConfig();
   c.mutable_target()->set_model("m\xff");
@@ -436,7 +436,7 @@ TEST(LatePolicyConfigTest, ParsesValidatesAndSavesOnlyNonDefaults) {
             "--late-policy, --request-rate)");
 }
 
-// Live metrics (issue 10 item 7): the YAML keys, their range, the unused
+// Live metrics: the YAML keys, their range, the unused
 // host warned, and neither saved in run_config.json.
 TEST(RunConfigTest, MetricsPortAndHost) {
   surge::v1::RunConfig c;

@@ -19,13 +19,13 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "simserver/sim_server.h"
+#include "tests/simserver/test_sim_server_config.h"
 #include "tests/worker/http/sender_test_util.h"
 
 namespace surge::worker {
 namespace {
 
 using ::surge::simserver::SimServer;
-using ::surge::simserver::SimServerOptions;
 using ::surge::testing::kMs;
 using ::surge::testing::kSlackNs;
 using ::surge::testing::MakeAssignment;
@@ -34,7 +34,9 @@ using ::surge::testing::OffsetClock;
 using ::surge::testing::PlainTarget;
 using ::surge::testing::SendOne;
 using ::surge::testing::StartSim;
+using ::surge::testing::TestSimServerConfig;
 using ::surge::v1::RequestRecord;
+using ::surge::v1::SimServerConfig;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
@@ -296,9 +298,9 @@ TEST(BeastRequestSenderTest, ServerRestartDoesNotBreakThePool) {
   ASSERT_NE(sender, nullptr);
   EXPECT_EQ(SendOne(*sender, MakeAssignment(0, 2)).status(), surge::v1::OK);
   server.reset();  // closes the pooled connection from the server side
-  SimServerOptions options;
-  options.port = port;
-  options.ttft_ms = 1;
+  SimServerConfig options = TestSimServerConfig();
+  options.set_port(port);
+  options.set_ttft_ms(1);
   auto again = SimServer::Create(options);
   ASSERT_TRUE(again.ok()) << again.status();
   (*again)->Start();

@@ -18,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "simserver/sim_server.h"
+#include "tests/simserver/test_sim_server_config.h"
 #include "tests/worker/http/canned_server.h"
 #include "tests/worker/http/self_signed_cert.h"
 #include "tests/worker/http/sender_test_util.h"
@@ -27,7 +28,6 @@
 namespace surge::worker {
 namespace {
 
-using ::surge::simserver::SimServerOptions;
 using ::surge::testing::CannedServer;
 using ::surge::testing::HttpAnswer;
 using ::surge::testing::kMs;
@@ -37,7 +37,9 @@ using ::surge::testing::OffsetClock;
 using ::surge::testing::Request;
 using ::surge::testing::SendOne;
 using ::surge::testing::StartSimServer;
+using ::surge::testing::TestSimServerConfig;
 using ::surge::v1::RequestRecord;
+using ::surge::v1::SimServerConfig;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
@@ -51,10 +53,10 @@ void WaitForConnections(const BeastRequestSender& sender, uint64_t n) {
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
 }
 
-SimServerOptions SimOptions(double ttft_ms, double itl_ms) {
-  SimServerOptions options;
-  options.ttft_ms = ttft_ms;
-  options.itl_ms = itl_ms;
+SimServerConfig SimOptions(double ttft_ms, double itl_ms) {
+  SimServerConfig options = TestSimServerConfig();
+  options.set_ttft_ms(ttft_ms);
+  options.set_itl_ms(itl_ms);
   return options;
 }
 
@@ -255,11 +257,11 @@ TEST(PreparedSendTest, HttpsPreparedRequestHandshakesAhead) {
   const surge::testing::CertFiles cert =
       surge::testing::MakeSelfSignedCert(::testing::TempDir(), "surge-prepared-https");
   ASSERT_FALSE(cert.cert_path.empty());
-  SimServerOptions options;
-  options.ttft_ms = 5;
-  options.itl_ms = 1;
-  options.tls_cert_file = cert.cert_path;
-  options.tls_key_file = cert.key_path;
+  SimServerConfig options = TestSimServerConfig();
+  options.set_ttft_ms(5);
+  options.set_itl_ms(1);
+  options.set_tls_cert_file(cert.cert_path);
+  options.set_tls_key_file(cert.key_path);
   auto server = StartSimServer(options);
   ASSERT_NE(server, nullptr);
   auto target = LocalTarget(server->port(), /*https=*/true);

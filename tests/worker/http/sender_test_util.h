@@ -12,6 +12,7 @@
 #include "common/clock.h"
 #include "gtest/gtest.h"
 #include "simserver/sim_server.h"
+#include "tests/simserver/test_sim_server_config.h"
 #include "surge/v1/config.pb.h"
 #include "worker/http/beast_request_sender.h"
 
@@ -22,7 +23,7 @@ inline constexpr int64_t kMs = 1'000'000;
 inline constexpr int64_t kSlackNs = 60 * kMs;
 
 inline std::unique_ptr<simserver::SimServer> StartSimServer(
-    const simserver::SimServerOptions& options) {
+    const surge::v1::SimServerConfig& options) {
   auto server = simserver::SimServer::Create(options);
   EXPECT_TRUE(server.ok()) << server.status();
   if (!server.ok()) return nullptr;
@@ -32,9 +33,9 @@ inline std::unique_ptr<simserver::SimServer> StartSimServer(
 
 // The sim server on 127.0.0.1:0 with the given timing.
 inline std::unique_ptr<simserver::SimServer> StartSim(double ttft_ms, double itl_ms) {
-  simserver::SimServerOptions options;
-  options.ttft_ms = ttft_ms;
-  options.itl_ms = itl_ms;
+  surge::v1::SimServerConfig options = TestSimServerConfig();
+  options.set_ttft_ms(ttft_ms);
+  options.set_itl_ms(itl_ms);
   return StartSimServer(options);
 }
 

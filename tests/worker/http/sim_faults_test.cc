@@ -12,6 +12,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "simserver/sim_server.h"
+#include "tests/simserver/test_sim_server_config.h"
 #include "tests/worker/http/self_signed_cert.h"
 #include "tests/worker/http/sender_test_util.h"
 #include "worker/http/beast_request_sender.h"
@@ -20,7 +21,6 @@ namespace surge::worker {
 namespace {
 
 using ::surge::simserver::SimServer;
-using ::surge::simserver::SimServerOptions;
 using ::surge::testing::CertFiles;
 using ::surge::testing::kMs;
 using ::surge::testing::LocalTarget;
@@ -29,12 +29,14 @@ using ::surge::testing::NewSender;
 using ::surge::testing::Request;
 using ::surge::testing::SendOne;
 using ::surge::testing::StartSimServer;
+using ::surge::testing::TestSimServerConfig;
 using ::surge::v1::RequestRecord;
+using ::surge::v1::SimServerConfig;
 using ::testing::StartsWith;
 
 struct FaultCase {
   const char* name;
-  double SimServerOptions::*fraction;  // set to 1: every request gets it
+  void (SimServerConfig::*fraction)(double);  // set to 1: every request gets it
   bool stream;
   surge::v1::RequestStatus status;
   std::string error_prefix;  // "" = no error
@@ -59,16 +61,16 @@ CertFiles* SimFaultTest::cert_ = nullptr;
 TEST_P(SimFaultTest, BecomesTheRightRecord) {
   const auto& [c, https] = GetParam();
   ASSERT_FALSE(cert_->cert_path.empty());
-  SimServerOptions options;
-  options.ttft_ms = 2;
-  options.itl_ms = 1;
-  options.*(c.fraction) = 1;
-  options.fault_after_tokens = 2;
-  options.fault_stall_ms = 5000;  // beyond the client's timeout below
-  options.fault_seed = 11;
+  SimServerConfig options = TestSimServerConfig();
+  options.set_ttft_ms(2);
+  options.set_itl_ms(1);
+  (options.*(c.fraction))(1);
+  options.set_fault_after_tokens(2);
+  options.set_fault_stall_ms(5000);  // beyond the client's timeout below
+  options.set_fault_seed(11);
   if (https) {
-    options.tls_cert_file = cert_->cert_path;
-    options.tls_key_file = cert_->key_path;
+    options.set_tls_cert_file(cert_->cert_path);
+    options.set_tls_key_file(cert_->key_path);
   }
   auto server = StartSimServer(options);
   ASSERT_NE(server, nullptr);
@@ -101,26 +103,26 @@ TEST_P(SimFaultTest, BecomesTheRightRecord) {
 }
 
 const FaultCase kFaultCases[] = {
-    {"Http429", &SimServerOptions::fault_429, true, surge::v1::FAILED, "http_429: ", 429},
-    {"Http500", &SimServerOptions::fault_500, true, surge::v1::FAILED, "http_500: ", 500},
-    {"Http503", &SimServerOptions::fault_503, true, surge::v1::FAILED, "http_503: ", 503},
-    {"Reset", &SimServerOptions::fault_reset, true, surge::v1::FAILED, "closed_mid_stream", 200},
-    {"Malformed", &SimServerOptions::fault_malformed, true, surge::v1::FAILED,
+    {"Http429", &SimServerConfig::set_fault_429, true, surge::v1::FAILED, "http_429: ", 429},
+    {"Http500", &SimServerConfig::set_fault_500, true, surge::v1::FAILED, "http_500: ", 500},
+    {"Http503", &SimServerConfig::set_fault_503, true, surge::v1::FAILED, "http_503: ", 503},
+    {"Reset", &SimServerConfig::set_fault_reset, true, surge::v1::FAILED, "closed_mid_stream", 200},
+    {"Malformed", &SimServerConfig::set_fault_malformed, true, surge::v1::FAILED,
      "bad_chunk: bad JSON in event: surge-sim malformed chunk", 200},
-    {"Stall", &SimServerOptions::fault_stall, true, surge::v1::FAILED, "timeout", 200},
-    {"Split", &SimServerOptions::fault_split, true, surge::v1::OK, "", 200},
-    {"ErrorEvent", &SimServerOptions::fault_error_event, true, surge::v1::FAILED,
+    {"Stall", &SimServerConfig::set_fault_stall, true, surge::v1::FAILED, "timeout", 200},
+    {"Split", &SimServerConfig::set_fault_split, true, surge::v1::OK, "", 200},
+    {"ErrorEvent", &SimServerConfig::set_fault_error_event, true, surge::v1::FAILED,
      "stream_error: server error: simulated engine failure", 200},
     // Non-streamed answers.
-    {"Http503Whole", &SimServerOptions::fault_503, false, surge::v1::FAILED, "http_503: ", 503},
+    {"Http503Whole", &SimServerConfig::set_fault_503, false, surge::v1::FAILED, "http_503: ", 503},
     // A whole answer cut before its Content-Length.
-    {"ResetWhole", &SimServerOptions::fault_reset, false, surge::v1::FAILED, "incomplete_body",
+    {"ResetWhole", &SimServerConfig::set_fault_reset, false, surge::v1::FAILED, "incomplete_body",
      200},
-    {"MalformedWhole", &SimServerOptions::fault_malformed, false, surge::v1::FAILED,
+    {"MalformedWhole", &SimServerConfig::set_fault_malformed, false, surge::v1::FAILED,
      "bad_response: ", 200},
-    {"StallWhole", &SimServerOptions::fault_stall, false, surge::v1::FAILED, "timeout", 0},
-    {"SplitWhole", &SimServerOptions::fault_split, false, surge::v1::OK, "", 200},
-    {"ErrorEventWhole", &SimServerOptions::fault_error_event, false, surge::v1::FAILED,
+    {"StallWhole", &SimServerConfig::set_fault_stall, false, surge::v1::FAILED, "timeout", 0},
+    {"SplitWhole", &SimServerConfig::set_fault_split, false, surge::v1::OK, "", 200},
+    {"ErrorEventWhole", &SimServerConfig::set_fault_error_event, false, surge::v1::FAILED,
      "bad_response: server error: simulated engine failure", 200},
 };
 
@@ -132,8 +134,8 @@ INSTANTIATE_TEST_SUITE_P(Kinds, SimFaultTest,
                          });
 
 TEST(SimFaultEndToEndTest, ThreeRequestsAllServiceUnavailable) {
-  SimServerOptions options;
-  options.fault_503 = 1;
+  SimServerConfig options = TestSimServerConfig();
+  options.set_fault_503(1);
   auto server = StartSimServer(options);
   ASSERT_NE(server, nullptr);
   auto sender = NewSender(LocalTarget(server->port()));
@@ -155,11 +157,11 @@ TEST(SimFaultEndToEndTest, ThreeRequestsAllServiceUnavailable) {
 }
 
 TEST(SimFaultEndToEndTest, ResetAfterKTokensKeepsTheTokensCounted) {
-  SimServerOptions options;
-  options.ttft_ms = 1;
-  options.itl_ms = 1;
-  options.fault_reset = 1;
-  options.fault_after_tokens = 3;
+  SimServerConfig options = TestSimServerConfig();
+  options.set_ttft_ms(1);
+  options.set_itl_ms(1);
+  options.set_fault_reset(1);
+  options.set_fault_after_tokens(3);
   auto server = StartSimServer(options);
   ASSERT_NE(server, nullptr);
   auto sender = NewSender(LocalTarget(server->port()));
@@ -177,12 +179,12 @@ TEST(SimFaultEndToEndTest, ResetAfterKTokensKeepsTheTokensCounted) {
 }
 
 TEST(SimFaultEndToEndTest, StallShorterThanTheTimeoutShowsAsOneLongGap) {
-  SimServerOptions options;
-  options.ttft_ms = 1;
-  options.itl_ms = 2;
-  options.fault_stall = 1;
-  options.fault_after_tokens = 2;
-  options.fault_stall_ms = 200;
+  SimServerConfig options = TestSimServerConfig();
+  options.set_ttft_ms(1);
+  options.set_itl_ms(2);
+  options.set_fault_stall(1);
+  options.set_fault_after_tokens(2);
+  options.set_fault_stall_ms(200);
   auto server = StartSimServer(options);
   ASSERT_NE(server, nullptr);
   auto sender = NewSender(LocalTarget(server->port()));
@@ -204,10 +206,10 @@ TEST(SimFaultEndToEndTest, StallShorterThanTheTimeoutShowsAsOneLongGap) {
 }
 
 TEST(SimFaultEndToEndTest, SplitChunksAreReassembledExactly) {
-  SimServerOptions options;
-  options.ttft_ms = 1;
-  options.itl_ms = 0;
-  options.fault_split = 1;
+  SimServerConfig options = TestSimServerConfig();
+  options.set_ttft_ms(1);
+  options.set_itl_ms(0);
+  options.set_fault_split(1);
   auto server = StartSimServer(options);
   ASSERT_NE(server, nullptr);
   for (const char* endpoint : {"/v1/chat/completions", "/v1/completions"}) {
@@ -229,14 +231,14 @@ TEST(SimFaultEndToEndTest, SplitChunksAreReassembledExactly) {
 // Statuses and errors (without the varying bodies) of `n` sequential
 // requests against a server with a mix of faults.
 std::vector<std::string> Outcomes(uint64_t seed, int n) {
-  SimServerOptions options;
-  options.ttft_ms = 1;
-  options.itl_ms = 0;
-  options.fault_429 = 0.2;
-  options.fault_503 = 0.2;
-  options.fault_reset = 0.2;
-  options.fault_malformed = 0.2;
-  options.fault_seed = seed;
+  SimServerConfig options = TestSimServerConfig();
+  options.set_ttft_ms(1);
+  options.set_itl_ms(0);
+  options.set_fault_429(0.2);
+  options.set_fault_503(0.2);
+  options.set_fault_reset(0.2);
+  options.set_fault_malformed(0.2);
+  options.set_fault_seed(seed);
   auto server = StartSimServer(options);
   if (server == nullptr) return {};
   auto sender = NewSender(LocalTarget(server->port()));

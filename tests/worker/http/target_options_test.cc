@@ -18,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "simserver/sim_server.h"
+#include "tests/simserver/test_sim_server_config.h"
 #include "tests/worker/http/canned_server.h"
 #include "tests/worker/http/self_signed_cert.h"
 #include "tests/worker/http/sender_test_util.h"
@@ -31,7 +32,6 @@ using ::surge::client::LoadApiKey;
 using ::surge::client::ParseExtraBody;
 using ::surge::client::RedactApiKey;
 using ::surge::simserver::SimServer;
-using ::surge::simserver::SimServerOptions;
 using ::surge::testing::CannedServer;
 using ::surge::testing::CertFiles;
 using ::surge::testing::Chunk;
@@ -44,7 +44,9 @@ using ::surge::testing::Request;
 using ::surge::testing::SendOne;
 using ::surge::testing::SseHeader;
 using ::surge::testing::StartSimServer;
+using ::surge::testing::TestSimServerConfig;
 using ::surge::v1::RequestRecord;
+using ::surge::v1::SimServerConfig;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
@@ -73,11 +75,11 @@ class HttpsTest : public ::testing::Test {
   }
 
   std::unique_ptr<SimServer> StartTlsSim(const CertFiles& cert) {
-    SimServerOptions options;
-    options.ttft_ms = 5;
-    options.itl_ms = 1;
-    options.tls_cert_file = cert.cert_path;
-    options.tls_key_file = cert.key_path;
+    SimServerConfig options = TestSimServerConfig();
+    options.set_ttft_ms(5);
+    options.set_itl_ms(1);
+    options.set_tls_cert_file(cert.cert_path);
+    options.set_tls_key_file(cert.key_path);
     return StartSimServer(options);
   }
 
@@ -337,9 +339,9 @@ TEST(ExtraRequestFieldsTest, HeadersAndBodyReachTheServer) {
 
 TEST(ExtraRequestFieldsTest, BodyFieldsReachTheSimServer) {
   // The sim server honours an overriding max_tokens from the extra body.
-  SimServerOptions options;
-  options.ttft_ms = 1;
-  options.itl_ms = 0;
+  SimServerConfig options = TestSimServerConfig();
+  options.set_ttft_ms(1);
+  options.set_itl_ms(0);
   auto server = StartSimServer(options);
   ASSERT_NE(server, nullptr);
   surge::v1::TargetConfig target = LocalTarget(server->port());

@@ -1,0 +1,28 @@
+#include "common/role_options.h"
+
+#include <cmath>
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "common/zmq_transport.h"
+
+namespace surge {
+
+absl::StatusOr<std::chrono::milliseconds> JoinTimeout(double seconds) {
+  if (!(seconds > 0) || seconds > 86400) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--join-timeout ", seconds, ": must be > 0 and at most 86400 seconds"));
+  }
+  return std::chrono::milliseconds(static_cast<int64_t>(std::ceil(seconds * 1000)));
+}
+
+absl::StatusOr<std::string> ReadKeyFlag(const std::string& flag, const std::string& path) {
+  absl::StatusOr<std::string> key = ReadCurveKeyFile(path);
+  if (!key.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(flag, ": ", key.status().message()));
+  }
+  return key;
+}
+
+}  // namespace surge

@@ -1,0 +1,279 @@
+#include "simserver/answer_model.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/prompt_builder.h"
+
+namespace surge::simserver {
+namespace {
+
+using Json = nlohmann::json;
+using surge::v1::SimServerConfig;
+
+// Largest piece of a split answer, bytes.
+constexpr int kSplitMaxPiece = 11;
+
+// Each fault kind with the SimServerConfig field (config.proto) that holds
+// its fraction, in the order the kinds take their slices of [0, 1).
+struct FaultField {
+  Fault fault;
+  const char* field;
+};
+constexpr FaultField kFaultFields[] = {
+    {Fault::k429, "fault_429"},
+    {Fault::k500, "fault_500"},
+    {Fault::k503, "fault_503"},
+    {Fault::kReset, "fault_reset"},
+    {Fault::kMalformed, "fault_malformed"},
+    {Fault::kStall, "fault_stall"},
+    {Fault::kSplit, "fault_split"},
+    {Fault::kErrorEvent, "fault_error_event"},
+};
+
+double Fraction(const SimServerConfig& config, const char* field) {
+  return config.GetReflection()->GetDouble(config,
+                                           SimServerConfig::descriptor()->FindFieldByName(field));
+}
+
+uint64_t SplitMix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+absl::Status CheckDelay(const char* field, double ms) {
+  if (ms >= 0 && std::isfinite(ms)) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(field, ": ", ms, " must be a finite number >= 0"));
+}
+
+absl::Status CheckFaultFractions(const SimServerConfig& config) {
+  double sum = 0;
+  std::vector<std::string> names;
+  for (const FaultField& kind : kFaultFields) {
+    const double fraction = Fraction(config, kind.field);
+    if (!(fraction >= 0 && fraction <= 1)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(kind.field, ": ", fraction, " must be a fraction in [0, 1]"));
+    }
+    sum += fraction;
+    names.push_back(kind.field);
+  }
+  if (sum > 1 + 1e-9) {
+    return absl::InvalidArgumentError(absl::StrCat(absl::StrJoin(names, " + "), " = ", sum,
+                                                   " must be <= 1 (one fault per request)"));
+  }
+  return absl::OkStatus();
+}
+
+// Text of one chat message's content: a string, or an array of parts whose
+// "text" members are concatenated.
+absl::StatusOr<std::string> MessageText(const Json& message) {
+  if (!message.is_object()) return absl::InvalidArgumentError("each message must be an object");
+  auto content = message.find("content");
+  if (content == message.end() || content->is_null()) return std::string();
+  if (content->is_string()) return content->get<std::string>();
+  if (content->is_array()) {
+    std::string text;
+    for (const Json& part : *content) {
+      if (part.is_object()) {
+        auto t = part.find("text");
+        if (t != part.end() && t->is_string()) text += t->get<std::string>();
+      }
+    }
+    return text;
+  }
+  return absl::InvalidArgumentError("message content must be a string or an array of parts");
+}
+
+// Prompt tokens of a chat request's "messages".
+absl::StatusOr<uint32_t> ChatPromptTokens(const Json& json) {
+  auto messages = json.find("messages");
+  if (messages == json.end() || !messages->is_array() || messages->empty()) {
+    return absl::InvalidArgumentError("'messages' must be a non-empty array");
+  }
+  std::string prompt;
+  for (const Json& message : *messages) {
+    absl::StatusOr<std::string> text = MessageText(message);
+    if (!text.ok()) return text.status();
+    prompt += *text;
+  }
+  return EstimateTokens(prompt);
+}
+
+// Prompt tokens of a completion request's "prompt": a string, a list of
+// strings, or a list of token ids (one token each).
+absl::StatusOr<uint32_t> CompletionPromptTokens(const Json& json) {
+  auto p = json.find("prompt");
+  if (p == json.end()) return absl::InvalidArgumentError("'prompt' is required");
+  if (p->is_string()) return EstimateTokens(p->get_ref<const std::string&>());
+  if (!p->is_array()) return absl::InvalidArgumentError("'prompt' must be a string or a list");
+  uint32_t tokens = 0;
+  for (const Json& item : *p) {
+    if (item.is_string()) {
+      tokens += EstimateTokens(item.get_ref<const std::string&>());
+    } else if (item.is_number_integer()) {
+      tokens += 1;
+    } else {
+      return absl::InvalidArgumentError(
+          "'prompt' must be a string, a list of strings or a list of token ids");
+    }
+  }
+  return tokens;
+}
+
+// max_tokens, max_completion_tokens, stream and stream_options into `req`.
+absl::Status ReadAnswerShape(const Json& json, CompletionRequest* req) {
+  for (const char* key : {"max_tokens", "max_completion_tokens"}) {
+    auto it = json.find(key);
+    if (it == json.end() || it->is_null()) continue;
+    if (!it->is_number_integer() || it->get<int64_t>() < 1 || it->get<int64_t>() > kMaxMaxTokens) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("'", key, "' must be an integer in 1..", kMaxMaxTokens));
+    }
+    req->max_tokens = it->get<int64_t>();  // max_completion_tokens, checked last, wins
+  }
+  if (auto s = json.find("stream"); s != json.end() && !s->is_null()) {
+    if (!s->is_boolean()) return absl::InvalidArgumentError("'stream' must be a boolean");
+    req->stream = s->get<bool>();
+  }
+  if (auto o = json.find("stream_options"); o != json.end() && o->is_object()) {
+    auto u = o->find("include_usage");
+    if (u != o->end() && u->is_boolean()) req->include_usage = u->get<bool>();
+  }
+  return absl::OkStatus();
+}
+
+Json UsageJson(const CompletionRequest& req) {
+  return Json{{"prompt_tokens", req.prompt_tokens},
+              {"completion_tokens", req.max_tokens},
+              {"total_tokens", req.prompt_tokens + req.max_tokens}};
+}
+
+}  // namespace
+
+absl::Status CheckSimServerConfig(const SimServerConfig& config) {
+  if (absl::Status s = CheckDelay("ttft_ms", config.ttft_ms()); !s.ok()) return s;
+  if (absl::Status s = CheckDelay("itl_ms", config.itl_ms()); !s.ok()) return s;
+  if (config.threads() < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("threads: ", config.threads(), " must be >= 1"));
+  }
+  if (config.model().empty()) return absl::InvalidArgumentError("model: must not be empty");
+  if (config.tls_cert_file().empty() != config.tls_key_file().empty()) {
+    return absl::InvalidArgumentError(
+        "tls_cert_file and tls_key_file: give both (https) or neither (http)");
+  }
+  if (absl::Status s = CheckFaultFractions(config); !s.ok()) return s;
+  return CheckDelay("fault_stall_ms", config.fault_stall_ms());
+}
+
+std::chrono::nanoseconds MsToNanos(double ms) {
+  return std::chrono::nanoseconds(std::llround(ms * 1e6));
+}
+
+absl::StatusOr<CompletionRequest> ParseCompletionRequest(bool chat, const std::string& body,
+                                                         const std::string& default_model) {
+  Json json = Json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded()) return absl::InvalidArgumentError("request body is not valid JSON");
+  if (!json.is_object()) return absl::InvalidArgumentError("request body must be a JSON object");
+  CompletionRequest req;
+  req.chat = chat;
+  req.model = default_model;
+  if (auto m = json.find("model"); m != json.end()) {
+    if (!m->is_string()) return absl::InvalidArgumentError("'model' must be a string");
+    if (!m->get_ref<const std::string&>().empty()) req.model = m->get<std::string>();
+  }
+  absl::StatusOr<uint32_t> prompt_tokens =
+      chat ? ChatPromptTokens(json) : CompletionPromptTokens(json);
+  if (!prompt_tokens.ok()) return prompt_tokens.status();
+  req.prompt_tokens = *prompt_tokens;
+  if (absl::Status s = ReadAnswerShape(json, &req); !s.ok()) return s;
+  return req;
+}
+
+std::string ErrorBody(const std::string& message, const char* type, unsigned code) {
+  Json body = {{"error", {{"message", message}, {"type", type}, {"code", code}}}};
+  return body.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+AnswerWriter::AnswerWriter(const CompletionRequest& req, uint64_t serial, int64_t created_unix_s)
+    : req_(req),
+      id_(absl::StrCat(req.chat ? "chatcmpl-sim-" : "cmpl-sim-", serial)),
+      created_(created_unix_s) {}
+
+std::string AnswerWriter::Chunk(const Json& delta, bool last) const {
+  Json choice = {{"index", 0}};
+  if (req_.chat) {
+    choice["delta"] = delta;
+    choice["logprobs"] = nullptr;
+  } else {
+    choice["text"] = delta.value("content", "");
+    choice["logprobs"] = nullptr;
+  }
+  choice["finish_reason"] = last ? Json("length") : Json(nullptr);
+  return Base(req_.chat ? "chat.completion.chunk" : "text_completion", Json::array({choice}))
+      .dump();
+}
+
+std::string AnswerWriter::UsageChunk() const {
+  Json json = Base(req_.chat ? "chat.completion.chunk" : "text_completion", Json::array());
+  json["usage"] = UsageJson(req_);
+  return json.dump();
+}
+
+std::string AnswerWriter::Whole() const {
+  std::string text;
+  text.reserve(sizeof(kTokenText) * req_.max_tokens);
+  for (int64_t i = 0; i < req_.max_tokens; ++i) text += kTokenText;
+  Json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", "length"}};
+  if (req_.chat) {
+    choice["message"] = {{"role", "assistant"}, {"content", text}};
+  } else {
+    choice["text"] = text;
+  }
+  Json json = Base(req_.chat ? "chat.completion" : "text_completion", Json::array({choice}));
+  json["usage"] = UsageJson(req_);
+  return json.dump();
+}
+
+Json AnswerWriter::Base(const char* object, Json choices) const {
+  return Json{{"id", id_},
+              {"object", object},
+              {"created", created_},
+              {"model", req_.model},
+              {"choices", std::move(choices)}};
+}
+
+bool IsMidStream(Fault fault) {
+  return fault == Fault::kReset || fault == Fault::kMalformed || fault == Fault::kStall ||
+         fault == Fault::kErrorEvent;
+}
+
+size_t PieceSizes::Next() {
+  state_ += 0x9e3779b97f4a7c15ull;
+  return 1 + static_cast<size_t>(SplitMix64(state_) % kSplitMaxPiece);
+}
+
+FaultPlan::FaultPlan(const SimServerConfig& config) : seed_(config.fault_seed()) {
+  for (const FaultField& kind : kFaultFields) {
+    slices_.emplace_back(Fraction(config, kind.field), kind.fault);
+  }
+}
+
+Fault FaultPlan::Draw(uint64_t n) const {
+  const double u = static_cast<double>(SplitMix64(SplitMix64(seed_) + n) >> 11) * 0x1.0p-53;
+  double end = 0;
+  for (const auto& [fraction, fault] : slices_) {
+    end += fraction;
+    if (fraction > 0 && u < end) return fault;
+  }
+  return Fault::kNone;
+}
+
+PieceSizes FaultPlan::SplitPieces(uint64_t n) const {
+  return PieceSizes(SplitMix64(seed_ ^ SplitMix64(n)));
+}
+
+}  // namespace surge::simserver

@@ -1,0 +1,118 @@
+// What the simulated server answers, without the sockets: the checks of its
+// options, the parse of a completion request, the JSON of each answer, the
+// fault each request gets and the pieces a split answer is written in.
+// Pure.
+#ifndef SURGE_SIMSERVER_ANSWER_MODEL_H_
+#define SURGE_SIMSERVER_ANSWER_MODEL_H_
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+#include "surge/v1/config.pb.h"
+
+namespace surge::simserver {
+
+// Output tokens when the request names no max_tokens (OpenAI's legacy default).
+inline constexpr int64_t kDefaultMaxTokens = 16;
+// Upper bound on max_tokens, so a typo cannot keep a stream open for days.
+inline constexpr int64_t kMaxMaxTokens = 1 << 20;
+// The text of every generated token: 4 characters = 1 token by EstimateTokens.
+inline constexpr char kTokenText[] = " tok";
+// Fault injection: the payload of a malformed event and the message of an
+// error event.
+inline constexpr char kMalformedPayload[] = "surge-sim malformed chunk";
+inline constexpr char kEngineFailure[] = "simulated engine failure";
+
+// The checks SimServer::Create makes before it binds: finite delays >= 0,
+// threads >= 1, a model name, both TLS files or neither, each fault
+// fraction in [0, 1] and their sum <= 1. Errors: INVALID_ARGUMENT naming
+// the field.
+absl::Status CheckSimServerConfig(const surge::v1::SimServerConfig& config);
+
+// A milliseconds option as a duration, rounded to the nanosecond.
+std::chrono::nanoseconds MsToNanos(double ms);
+
+// A validated /v1/(chat/)completions request.
+struct CompletionRequest {
+  bool chat = false;
+  bool stream = false;
+  bool include_usage = false;
+  int64_t max_tokens = kDefaultMaxTokens;
+  uint32_t prompt_tokens = 0;
+  std::string model;
+};
+
+// Reads a completion request's body: "messages" (chat) or "prompt",
+// max_tokens / max_completion_tokens (1..kMaxMaxTokens, the latter wins),
+// stream, stream_options.include_usage, model (default `default_model`).
+// Errors: INVALID_ARGUMENT saying what is wrong (the 400 answer's message).
+absl::StatusOr<CompletionRequest> ParseCompletionRequest(bool chat, const std::string& body,
+                                                         const std::string& default_model);
+
+// An OpenAI-style error body {"error":{"message","type","code"}}.
+std::string ErrorBody(const std::string& message, const char* type, unsigned code);
+
+// Builds the JSON documents of one answer: id from the request's serial
+// number, "created" = `created_unix_s` (seconds since the epoch).
+class AnswerWriter {
+ public:
+  AnswerWriter(const CompletionRequest& req, uint64_t serial, int64_t created_unix_s);
+
+  // Stream chunk: for chat `delta` is the delta object; for completions the
+  // text is delta["content"]. finish_reason is null unless `last`.
+  std::string Chunk(const nlohmann::json& delta, bool last) const;
+  // The last chunk of a stream with include_usage: no choices, the usage.
+  std::string UsageChunk() const;
+  // The whole non-streamed answer with its usage.
+  std::string Whole() const;
+
+ private:
+  nlohmann::json Base(const char* object, nlohmann::json choices) const;
+  const CompletionRequest& req_;
+  std::string id_;
+  int64_t created_;
+};
+
+// The fault kinds, in the order they take their slices of [0, 1).
+enum class Fault { kNone, k429, k500, k503, kReset, kMalformed, kStall, kSplit, kErrorEvent };
+
+// Whether the fault comes after some tokens of a stream (not at once).
+bool IsMidStream(Fault fault);
+
+// Sizes of the pieces of a split answer (1..11 bytes): deterministic per
+// request.
+class PieceSizes {
+ public:
+  explicit PieceSizes(uint64_t seed) : state_(seed) {}
+  size_t Next();
+
+ private:
+  uint64_t state_;
+};
+
+// Which fault each valid completion request gets: the n-th one (n = 0,
+// 1, ...) gets the kind whose slice holds u_n, a uniform [0, 1) number
+// that depends only on (fault_seed, n); the kinds take consecutive slices
+// of their fractions' sizes in Fault's order, and u_n beyond them means no
+// fault.
+class FaultPlan {
+ public:
+  explicit FaultPlan(const surge::v1::SimServerConfig& config);
+  Fault Draw(uint64_t n) const;
+  // The piece sizes of the n-th request's split answer.
+  PieceSizes SplitPieces(uint64_t n) const;
+
+ private:
+  uint64_t seed_;
+  std::vector<std::pair<double, Fault>> slices_;
+};
+
+}  // namespace surge::simserver
+
+#endif  // SURGE_SIMSERVER_ANSWER_MODEL_H_

@@ -1,0 +1,151 @@
+// The simulated server's answers without sockets: what a completion request
+// is read as, the JSON of each answer, the checks of its options and the
+// fault each request gets.
+#include "simserver/answer_model.h"
+
+#include <map>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/simserver/test_sim_server_config.h"
+
+namespace surge::simserver {
+namespace {
+
+using ::surge::testing::TestSimServerConfig;
+using ::testing::HasSubstr;
+using Json = nlohmann::json;
+
+TEST(ParseCompletionRequestTest, ReadsChatAndCompletionBodies) {
+  auto chat = ParseCompletionRequest(
+      true,
+      R"({"messages":[{"content":"abcd"},{"content":[{"text":"efgh"}]}],"max_tokens":3,)"
+      R"("max_completion_tokens":5,"stream":true,"stream_options":{"include_usage":true}})",
+      "surge-sim");
+  ASSERT_TRUE(chat.ok()) << chat.status();
+  EXPECT_TRUE(chat->chat);
+  EXPECT_TRUE(chat->stream);
+  EXPECT_TRUE(chat->include_usage);
+  EXPECT_EQ(chat->max_tokens, 5);      // max_completion_tokens wins
+  EXPECT_EQ(chat->prompt_tokens, 2u);  // "abcdefgh": 4 characters a token
+  EXPECT_EQ(chat->model, "surge-sim");
+
+  auto tokens = ParseCompletionRequest(false, R"({"prompt":[1,2,3],"model":"m"})", "surge-sim");
+  ASSERT_TRUE(tokens.ok()) << tokens.status();
+  EXPECT_EQ(tokens->prompt_tokens, 3u);
+  EXPECT_EQ(tokens->max_tokens, kDefaultMaxTokens);
+  EXPECT_EQ(tokens->model, "m");
+  EXPECT_FALSE(tokens->stream);
+}
+
+TEST(ParseCompletionRequestTest, SaysWhatIsWrong) {
+  const std::map<std::string, std::string> bad = {
+      {"not json", "request body is not valid JSON"},
+      {"[1]", "request body must be a JSON object"},
+      {R"({"prompt":"p","max_tokens":0})", "'max_tokens' must be an integer in 1..1048576"},
+      {R"({"prompt":"p","stream":1})", "'stream' must be a boolean"},
+      {R"({"prompt":{}})", "'prompt' must be a string or a list"},
+      {R"({"prompt":[{}]})", "'prompt' must be a string, a list of strings or a list of token ids"},
+      {R"({})", "'prompt' is required"},
+      {R"({"prompt":"p","model":1})", "'model' must be a string"},
+  };
+  for (const auto& [body, message] : bad) {
+    auto parsed = ParseCompletionRequest(false, body, "m");
+    EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument) << body;
+    EXPECT_EQ(parsed.status().message(), message) << body;
+  }
+  EXPECT_EQ(ParseCompletionRequest(true, R"({"messages":[]})", "m").status().message(),
+            "'messages' must be a non-empty array");
+  EXPECT_EQ(ParseCompletionRequest(true, R"({"messages":[1]})", "m").status().message(),
+            "each message must be an object");
+}
+
+TEST(AnswerWriterTest, ChunksUsageAndWholeAnswers) {
+  CompletionRequest req;
+  req.chat = true;
+  req.max_tokens = 2;
+  req.prompt_tokens = 5;
+  req.model = "m";
+  const AnswerWriter writer(req, 7, 1700000000);
+  const Json chunk = Json::parse(writer.Chunk(Json{{"content", kTokenText}}, /*last=*/true));
+  EXPECT_EQ(chunk["id"], "chatcmpl-sim-7");
+  EXPECT_EQ(chunk["object"], "chat.completion.chunk");
+  EXPECT_EQ(chunk["created"], 1700000000);
+  EXPECT_EQ(chunk["choices"][0]["delta"]["content"], " tok");
+  EXPECT_EQ(chunk["choices"][0]["finish_reason"], "length");
+  const Json usage = Json::parse(writer.UsageChunk());
+  EXPECT_TRUE(usage["choices"].empty());
+  EXPECT_EQ(usage["usage"]["total_tokens"], 7);
+  const Json whole = Json::parse(writer.Whole());
+  EXPECT_EQ(whole["object"], "chat.completion");
+  EXPECT_EQ(whole["choices"][0]["message"]["content"], " tok tok");
+
+  req.chat = false;
+  const AnswerWriter completion(req, 8, 0);
+  const Json text = Json::parse(completion.Chunk(Json{{"content", kTokenText}}, false));
+  EXPECT_EQ(text["id"], "cmpl-sim-8");
+  EXPECT_EQ(text["choices"][0]["text"], " tok");
+  EXPECT_TRUE(text["choices"][0]["finish_reason"].is_null());
+}
+
+TEST(CheckSimServerConfigTest, NamesTheBadField) {
+  EXPECT_TRUE(CheckSimServerConfig(TestSimServerConfig()).ok());
+  auto config = TestSimServerConfig();
+  config.set_itl_ms(-1);
+  EXPECT_EQ(CheckSimServerConfig(config).message(), "itl_ms: -1 must be a finite number >= 0");
+  config = TestSimServerConfig();
+  config.set_model("");
+  EXPECT_EQ(CheckSimServerConfig(config).message(), "model: must not be empty");
+  config = TestSimServerConfig();
+  config.set_fault_split(2);
+  EXPECT_EQ(CheckSimServerConfig(config).message(), "fault_split: 2 must be a fraction in [0, 1]");
+  config = TestSimServerConfig();
+  config.set_fault_500(0.5);
+  config.set_fault_error_event(0.75);
+  EXPECT_EQ(CheckSimServerConfig(config).message(),
+            "fault_429 + fault_500 + fault_503 + fault_reset + fault_malformed + fault_stall + "
+            "fault_split + fault_error_event = 1.25 must be <= 1 (one fault per request)");
+}
+
+// Each kind takes its slice in Fault's order; the draws depend only on the
+// seed and the request number.
+TEST(FaultPlanTest, KindsTakeTheirSlicesInOrder) {
+  auto config = TestSimServerConfig();
+  EXPECT_EQ(FaultPlan(config).Draw(0), Fault::kNone);
+  config.set_fault_error_event(1);
+  EXPECT_EQ(FaultPlan(config).Draw(5), Fault::kErrorEvent);
+  config.set_fault_error_event(0);
+  config.set_fault_429(0.5);
+  config.set_fault_split(0.5);
+  const FaultPlan plan(config);
+  int by_kind[2] = {0, 0};
+  for (uint64_t n = 0; n < 200; ++n) {
+    const Fault f = plan.Draw(n);
+    ASSERT_TRUE(f == Fault::k429 || f == Fault::kSplit);
+    ++by_kind[f == Fault::k429 ? 0 : 1];
+    EXPECT_EQ(f, FaultPlan(config).Draw(n));
+  }
+  EXPECT_GT(by_kind[0], 60);
+  EXPECT_GT(by_kind[1], 60);
+  EXPECT_TRUE(IsMidStream(Fault::kStall));
+  EXPECT_FALSE(IsMidStream(Fault::kSplit));
+  EXPECT_FALSE(IsMidStream(Fault::k503));
+}
+
+TEST(FaultPlanTest, SplitPiecesAreSmallAndRepeatable) {
+  const FaultPlan plan(TestSimServerConfig());
+  PieceSizes a = plan.SplitPieces(3);
+  PieceSizes b = plan.SplitPieces(3);
+  for (int i = 0; i < 100; ++i) {
+    const size_t n = a.Next();
+    EXPECT_GE(n, 1u);
+    EXPECT_LE(n, 11u);
+    EXPECT_EQ(n, b.Next());
+  }
+  EXPECT_THAT(ErrorBody("x", "t", 400), HasSubstr(R"("code":400)"));
+}
+
+}  // namespace
+}  // namespace surge::simserver
