@@ -1,4 +1,4 @@
-// Live metrics of a running job (issue 10 item 7; docs/METRICS.md): a record
+// Live metrics of a running job (docs/METRICS.md): a record
 // sink plus the dispatcher's progress snapshots, rendered in the Prometheus
 // text exposition format 0.0.4 for `--metrics-port`. Where each number comes
 // from:

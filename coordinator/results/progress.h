@@ -18,7 +18,7 @@ namespace surge::coordinator {
 // "draining"; "stopping" once the run is being stopped). Pure.
 std::string FormatProgress(const DispatchProgress& p);
 
-// The live lateness part of the progress line (issue 9 item 1): "  late
+// The live lateness part of the progress line: "  late
 // p50/p99 ms w0 0.02/0.05 w1 0.03/0.08" — each worker's send lateness over
 // its last reported window (about 1 s), ms (the p99 column shows the
 // overdue time of a worker whose earliest queued request is later than
@@ -29,7 +29,7 @@ std::string FormatLateness(const std::vector<WorkerLateness>& workers, bool behi
 
 // Writes FormatProgress lines to `out`: every update on a terminal (with
 // "\r", cleared by Finish), else one line per `plain_period_s`. A record
-// sink (issue 10 item 6): it counts the final records (done, sent, OK, not
+// sink: it counts the final records (done, sent, OK, not
 // sent) itself; the dispatcher's snapshots bring the live part (elapsed, in
 // flight, lateness, stopping). Not thread-safe; used from the dispatcher
 // thread.

@@ -1,4 +1,4 @@
-// Where per-request records go: a fan-out of sinks (issue 10 item 6). The
+// Where per-request records go: a fan-out of sinks. The
 // dispatcher (or `surge report`, reading a details file) hands each final
 // record to one RecordFanOut, which passes it to the details file, the
 // summary accumulator, the actual page's send list, and whatever else a run

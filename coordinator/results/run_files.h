@@ -62,8 +62,8 @@ absl::Status WritePlanCsv(const ArrivalSchedule& plan, const std::filesystem::pa
 std::string StatusName(surge::v1::RequestStatus status);
 
 struct DetailsWriterOptions {
-  // Format and write the lines on a thread of the writer's own (issue 9
-  // item 3): Add() only copies the record into a queue, so the dispatcher's
+  // Format and write the lines on a thread of the writer's own (so that
+  // ingest keeps up): Add() only copies the record into a queue, so the dispatcher's
   // loop does not wait for the formatting or the write(2). The thread
   // writes whatever has queued up as soon as it can (one write per batch,
   // typically within ~0.1 ms of the Add). Default false: Add formats and

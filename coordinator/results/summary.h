@@ -1,4 +1,4 @@
-// The run summary (SPEC R-MET-1, R-MET-2) computed from the per-request
+// The run summary (R-MET-1, R-MET-2) computed from the per-request
 // records, with AISBench's metric names: `{dataset}.json`, the per-metric
 // table `{dataset}.csv`, and the printed table. Pure except the writers.
 #ifndef SURGE_COORDINATOR_RESULTS_SUMMARY_H_

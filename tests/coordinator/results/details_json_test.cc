@@ -1,4 +1,4 @@
-// The details file's direct writer (issue 9 item 3) against the writer it
+// The details file's direct writer against the writer it
 // replaced: the same bytes for the same records (R-OUT-1), numbers, strings
 // and null/empty cases, and the writer thread's file equal to the direct
 // one's; `surge report`'s reader still reads every line back.
@@ -29,7 +29,7 @@ namespace {
 namespace fs = std::filesystem;
 using surge::v1::RequestRecord;
 
-// The details line as surge wrote it before issue 9 item 3 (a
+// The details line as surge wrote it before the direct writer (a
 // nlohmann::json object per record, then dump()): the reference.
 nlohmann::json SecondsOrNull(bool reached, int64_t ns) {
   if (!reached) return nullptr;

@@ -1,4 +1,4 @@
-// Live metrics (issue 10 item 7): the sink fed a known record sequence and a
+// Live metrics: the sink fed a known record sequence and a
 // progress snapshot renders exactly this Prometheus text (format 0.0.4).
 #include "coordinator/results/live_metrics.h"
 

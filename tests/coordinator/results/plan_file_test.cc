@@ -1,4 +1,4 @@
-// Exact replay (issue 10 item 5, R-OUT-2, docs/REPLAY.md): a plan CSV reads
+// Exact replay (R-OUT-2, docs/REPLAY.md): a plan CSV reads
 // back to the very doubles that were written, so SecondsToNanos gives the
 // same ns as the run that wrote it; malformed files are refused naming the
 // line and column; the configuration check names every key that would

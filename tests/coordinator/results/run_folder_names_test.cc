@@ -1,4 +1,4 @@
-// Run folder names from user-given text (R-PLOT-1; issue 8 item 7): a model
+// Run folder names from user-given text (R-PLOT-1): a model
 // or dataset name never leads outside {output_dir}/{stamp}/performances/, and
 // the output folder is checked before any long work.
 #include <gmock/gmock.h>
