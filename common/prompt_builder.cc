@@ -53,6 +53,19 @@ std::string BuildPrompt(uint32_t input_tokens, uint64_t prompt_seed) {
 
 std::string BuildAssignmentPrompt(const surge::v1::Assignment& assignment) {
   if (!assignment.prompt_text().empty()) return assignment.prompt_text();
+  if (assignment.prefix_tokens() > 0) {
+    // The group's shared text, byte-identical for equal prefix seeds, then
+    // the request's own words.
+    std::string prompt = BuildPrompt(assignment.prefix_tokens(), assignment.prefix_seed());
+    const uint32_t own = assignment.input_tokens() > assignment.prefix_tokens()
+                             ? assignment.input_tokens() - assignment.prefix_tokens()
+                             : 0;
+    if (own > 0) {
+      prompt.push_back(' ');
+      prompt += BuildPrompt(own, assignment.prompt_seed());
+    }
+    return prompt;
+  }
   if (assignment.prefix_block_ids_size() == 0) {
     return BuildPrompt(assignment.input_tokens(), assignment.prompt_seed());
   }

@@ -28,6 +28,8 @@ std::string_view Corpus();
 std::string BuildPrompt(uint32_t input_tokens, uint64_t prompt_seed);
 
 // The prompt an assignment refers to: its prompt_text when set; else, with
+// prefix_tokens, BuildPrompt(prefix_tokens, prefix_seed), a space and
+// BuildPrompt(input_tokens - prefix_tokens, prompt_seed); else, with
 // prefix_block_ids, those shared blocks followed by corpus words up to
 // input_tokens; else BuildPrompt(input_tokens, prompt_seed). Pure.
 std::string BuildAssignmentPrompt(const surge::v1::Assignment& assignment);

@@ -32,6 +32,7 @@ APT_PACKAGES=(
   nlohmann-json3-dev
   libcli11-dev
   libssl-dev
+  libsentencepiece-dev
 )
 # Only for the tests (unit, integration and browser): iproute2 makes the
 # network namespaces of the multi-host test (tests/integration/netns_test.cc);
@@ -39,9 +40,10 @@ APT_PACKAGES=(
 # (scripts/compose_rig.sh) — with the CNI dnsname plugin, without which the
 # containers cannot find each other by service name (podman on Debian 12 uses
 # CNI; apt's --no-install-recommends leaves the plugin out);
-# libbenchmark-dev builds bench/hot_paths_bench.
+# libbenchmark-dev builds bench/hot_paths_bench; sentencepiece's spm_train
+# trains the tiny tokenizer model the token-count tests use.
 TEST_APT_PACKAGES=(
-  libgtest-dev libgmock-dev libbenchmark-dev
+  libgtest-dev libgmock-dev libbenchmark-dev sentencepiece
   chromium
   iproute2
   podman podman-compose runc debootstrap golang-github-containernetworking-plugin-dnsname

@@ -4,7 +4,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/prompt_builder.h"
 
 namespace surge::simserver {
 namespace {
@@ -88,40 +87,50 @@ absl::StatusOr<std::string> MessageText(const Json& message) {
   return absl::InvalidArgumentError("message content must be a string or an array of parts");
 }
 
-// Prompt tokens of a chat request's "messages".
-absl::StatusOr<uint32_t> ChatPromptTokens(const Json& json) {
+// The prompt token ids of a chat request's "messages", template included
+// (sim_tokenizer.h).
+absl::StatusOr<std::vector<uint64_t>> ChatPromptIds(const Json& json,
+                                                    const SimTokenizer& tokenizer) {
   auto messages = json.find("messages");
   if (messages == json.end() || !messages->is_array() || messages->empty()) {
     return absl::InvalidArgumentError("'messages' must be a non-empty array");
   }
-  std::string prompt;
+  std::vector<ChatMessage> turns;
   for (const Json& message : *messages) {
     absl::StatusOr<std::string> text = MessageText(message);
     if (!text.ok()) return text.status();
-    prompt += *text;
+    ChatMessage turn;
+    if (auto role = message.find("role"); role != message.end() && role->is_string()) {
+      turn.role = role->get<std::string>();
+    }
+    turn.content = *std::move(text);
+    turns.push_back(std::move(turn));
   }
-  return EstimateTokens(prompt);
+  return tokenizer.TokenizeChat(turns);
 }
 
-// Prompt tokens of a completion request's "prompt": a string, a list of
-// strings, or a list of token ids (one token each).
-absl::StatusOr<uint32_t> CompletionPromptTokens(const Json& json) {
+// The prompt token ids of a completion request's "prompt": a string, a list
+// of strings (their ids one after the other), or a list of token ids (taken
+// as they are).
+absl::StatusOr<std::vector<uint64_t>> CompletionPromptIds(const Json& json,
+                                                          const SimTokenizer& tokenizer) {
   auto p = json.find("prompt");
   if (p == json.end()) return absl::InvalidArgumentError("'prompt' is required");
-  if (p->is_string()) return EstimateTokens(p->get_ref<const std::string&>());
+  if (p->is_string()) return tokenizer.Tokenize(p->get_ref<const std::string&>());
   if (!p->is_array()) return absl::InvalidArgumentError("'prompt' must be a string or a list");
-  uint32_t tokens = 0;
+  std::vector<uint64_t> ids;
   for (const Json& item : *p) {
     if (item.is_string()) {
-      tokens += EstimateTokens(item.get_ref<const std::string&>());
+      std::vector<uint64_t> part = tokenizer.Tokenize(item.get_ref<const std::string&>());
+      ids.insert(ids.end(), part.begin(), part.end());
     } else if (item.is_number_integer()) {
-      tokens += 1;
+      ids.push_back(item.get<uint64_t>());
     } else {
       return absl::InvalidArgumentError(
           "'prompt' must be a string, a list of strings or a list of token ids");
     }
   }
-  return tokens;
+  return ids;
 }
 
 // max_tokens, max_completion_tokens, stream and stream_options into `req`.
@@ -174,7 +183,8 @@ std::chrono::nanoseconds MsToNanos(double ms) {
 }
 
 absl::StatusOr<CompletionRequest> ParseCompletionRequest(bool chat, const std::string& body,
-                                                         const std::string& default_model) {
+                                                         const std::string& default_model,
+                                                         const SimTokenizer& tokenizer) {
   Json json = Json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (json.is_discarded()) return absl::InvalidArgumentError("request body is not valid JSON");
   if (!json.is_object()) return absl::InvalidArgumentError("request body must be a JSON object");
@@ -185,10 +195,11 @@ absl::StatusOr<CompletionRequest> ParseCompletionRequest(bool chat, const std::s
     if (!m->is_string()) return absl::InvalidArgumentError("'model' must be a string");
     if (!m->get_ref<const std::string&>().empty()) req.model = m->get<std::string>();
   }
-  absl::StatusOr<uint32_t> prompt_tokens =
-      chat ? ChatPromptTokens(json) : CompletionPromptTokens(json);
-  if (!prompt_tokens.ok()) return prompt_tokens.status();
-  req.prompt_tokens = *prompt_tokens;
+  absl::StatusOr<std::vector<uint64_t>> ids =
+      chat ? ChatPromptIds(json, tokenizer) : CompletionPromptIds(json, tokenizer);
+  if (!ids.ok()) return ids.status();
+  req.prompt_token_ids = *std::move(ids);
+  req.prompt_tokens = static_cast<uint32_t>(req.prompt_token_ids.size());
   if (absl::Status s = ReadAnswerShape(json, &req); !s.ok()) return s;
   return req;
 }

@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
+#include "simserver/sim_tokenizer.h"
 #include "surge/v1/config.pb.h"
 
 namespace surge::simserver {
@@ -44,16 +45,21 @@ struct CompletionRequest {
   bool stream = false;
   bool include_usage = false;
   int64_t max_tokens = kDefaultMaxTokens;
+  // The prompt's tokens as the server's tokenizer counts them (chat: the
+  // template included), and their ids (equal prompts, equal ids).
   uint32_t prompt_tokens = 0;
+  std::vector<uint64_t> prompt_token_ids;
   std::string model;
 };
 
 // Reads a completion request's body: "messages" (chat) or "prompt",
 // max_tokens / max_completion_tokens (1..kMaxMaxTokens, the latter wins),
-// stream, stream_options.include_usage, model (default `default_model`).
+// stream, stream_options.include_usage, model (default `default_model`);
+// the prompt's tokens counted by `tokenizer`.
 // Errors: INVALID_ARGUMENT saying what is wrong (the 400 answer's message).
 absl::StatusOr<CompletionRequest> ParseCompletionRequest(bool chat, const std::string& body,
-                                                         const std::string& default_model);
+                                                         const std::string& default_model,
+                                                         const SimTokenizer& tokenizer);
 
 // An OpenAI-style error body {"error":{"message","type","code"}}.
 std::string ErrorBody(const std::string& message, const char* type, unsigned code);

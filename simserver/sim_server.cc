@@ -85,8 +85,9 @@ std::string BodyFingerprint(std::string_view body) {
 
 class SimServer::Impl {
  public:
-  explicit Impl(const surge::v1::SimServerConfig& config)
+  Impl(const surge::v1::SimServerConfig& config, SimTokenizer tokenizer)
       : options_(config),
+        tokenizer_(std::move(tokenizer)),
         ttft_(MsToNanos(config.ttft_ms())),
         itl_(MsToNanos(config.itl_ms())),
         stall_(MsToNanos(config.fault_stall_ms())),
@@ -359,7 +360,7 @@ class SimServer::Impl {
       co_return co_await WriteJson(stream, version, keep_alive, http::status::ok, body.dump());
     }
     absl::StatusOr<CompletionRequest> parsed =
-        ParseCompletionRequest(chat, req.body(), options_.model());
+        ParseCompletionRequest(chat, req.body(), options_.model(), tokenizer_);
     if (!parsed.ok()) {
       co_return co_await WriteJson(
           stream, version, keep_alive, http::status::bad_request,
@@ -602,6 +603,7 @@ class SimServer::Impl {
   }
 
   const surge::v1::SimServerConfig options_;
+  const SimTokenizer tokenizer_;
   const std::chrono::nanoseconds ttft_;
   const std::chrono::nanoseconds itl_;
   const std::chrono::nanoseconds stall_;
@@ -629,7 +631,14 @@ class SimServer::Impl {
 absl::StatusOr<std::unique_ptr<SimServer>> SimServer::Create(
     const surge::v1::SimServerConfig& config) {
   if (absl::Status s = CheckSimServerConfig(config); !s.ok()) return s;
-  auto impl = std::make_unique<Impl>(config);
+  SimTokenizer tokenizer;
+  if (!config.tokenizer_model().empty()) {
+    absl::StatusOr<std::unique_ptr<SentencePieceModel>> model =
+        SentencePieceModel::Load(config.tokenizer_model(), "tokenizer_model");
+    if (!model.ok()) return model.status();
+    tokenizer = SimTokenizer(std::shared_ptr<const SentencePieceModel>(*std::move(model)));
+  }
+  auto impl = std::make_unique<Impl>(config, std::move(tokenizer));
   if (absl::Status tls = impl->SetUpTls(); !tls.ok()) return tls;
   if (absl::Status log = impl->OpenRequestLog(); !log.ok()) return log;
   absl::Status bound = impl->Bind();

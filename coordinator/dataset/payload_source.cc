@@ -137,6 +137,10 @@ void FillAssignmentPayload(Payload payload, surge::v1::Assignment* assignment) {
   }
   assignment->mutable_prefix_block_ids()->Assign(payload.prefix_block_ids.begin(),
                                                  payload.prefix_block_ids.end());
+  if (payload.prefix_tokens > 0) {
+    assignment->set_prefix_tokens(payload.prefix_tokens);
+    assignment->set_prefix_seed(payload.prefix_seed);
+  }
 }
 
 absl::StatusOr<std::unique_ptr<PayloadSource>> MakePayloadSource(

@@ -34,10 +34,16 @@ struct Payload {
   std::string prompt_text;
   // Shared-prefix block ids (Mooncake hash_ids), one per 512-token block.
   std::vector<uint64_t> prefix_block_ids;
+  // Synthetic shared prefix: the first prefix_tokens of input_tokens are
+  // the corpus text at prefix_seed (equal seeds, byte-identical text).
+  // 0 = none.
+  uint32_t prefix_tokens = 0;
+  uint64_t prefix_seed = 0;
 };
 
 // Copies a payload into the payload fields of an assignment (input_tokens,
-// max_tokens, prompt_seed, prompt_text, prefix_block_ids): the dispatcher's
+// max_tokens, prompt_seed, prompt_text, prefix_block_ids, prefix_tokens,
+// prefix_seed): the dispatcher's
 // one way of doing it, so BuildAssignmentPrompt sees what the source meant.
 void FillAssignmentPayload(Payload payload, surge::v1::Assignment* assignment);
 

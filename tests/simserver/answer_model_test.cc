@@ -23,18 +23,23 @@ TEST(ParseCompletionRequestTest, ReadsChatAndCompletionBodies) {
       true,
       R"({"messages":[{"content":"abcd"},{"content":[{"text":"efgh"}]}],"max_tokens":3,)"
       R"("max_completion_tokens":5,"stream":true,"stream_options":{"include_usage":true}})",
-      "surge-sim");
+      "surge-sim", SimTokenizer());
   ASSERT_TRUE(chat.ok()) << chat.status();
   EXPECT_TRUE(chat->chat);
   EXPECT_TRUE(chat->stream);
   EXPECT_TRUE(chat->include_usage);
   EXPECT_EQ(chat->max_tokens, 5);      // max_completion_tokens wins
-  EXPECT_EQ(chat->prompt_tokens, 2u);  // "abcdefgh": 4 characters a token
+  // "abcd" and "efgh": a token each, plus the template's marks around two
+  // messages and the assistant's start.
+  EXPECT_EQ(chat->prompt_tokens, 2u + 2 * kChatTokensPerMessage + kChatGenerationTokens);
+  EXPECT_EQ(chat->prompt_token_ids.size(), chat->prompt_tokens);
   EXPECT_EQ(chat->model, "surge-sim");
 
-  auto tokens = ParseCompletionRequest(false, R"({"prompt":[1,2,3],"model":"m"})", "surge-sim");
+  auto tokens = ParseCompletionRequest(false, R"({"prompt":[1,2,3],"model":"m"})", "surge-sim",
+                                       SimTokenizer());
   ASSERT_TRUE(tokens.ok()) << tokens.status();
   EXPECT_EQ(tokens->prompt_tokens, 3u);
+  EXPECT_EQ(tokens->prompt_token_ids, (std::vector<uint64_t>{1, 2, 3}));
   EXPECT_EQ(tokens->max_tokens, kDefaultMaxTokens);
   EXPECT_EQ(tokens->model, "m");
   EXPECT_FALSE(tokens->stream);
@@ -52,13 +57,13 @@ TEST(ParseCompletionRequestTest, SaysWhatIsWrong) {
       {R"({"prompt":"p","model":1})", "'model' must be a string"},
   };
   for (const auto& [body, message] : bad) {
-    auto parsed = ParseCompletionRequest(false, body, "m");
+    auto parsed = ParseCompletionRequest(false, body, "m", SimTokenizer());
     EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument) << body;
     EXPECT_EQ(parsed.status().message(), message) << body;
   }
-  EXPECT_EQ(ParseCompletionRequest(true, R"({"messages":[]})", "m").status().message(),
+  EXPECT_EQ(ParseCompletionRequest(true, R"({"messages":[]})", "m", SimTokenizer()).status().message(),
             "'messages' must be a non-empty array");
-  EXPECT_EQ(ParseCompletionRequest(true, R"({"messages":[1]})", "m").status().message(),
+  EXPECT_EQ(ParseCompletionRequest(true, R"({"messages":[1]})", "m", SimTokenizer()).status().message(),
             "each message must be an object");
 }
 

@@ -1,6 +1,7 @@
 // The sim server over real loopback sockets with a plain POSIX client, so
 // the wire format itself (status lines, chunking, SSE framing) is checked.
 #include "simserver/sim_server.h"
+#include "simserver/sim_tokenizer.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -233,7 +234,9 @@ TEST_F(SimServerTest, StreamingChatFollowsTheOpenAiChunkFormat) {
   }
   const Json usage = Json::parse(events[4]);
   EXPECT_EQ(usage["choices"], Json::array());
-  const uint32_t prompt_tokens = EstimateTokens("be brief" + content);
+  // The server counts with its own tokenizer, through its chat template.
+  const uint32_t prompt_tokens =
+      SimTokenizer().TokenizeChat({{"system", "be brief"}, {"user", content}}).size();
   EXPECT_EQ(usage["usage"]["prompt_tokens"], prompt_tokens);
   EXPECT_EQ(usage["usage"]["completion_tokens"], 3);
   EXPECT_EQ(usage["usage"]["total_tokens"], prompt_tokens + 3);
@@ -272,7 +275,7 @@ TEST_F(SimServerTest, NonStreamingAnswers) {
   EXPECT_EQ(body["object"], "chat.completion");
   EXPECT_EQ(body["choices"][0]["message"]["role"], "assistant");
   EXPECT_EQ(body["choices"][0]["message"]["content"], " tok tok tok");
-  EXPECT_EQ(body["usage"]["prompt_tokens"], 1);
+  EXPECT_EQ(body["usage"]["prompt_tokens"], 1 + kChatTokensPerMessage + kChatGenerationTokens);
   EXPECT_EQ(body["usage"]["completion_tokens"], 3);
 
   const Response completion =

@@ -62,6 +62,30 @@ TEST(JsonlDatasetTest, PromptsMessagesAndMaxTokens) {
   EXPECT_EQ(BuildAssignmentPrompt(a), a.prompt_text());
 }
 
+TEST(SharedPrefixPayloadTest, EqualPrefixSeedsGiveByteIdenticalLeadingText) {
+  Payload a(300, 16, 11);
+  a.prefix_tokens = 100;
+  a.prefix_seed = 42;
+  Payload b(250, 16, 99);
+  b.prefix_tokens = 100;
+  b.prefix_seed = 42;
+  surge::v1::Assignment first;
+  surge::v1::Assignment second;
+  FillAssignmentPayload(a, &first);
+  FillAssignmentPayload(b, &second);
+  EXPECT_EQ(first.prefix_tokens(), 100u);
+  EXPECT_EQ(first.prefix_seed(), 42u);
+  const std::string prefix = BuildPrompt(100, 42);
+  // The shared text, a space, then the request's own 200 (150) tokens.
+  EXPECT_EQ(BuildAssignmentPrompt(first), prefix + " " + BuildPrompt(200, 11));
+  EXPECT_EQ(BuildAssignmentPrompt(second), prefix + " " + BuildPrompt(150, 99));
+  // A payload without a prefix leaves the fields unset.
+  surge::v1::Assignment plain;
+  FillAssignmentPayload(Payload(300, 16, 11), &plain);
+  EXPECT_EQ(plain.prefix_tokens(), 0u);
+  EXPECT_EQ(BuildAssignmentPrompt(plain), BuildPrompt(300, 11));
+}
+
 TEST(JsonlDatasetTest, CyclesWithAWarningWhenNExceedsTheLines) {
   const fs::path path =
       WriteDatasetFile("two.jsonl", "{\"prompt\": \"a b\"}\n{\"prompt\": \"c d\"}\n");

@@ -19,6 +19,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "simserver/sim_server.h"
+#include "simserver/sim_tokenizer.h"
 #include "tests/simserver/test_sim_server_config.h"
 #include "tests/worker/http/sender_test_util.h"
 
@@ -62,7 +63,9 @@ TEST(BeastRequestSenderTest, StreamingChatTimings) {
   EXPECT_LE(r.sent_ns(), after);
   EXPECT_EQ(r.output_tokens(), 5u);
   EXPECT_FALSE(r.output_tokens_estimated());
-  EXPECT_EQ(r.input_tokens(), EstimateTokens(BuildPrompt(32, 41 * 7919)));
+  // The server's usage, counted by its tokenizer through its chat template.
+  EXPECT_EQ(r.input_tokens(),
+            surge::simserver::SimTokenizer().TokenizeChat({{"user", BuildPrompt(32, 41 * 7919)}}).size());
 
   EXPECT_GE(r.ttft_ns(), 50 * kMs);
   EXPECT_LT(r.ttft_ns(), 50 * kMs + kSlackNs);
