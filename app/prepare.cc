@@ -1,5 +1,7 @@
 #include "app/prepare.h"
 
+#include "coordinator/report/shaded_bands.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +24,7 @@
 #include "coordinator/plan/replay_schedule.h"
 #include "coordinator/plan/traffic.h"
 #include "coordinator/plan/traffic_config.h"
+#include "coordinator/report/shaded_bands.h"
 #include "coordinator/report/plot_pages.h"
 #include "coordinator/report/run_context.h"
 #include "coordinator/results/run_files.h"
@@ -245,7 +248,9 @@ absl::Status WriteRunFolder(const RunConfig& config, const std::string& model,
   }
   if (big) LogInfo("large plan: writing the expected page");
   const fs::path page = p->folder / ExpectedPlotFileName(p->dataset);
-  if (absl::Status s = WriteExpectedPlotPage(p->plan, page, p->context); !s.ok()) {
+  std::vector<coordinator::ShadedBand> bands;
+  if (p->steady_state) bands.push_back(coordinator::SteadyStateBand(*p->steady_state));
+  if (absl::Status s = WriteExpectedPlotPage(p->plan, page, p->context, {}, bands); !s.ok()) {
     return AsRuntimeFailure(s);
   }
   std::cout << "expected page: " << page.string() << "\n";
@@ -313,6 +318,14 @@ absl::StatusOr<Prepared> Prepare(const RunConfig& config, const std::string& mod
   if (absl::Status s = MakePayloadsAndPlan(config, plan_file, big, &p); !s.ok()) {
     return s;
   }
+  // Warm-ups and the steady-state window, checked against the plan before
+  // the folder exists.
+  auto window = ResolveSteadyStateOption(config, p.plan);
+  if (!window.ok()) return AsConfigError(window.status());
+  p.steady_state = *window;
+  auto warmups = MakeWarmups(config, p.plan);
+  if (!warmups.ok()) return AsConfigError(warmups.status());
+  p.warmups = *std::move(warmups);
   if (absl::Status s = WriteRunFolder(config, model, saved, big, &p); !s.ok()) return s;
   return p;
 }

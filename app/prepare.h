@@ -6,11 +6,14 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "coordinator/dataset/payload_source.h"
+#include "app/warmup_prepare.h"
 #include "coordinator/plan/arrival_schedule.h"
+#include "coordinator/plan/steady_state.h"
 #include "coordinator/report/rps_figure.h"
 #include "surge/v1/config.pb.h"
 
@@ -24,6 +27,10 @@ struct Prepared {
   std::string dataset;               // file-name stem, R-PLOT-1
   std::string started_at;            // local time, FormatLocalTime
   coordinator::PageContext context;  // shown on both pages
+  // Warm-ups before t0 (num_warmups) and the steady-state window
+  // (steady_state_s; nullopt = the whole run): docs/DATASETS.md.
+  Warmups warmups;
+  std::optional<coordinator::SteadyStateWindow> steady_state;
 };
 
 // Plan, folder, plan CSV, configuration and the expected page. `saved` is

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "app/exit_codes.h"
+#include "app/warmup_prepare.h"
 #include "common/failure_kind.h"
 #include "common/log.h"
 #include "common/stats.h"
@@ -106,6 +107,10 @@ void StreamRecords(const fs::path& details, const ArrivalSchedule& plan, RecordF
     std::string line;
     while (std::getline(in, line)) {
       auto r = ParseDetailsLine(line);
+      if (r.ok() && r->warmup()) {
+        sinks.Add(*r);  // counted as a warm-up, in no metric
+        continue;
+      }
       if (!r.ok() || r->index() >= plan.size() || seen[r->index()]) {
         ++skipped;
         continue;
@@ -177,6 +182,9 @@ absl::Status Report(const std::string& folder_arg) {
   if (config->dataset().trace_replay()) plan->traffic = ResolveReplayTraffic(plan->offset_s);
   // Every percentile exact: the details file holds every value.
   SummaryAccumulator summary(&config->goodput(), StreamingStats::kUnlimited);
+  auto window = ResolveSteadyStateOption(*config, *plan);
+  if (!window.ok()) return window.status();
+  if (*window) summary.SetSteadyState(**window);
   ActualPageInputs page(plan->size());
   RecordFanOut sinks({&summary, &page});
   StreamRecords(folder / (*dataset + "_details.jsonl"), *plan, sinks);

@@ -178,6 +178,9 @@ absl::Status Job::Run() {
   // Each record goes to the details file, the summary and the actual
   // page's send list; none keeps the records themselves.
   SummaryAccumulator summary(&config_.goodput());
+  if (prepared_.steady_state) summary.SetSteadyState(*prepared_.steady_state);
+  options.warmup_offsets_ns = prepared_.warmups.offsets_ns;
+  options.warmup_payloads = prepared_.warmups.payloads.get();
   ActualPageInputs page(prepared_.plan.size());
   bool nothing_recorded = false;
   auto outcome = Dispatch(options, summary, page, &nothing_recorded);

@@ -216,7 +216,12 @@ void SendLoop::ReleaseDue(int64_t release_due) {
     deadline_local_ns = mapping_.ToWorker(t0_coord_ns_ + next.offset_ns());
   }
   // Late = reached more than the threshold after the deadline; the policy,
-  // picked once, decides what a late request becomes.
+  // picked once, decides what a late request becomes. A warm-up is never
+  // late: it is released as due, whatever the policy.
+  if (next.warmup()) {
+    ReleaseAsDue(std::move(next), reached_ns, /*late=*/false, reached_ns - deadline_local_ns);
+    return;
+  }
   const bool late = reached_ns - deadline_local_ns > options_.late_threshold_ns;
   (this->*release_policy_)(std::move(next), reached_ns, late, reached_ns - deadline_local_ns);
 }
@@ -342,9 +347,11 @@ void SendLoop::Release(surge::v1::Assignment assignment, int64_t released_local_
   // sender's own delay after the slot.
   const int64_t deadline_ns = t0 + assignment.offset_ns();
   bool held_back = deadline_ns < last_gate_wait_end_ns_;
+  // The send health (the lateness alarm's input) leaves warm-ups out.
+  SendHealth* health = assignment.warmup() ? nullptr : options_.health;
   if (options_.max_inflight > 0 && sender_.inflight() >= options_.max_inflight) {
     // Counted as the wait begins, so the next heartbeat already says why.
-    if (options_.health != nullptr) options_.health->OnGateWait();
+    if (health != nullptr) health->OnGateWait();
     if (!WaitForSlot()) {  // stopped while held back: it was never sent
       std::lock_guard<std::mutex> lock(mu_);
       PushHeap(ready_, std::move(assignment));
@@ -360,13 +367,15 @@ void SendLoop::Release(surge::v1::Assignment assignment, int64_t released_local_
   delayed_.fetch_add(catch_up_delay_ns > 0 ? 1 : 0);
   const int32_t worker = options_.worker_index;
   const int64_t planned_ns = assignment.offset_ns();
+  const bool warmup = assignment.warmup();
   // Local instants → ns after t0 on the coordinator's clock, through the
   // mapping the release used (durations stay local: a drift of 200 ppm
   // changes a 1 s duration by 0.2 ms).
   sender_.Send(assignment, [this, t0, mapping, worker, planned_ns, released_local_ns, blocked_ns,
-                            late, catch_up_delay_ns](surge::v1::RequestRecord record) {
+                            late, catch_up_delay_ns, warmup](surge::v1::RequestRecord record) {
     OnCompletion();
     record.set_worker(worker);
+    if (warmup) record.set_warmup(true);
     record.set_late(late);
     record.set_catch_up_delay_ns(catch_up_delay_ns);
     record.set_planned_ns(planned_ns);
@@ -385,10 +394,10 @@ void SendLoop::Release(surge::v1::Assignment assignment, int64_t released_local_
     }
     on_record_(std::move(record));
   });
-  if (options_.health != nullptr) {
+  if (health != nullptr) {
     // Lateness at the hand-off, on the local clock.
     const int64_t handed_ns = ToNanos(clock_.Now());
-    options_.health->OnSend(handed_ns, handed_ns - mapping.ToWorker(deadline_ns));
+    health->OnSend(handed_ns, handed_ns - mapping.ToWorker(deadline_ns));
   }
 }
 

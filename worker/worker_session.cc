@@ -489,6 +489,7 @@ void WorkerSession::Drain(State& st) {
     r.set_attempt(a.attempt());
     r.set_worker(st.welcome.worker_index());
     r.set_planned_ns(a.offset_ns());
+    if (a.warmup()) r.set_warmup(true);
     SetFailure(r, surge::v1::NOT_SENT, surge::v1::FAILURE_KIND_NOT_SENT,
                absl::StrCat("not_sent: ", st.stop_reason.empty() ? "stopped" : st.stop_reason));
     AddToOutbox(std::move(r));

@@ -23,6 +23,7 @@
 #include "common/utf8.h"
 #include "coordinator/config/option_table.h"
 #include "coordinator/plan/traffic.h"
+#include "coordinator/plan/steady_state.h"
 #include "coordinator/plan/traffic_config.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "nlohmann/json.hpp"
@@ -367,6 +368,12 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
     errors.Add("stop_on_alarm", "true",
                "needs a lateness alarm: lateness_alarm_ms is 0 (off); give it a threshold > 0 "
                "(flag --lateness-alarm-ms) or leave --stop-on-alarm out");
+  }
+  // The steady-state window's form (its place in the plan is checked once
+  // the plan exists, app/warmup_prepare.cc).
+  if (auto spec = ParseSteadyState(c.steady_state_s()); !spec.ok()) {
+    errors.Add("steady_state_s", absl::StrCat("\"", ToValidUtf8(c.steady_state_s()), "\""),
+               absl::StrCat(spec.status().message(), " (flag --steady-state-s)"));
   }
   CheckDatasetRules(c, errors);
   CheckRequestRules(c, errors);

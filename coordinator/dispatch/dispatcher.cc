@@ -19,9 +19,12 @@ constexpr auto kGoodbyeWait = std::chrono::milliseconds(3000);
 // Process checks while waiting for the workers (the liveness sweep's period).
 constexpr auto kExitCheckPeriod = std::chrono::milliseconds(100);
 
-std::vector<int64_t> PlannedOffsetsNs(const ArrivalSchedule& plan) {
-  std::vector<int64_t> offsets(plan.size());
-  for (size_t i = 0; i < offsets.size(); ++i) offsets[i] = SecondsToNanos(plan.offset_s[i]);
+// The ledger's slots: the warm-ups (before t0), then the plan.
+std::vector<int64_t> PlannedOffsetsNs(const ArrivalSchedule& plan,
+                                      const std::vector<int64_t>& warmup_offsets_ns) {
+  std::vector<int64_t> offsets(warmup_offsets_ns);
+  offsets.reserve(warmup_offsets_ns.size() + plan.size());
+  for (size_t i = 0; i < plan.size(); ++i) offsets.push_back(SecondsToNanos(plan.offset_s[i]));
   return offsets;
 }
 
@@ -44,7 +47,8 @@ Dispatcher::Dispatcher(Clock& clock, Transport& transport, const ArrivalSchedule
       sink_(std::move(sink)),
       exited_(pool == nullptr ? WorkerRegistry::ExitProbe()
                               : [pool](int32_t index) { return pool->Exited(index); }),
-      ledger_(PlannedOffsetsNs(plan), options_.num_workers),
+      ledger_(PlannedOffsetsNs(plan, options_.warmup_offsets_ns), options_.num_workers,
+              options_.warmup_offsets_ns.size()),
       registry_(RegistryOptions(options_)),
       policy_(MakeAssignmentPolicy(options_.assign)),
       outboxes_(static_cast<size_t>(std::max(options_.num_workers, 0))),
@@ -194,7 +198,10 @@ void Dispatcher::Handle(const std::string& peer, Envelope& e) {
     StampHeartbeatAck(e.heartbeat(), ToNanos(now), clock_, ack.mutable_heartbeat_ack());
     Send(*w, std::move(ack));
     // After the ack, which renews the lease: the monitor may log.
-    if (e.heartbeat().has_send_health() && t0_ns_ != 0) ObserveLateness(*w, e.heartbeat(), now);
+    // Not before t0: the warm-ups are not the schedule the monitor judges.
+    if (e.heartbeat().has_send_health() && t0_ns_ != 0 && NowRelNs(now) >= 0) {
+      ObserveLateness(*w, e.heartbeat(), now);
+    }
   } else if (e.has_record_batch()) {
     for (const auto& r : e.record_batch().records()) {
       if (auto accepted = ledger_.Accept(w->index, r)) Deliver(std::move(*accepted));
@@ -242,8 +249,12 @@ void Dispatcher::CountConnectFailure(const surge::v1::RequestRecord& r) {
 }
 
 void Dispatcher::Deliver(surge::v1::RequestRecord record) {
-  ++outcome_.records;
-  outcome_.send_unknown += record.status() == surge::v1::LOST;
+  if (record.warmup()) {
+    ++outcome_.warmup_records;  // in no count of the run; the connect rule still sees it
+  } else {
+    ++outcome_.records;
+    outcome_.send_unknown += record.status() == surge::v1::LOST;
+  }
   CountConnectFailure(record);
   sink_(record);
 }
@@ -278,10 +289,19 @@ void Dispatcher::Refill(Clock::TimePoint now) {
     if (!pos) break;
     Worker& target = workers[*pos];
     surge::v1::Assignment a;
-    a.set_index(*i);
+    a.set_index(ledger_.WireIndex(*i));
     a.set_offset_ns(ledger_.offset_ns(*i));
     a.set_attempt(ledger_.Assign(*i, target.index));
-    FillAssignmentPayload(payloads_.At(*i), &a);
+    if (ledger_.is_warmup(*i)) {
+      // Without payloads of their own: the plan's, from the top.
+      FillAssignmentPayload(options_.warmup_payloads != nullptr
+                                ? options_.warmup_payloads->At(*i)
+                                : payloads_.At(*i % std::max<size_t>(ledger_.plan_size(), 1)),
+                            &a);
+      a.set_warmup(true);
+    } else {
+      FillAssignmentPayload(payloads_.At(*i - ledger_.num_warmups()), &a);
+    }
     ++loads_[*pos].outstanding;
     Outbox& out = outboxes_[target.index];
     out.pending.push_back(std::move(a));
@@ -446,10 +466,10 @@ void Dispatcher::ReportProgress(Clock::TimePoint now) {
   const size_t n = ledger_.size();
   DispatchProgress p;
   p.elapsed_s = NanosToSeconds(NowRelNs(now));
-  p.planned = n;
+  p.planned = ledger_.plan_size();
   p.stopping = stopping_;
   p.inflight = registry_.inflight();
-  p.last_planned_s = n > 0 ? NanosToSeconds(ledger_.offset_ns(n - 1)) : 0;
+  p.last_planned_s = ledger_.plan_size() > 0 ? NanosToSeconds(ledger_.offset_ns(n - 1)) : 0;
   p.lateness = lateness_.latest();
   p.behind = !lateness_.verdict().kept;
   for (const Worker& w : registry_.workers()) {
@@ -485,8 +505,10 @@ void Dispatcher::ReceiveTurn() {
 void Dispatcher::StartRun() {
   const Clock::TimePoint now = clock_.Now();
   // t0 lies start_lead ahead so that the first window reaches every worker
-  // before anything is due.
-  t0_ns_ = ToNanos(now + options_.start_lead);
+  // before anything is due, and the warm-ups' lead further.
+  const int64_t warmup_lead_ns =
+      options_.warmup_offsets_ns.empty() ? 0 : -options_.warmup_offsets_ns.front();
+  t0_ns_ = ToNanos(now + options_.start_lead) + std::max<int64_t>(warmup_lead_ns, 0);
   outcome_.t0_ns = t0_ns_;
   Refill(now);
   for (auto& w : registry_.workers()) {
@@ -495,13 +517,18 @@ void Dispatcher::StartRun() {
     Send(w, std::move(start));
   }
   registry_.Start(now);
-  LogInfo(absl::StrCat("started ", ledger_.size(), " requests on ", registry_.workers().size(),
-                       " workers"));
+  LogInfo(absl::StrCat("started ", ledger_.plan_size(), " requests on ",
+                       registry_.workers().size(), " workers",
+                       ledger_.num_warmups() > 0
+                           ? absl::StrFormat(" after %d warm-ups from %.3f s",
+                                             ledger_.num_warmups(),
+                                             NanosToSeconds(options_.warmup_offsets_ns.front()))
+                           : std::string()));
 }
 
 bool Dispatcher::Serve() {
   Clock::TimePoint next_progress = clock_.Now();
-  while (outcome_.records < ledger_.size()) {
+  while (outcome_.records + outcome_.warmup_records < ledger_.size()) {
     Clock::TimePoint now = clock_.Now();
     if (options_.on_progress && now >= next_progress) {
       next_progress = now + options_.progress_period;

@@ -90,6 +90,15 @@ struct DispatcherOptions {
   std::chrono::milliseconds lookahead{2000};
   size_t max_batch = 512;
   size_t max_outstanding_per_worker = 16384;
+  // Warm-ups (RunConfig.num_warmups; docs/DATASETS.md "Warm-up and steady
+  // state"): their planned offsets, ns after t0, negative and increasing
+  // (WarmupOffsetsNs), and their payloads (warm-up s sends
+  // warmup_payloads->At(s); must outlive Run). They go through the same
+  // ledger, windows and workers as the plan, as index N + s with
+  // Assignment.warmup, and t0 moves back by the first one's lead so that
+  // none is due before the workers have Start. Empty = none.
+  std::vector<int64_t> warmup_offsets_ns;
+  const PayloadSource* warmup_payloads = nullptr;
   // Who gets the next request: round-robin by default.
   AssignPolicyKind assign = AssignPolicyKind::kRoundRobin;
   // Liveness: heartbeat period, lease, and the silence after which a worker
@@ -168,8 +177,10 @@ struct DispatchOutcome {
   std::string stop_message;
   // Records with status LOST (a worker was lost while it held them).
   uint64_t send_unknown = 0;
-  // Records delivered through the sink (== plan size on return).
+  // Records delivered through the sink (== plan size on return), and of
+  // the warm-ups (== their count on return; not in `records`).
   uint64_t records = 0;
+  uint64_t warmup_records = 0;
   uint64_t reassigned = 0;
   // Records that broke the ledger rules (wrong owner/attempt, duplicates):
   // dropped and counted; 0 in a healthy run.

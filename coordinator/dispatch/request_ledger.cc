@@ -8,12 +8,20 @@
 
 namespace surge::coordinator {
 
-RequestLedger::RequestLedger(std::vector<int64_t> offset_ns, int num_owners)
+RequestLedger::RequestLedger(std::vector<int64_t> offset_ns, int num_owners, size_t num_warmups)
     : offset_ns_(std::move(offset_ns)),
+      num_warmups_(std::min(num_warmups, offset_ns_.size())),
       state_(offset_ns_.size(), State::kUnassigned),
       owner_(offset_ns_.size(), -1),
       attempt_(offset_ns_.size(), 0),
       outstanding_(static_cast<size_t>(std::max(num_owners, 0)), 0) {}
+
+uint64_t RequestLedger::SlotOf(uint64_t index) const {
+  const uint64_t n = plan_size();
+  if (index < n) return index + num_warmups_;
+  if (index - n < num_warmups_) return index - n;
+  return size();
+}
 
 size_t RequestLedger::outstanding(int32_t owner) const {
   if (owner < 0 || static_cast<size_t>(owner) >= outstanding_.size()) return 0;
@@ -47,14 +55,15 @@ uint8_t RequestLedger::Assign(uint64_t index, int32_t owner) {
   return attempt_[index];
 }
 
-surge::v1::RequestRecord RequestLedger::Finalize(surge::v1::RequestRecord record) {
-  const uint64_t i = record.index();
+surge::v1::RequestRecord RequestLedger::Finalize(uint64_t i, surge::v1::RequestRecord record) {
   const int32_t owner = owner_[i];
   if (state_[i] == State::kAssigned && owner >= 0 &&
       static_cast<size_t>(owner) < outstanding_.size() && outstanding_[owner] > 0) {
     --outstanding_[owner];
   }
   state_[i] = State::kFinal;
+  record.set_index(WireIndex(i));
+  if (is_warmup(i)) record.set_warmup(true);
   record.set_planned_ns(offset_ns_[i]);
   ++final_count_;
   return record;
@@ -64,7 +73,7 @@ surge::v1::RequestRecord RequestLedger::Made(uint64_t i, int32_t worker,
                                              surge::v1::RequestStatus status,
                                              surge::v1::FailureKind kind, std::string error) const {
   surge::v1::RequestRecord r;
-  r.set_index(i);
+  r.set_index(WireIndex(i));
   r.set_attempt(attempt_[i]);
   r.set_worker(worker);
   SetFailure(r, status, kind, std::move(error));
@@ -73,13 +82,13 @@ surge::v1::RequestRecord RequestLedger::Made(uint64_t i, int32_t worker,
 
 std::optional<surge::v1::RequestRecord> RequestLedger::Accept(
     int32_t from, const surge::v1::RequestRecord& record) {
-  const uint64_t i = record.index();
+  const uint64_t i = SlotOf(record.index());
   if (i >= size() || state_[i] != State::kAssigned || owner_[i] != from ||
       attempt_[i] != record.attempt()) {
     ++refused_;
     return std::nullopt;
   }
-  return Finalize(record);
+  return Finalize(i, record);
 }
 
 RequestLedger::TakeBackCounts RequestLedger::TakeBack(int32_t owner, int64_t may_have_sent_until_ns,
@@ -90,7 +99,7 @@ RequestLedger::TakeBackCounts RequestLedger::TakeBack(int32_t owner, int64_t may
   for (uint64_t i = 0; i < cursor_; ++i) {
     if (state_[i] != State::kAssigned || owner_[i] != owner) continue;
     if (offset_ns_[i] <= may_have_sent_until_ns) {
-      emit(Finalize(Made(i, owner, surge::v1::LOST, surge::v1::FAILURE_KIND_SEND_UNKNOWN,
+      emit(Finalize(i, Made(i, owner, surge::v1::LOST, surge::v1::FAILURE_KIND_SEND_UNKNOWN,
                          absl::StrCat("send_unknown: worker ", owner, " lost (", why, ")"))));
       ++counts.lost;
     } else if (offset_ns_[i] > reassign_after_ns && may_reassign) {
@@ -101,7 +110,7 @@ RequestLedger::TakeBackCounts RequestLedger::TakeBack(int32_t owner, int64_t may
       ++reassigned_;
       ++counts.reassigned;
     } else {
-      emit(Finalize(Made(i, owner, surge::v1::NOT_SENT, surge::v1::FAILURE_KIND_NOT_SENT,
+      emit(Finalize(i, Made(i, owner, surge::v1::NOT_SENT, surge::v1::FAILURE_KIND_NOT_SENT,
                          absl::StrCat("not_sent: worker ", owner,
                                       " lost before this request could be sent (", why, ")"))));
       ++counts.not_sent;
@@ -120,7 +129,7 @@ uint64_t RequestLedger::GiveUpIdle(int32_t owner, int64_t due_before_ns, Emit em
     if (state_[i] != State::kAssigned || owner_[i] != owner || offset_ns_[i] > due_before_ns) {
       continue;
     }
-    emit(Finalize(Made(i, owner, surge::v1::LOST, surge::v1::FAILURE_KIND_RECORD_LOST,
+    emit(Finalize(i, Made(i, owner, surge::v1::LOST, surge::v1::FAILURE_KIND_RECORD_LOST,
                        absl::StrCat("record_lost: worker ", owner,
                                     " has been idle without reporting this request"))));
     ++given_up;
@@ -131,11 +140,11 @@ uint64_t RequestLedger::GiveUpIdle(int32_t owner, int64_t due_before_ns, Emit em
 void RequestLedger::CloseUnassigned(absl::string_view reason, Emit emit) {
   for (uint64_t i : reassign_) {
     emit(Finalize(
-        Made(i, -1, surge::v1::NOT_SENT, surge::v1::FAILURE_KIND_NOT_SENT, std::string(reason))));
+        i, Made(i, -1, surge::v1::NOT_SENT, surge::v1::FAILURE_KIND_NOT_SENT, std::string(reason))));
   }
   reassign_.clear();
   for (; cursor_ < size(); ++cursor_) {
-    emit(Finalize(Made(cursor_, -1, surge::v1::NOT_SENT, surge::v1::FAILURE_KIND_NOT_SENT,
+    emit(Finalize(cursor_, Made(cursor_, -1, surge::v1::NOT_SENT, surge::v1::FAILURE_KIND_NOT_SENT,
                        std::string(reason))));
   }
 }
@@ -144,13 +153,13 @@ void RequestLedger::CloseOpen(bool stopping, Emit emit) {
   for (uint64_t i = 0; i < size(); ++i) {
     if (state_[i] == State::kFinal) continue;
     if (state_[i] != State::kAssigned) {
-      emit(Finalize(Made(i, owner_[i], surge::v1::NOT_SENT, surge::v1::FAILURE_KIND_NOT_SENT,
+      emit(Finalize(i, Made(i, owner_[i], surge::v1::NOT_SENT, surge::v1::FAILURE_KIND_NOT_SENT,
                          "not_sent: run_ended")));
     } else if (stopping) {
-      emit(Finalize(Made(i, owner_[i], surge::v1::INTERRUPTED, surge::v1::FAILURE_KIND_INTERRUPTED,
+      emit(Finalize(i, Made(i, owner_[i], surge::v1::INTERRUPTED, surge::v1::FAILURE_KIND_INTERRUPTED,
                          "interrupted: no_record")));
     } else {
-      emit(Finalize(Made(i, owner_[i], surge::v1::LOST, surge::v1::FAILURE_KIND_LOST,
+      emit(Finalize(i, Made(i, owner_[i], surge::v1::LOST, surge::v1::FAILURE_KIND_LOST,
                          "lost: no_record_before_drain_deadline")));
     }
   }

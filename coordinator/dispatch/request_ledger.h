@@ -39,10 +39,26 @@ class RequestLedger {
   static constexpr int64_t kReassignMarginNs = 50 * 1000 * 1000;
 
   // `offset_ns`: planned offsets after t0, ns, non-decreasing (the plan).
-  // `num_owners`: worker indices are 0..num_owners-1.
-  RequestLedger(std::vector<int64_t> offset_ns, int num_owners);
+  // `num_owners`: worker indices are 0..num_owners-1. The first
+  // `num_warmups` entries are warm-ups (planned before t0, negative
+  // offsets): the ledger's slots are the warm-ups 0..W-1, then the plan's
+  // requests W..W+N-1. Every method takes and returns slots; records and
+  // assignments carry the wire index (WireIndex): plan request i keeps
+  // index i, warm-up s gets index N + s (never one of the plan's), and its
+  // records are marked warmup. Without warm-ups slot = index.
+  RequestLedger(std::vector<int64_t> offset_ns, int num_owners, size_t num_warmups = 0);
 
   size_t size() const { return offset_ns_.size(); }
+  // Warm-ups, and the plan's own requests (size() − num_warmups()).
+  size_t num_warmups() const { return num_warmups_; }
+  size_t plan_size() const { return offset_ns_.size() - num_warmups_; }
+  bool is_warmup(uint64_t slot) const { return slot < num_warmups_; }
+  // The index a slot's assignment and record carry.
+  uint64_t WireIndex(uint64_t slot) const {
+    return slot < num_warmups_ ? plan_size() + slot : slot - num_warmups_;
+  }
+  // The slot of a wire index; size() (no slot) when out of range.
+  uint64_t SlotOf(uint64_t index) const;
   int64_t offset_ns(uint64_t i) const { return offset_ns_[i]; }
   State state(uint64_t i) const { return state_[i]; }
   // Worker holding request i (-1 when none).
@@ -107,12 +123,14 @@ class RequestLedger {
   void CloseOpen(bool stopping, Emit emit);
 
  private:
-  // Makes `record` the final one of its request (state, planned_ns, counts).
-  surge::v1::RequestRecord Finalize(surge::v1::RequestRecord record);
+  // Makes `record` the final one of slot `i` (state, wire index, warmup
+  // mark, planned_ns, counts).
+  surge::v1::RequestRecord Finalize(uint64_t i, surge::v1::RequestRecord record);
   surge::v1::RequestRecord Made(uint64_t i, int32_t worker, surge::v1::RequestStatus status,
                                 surge::v1::FailureKind kind, std::string error) const;
 
   std::vector<int64_t> offset_ns_;
+  size_t num_warmups_ = 0;
   std::vector<State> state_;
   std::vector<int16_t> owner_;
   std::vector<uint8_t> attempt_;

@@ -55,6 +55,20 @@ struct VerticalMarker {
   std::string hover = "";
 };
 
+// A shaded stretch of a time axis, seconds after t0: the steady-state
+// window (docs/DATASETS.md "Warm-up and steady state") on both pages, the
+// warm-ups before t0 on the actual page. Drawn as a plotly rect under the
+// traces over the chart's whole height, `label` at its top.
+struct ShadedBand {
+  double x0_s = 0;
+  double x1_s = 0;
+  std::string label;
+  // Fill colour (CSS, with its alpha).
+  std::string color = "rgba(46,139,87,0.12)";
+  // Shown when the pointer rests on the label; "" = none.
+  std::string hover = "";
+};
+
 // Something that happened during the run at a known time, e.g. a worker
 // lost and its requests taken over. On the actual page: a vertical line at
 // at_s on every time axis (Time vs RPS, Achieved vs Intended Rate) carrying
@@ -82,6 +96,8 @@ struct FigureChart {
   // x is the run's time axis (seconds after t0): run events are drawn here.
   bool time_axis = false;
   std::vector<VerticalMarker> markers = {};
+  // Shaded stretches of the x axis (AddShadedBands); empty = none.
+  std::vector<ShadedBand> bands = {};
 };
 
 // One line of the run context shown at the top of both pages (model,

@@ -144,6 +144,28 @@ std::string TraceJson(const FigureTrace& tr) {
   return out;
 }
 
+// One shaded band: a rect under the traces over the chart's height, and
+// its label at the top left of the band.
+void AppendBand(const ShadedBand& b, const std::string& x, const std::string& y, Json& shapes,
+                Json& annotations) {
+  const std::string y_domain = absl::StrCat(y, " domain");
+  shapes.push_back({{"type", "rect"},
+                    {"xref", x},
+                    {"yref", y_domain},
+                    {"x0", b.x0_s},
+                    {"x1", b.x1_s},
+                    {"y0", 0},
+                    {"y1", 1},
+                    {"fillcolor", b.color},
+                    {"layer", "below"},
+                    {"line", {{"width", 0}}}});
+  Json label = {{"text", b.label},     {"x", b.x0_s},        {"xref", x},
+                {"y", 1},              {"yref", y_domain},   {"xanchor", "left"},
+                {"yanchor", "bottom"}, {"showarrow", false}, {"font", {{"size", 10}}}};
+  if (!b.hover.empty()) label["hovertext"] = b.hover;
+  annotations.push_back(std::move(label));
+}
+
 Json LayoutJson(const RpsFigure& fig) {
   const Geometry g = Layout(fig.charts.size());
   Json layout;
@@ -191,6 +213,7 @@ Json LayoutJson(const RpsFigure& fig) {
                            {"yshift", 6},
                            {"showarrow", false},
                            {"font", {{"size", 15}}}});
+    for (const ShadedBand& b : c.bands) AppendBand(b, x, y, shapes, annotations);
     for (const VerticalMarker& m : c.markers) {
       shapes.push_back({{"type", "line"},
                         {"xref", x},
@@ -557,9 +580,11 @@ absl::Status WriteFigurePage(const RpsFigure& fig, const std::filesystem::path& 
 
 absl::Status WriteExpectedPlotPage(const ArrivalSchedule& plan,
                                    const std::filesystem::path& html_path,
-                                   const PageContext& context, std::string_view note) {
+                                   const PageContext& context, std::string_view note,
+                                   std::span<const ShadedBand> bands) {
   absl::StatusOr<RpsFigure> fig = BuildExpectedRpsFigure(plan);
   if (!fig.ok()) return fig.status();
+  AddShadedBands(bands, *fig);
   fig->context = context;
   fig->note = std::string(note);
   return WriteFigurePage(*fig, html_path);
@@ -570,9 +595,11 @@ absl::Status WriteActualPlotPage(const ArrivalSchedule& plan, std::span<const Ac
                                  std::string_view note, std::span<const RunEvent> events,
                                  std::span<const LatencyView> latency,
                                  std::span<const LateMark> late_marks,
-                                 const std::optional<SendLatenessPercentiles>& lateness) {
+                                 const std::optional<SendLatenessPercentiles>& lateness,
+                                 std::span<const ShadedBand> bands) {
   absl::StatusOr<RpsFigure> fig = BuildActualRpsFigure(plan, sends, lateness);
   if (!fig.ok()) return fig.status();
+  AddShadedBands(bands, *fig);
   AddLateMarks(plan, late_marks, *fig);
   fig->context = context;
   fig->note = std::string(note);

@@ -41,9 +41,11 @@ std::filesystem::path FigureJsonPath(const std::filesystem::path& html_path);
 // seed, …; see RunContextItems in coordinator/report/run_context.h) is
 // shown above the charts and stored under "context" in the JSON; `note`
 // as for the actual page (a run stopped early rewrites its expected page).
+// `bands` (the steady-state window) shade the time axes (AddShadedBands).
 absl::Status WriteExpectedPlotPage(const ArrivalSchedule& plan,
                                    const std::filesystem::path& html_path,
-                                   const PageContext& context = {}, std::string_view note = {});
+                                   const PageContext& context = {}, std::string_view note = {},
+                                   std::span<const ShadedBand> bands = {});
 
 // R-ACT-*: the actual page: the expected figure plus the orange actual trace
 // and the R-ACT-5 charts (lateness, achieved vs intended rate, KS distance);
@@ -58,13 +60,15 @@ absl::Status WriteExpectedPlotPage(const ArrivalSchedule& plan,
 // context; empty = no table. `late_marks` (late, skipped and delayed
 // requests of the late-send policy) become marker traces on the Time vs RPS
 // chart (AddLateMarks); empty = none. `lateness`: the summary's send
-// lateness percentiles (BuildActualRpsFigure).
+// lateness percentiles (BuildActualRpsFigure). `bands` (the steady-state
+// window, the warm-ups before t0) shade the time axes (AddShadedBands).
 absl::Status WriteActualPlotPage(
     const ArrivalSchedule& plan, std::span<const ActualSend> sends,
     const std::filesystem::path& html_path, const PageContext& context = {},
     std::string_view note = {}, std::span<const RunEvent> events = {},
     std::span<const LatencyView> latency = {}, std::span<const LateMark> late_marks = {},
-    const std::optional<SendLatenessPercentiles>& lateness = std::nullopt);
+    const std::optional<SendLatenessPercentiles>& lateness = std::nullopt,
+    std::span<const ShadedBand> bands = {});
 
 // Lower level, for `surge report` and tests: the figure as JSON text
 // ({"data", "layout", "legend_table", "context", "stats"}), deterministic.

@@ -426,4 +426,13 @@ void AddRunEvents(std::vector<RunEvent> events, RpsFigure& fig) {
                    [](const RunEvent& a, const RunEvent& b) { return a.at_s < b.at_s; });
 }
 
+void AddShadedBands(std::span<const ShadedBand> bands, RpsFigure& fig) {
+  for (FigureChart& c : fig.charts) {
+    if (!c.time_axis) continue;
+    for (const ShadedBand& b : bands) {
+      if (std::isfinite(b.x0_s) && std::isfinite(b.x1_s) && b.x1_s > b.x0_s) c.bands.push_back(b);
+    }
+  }
+}
+
 }  // namespace surge::coordinator

@@ -197,6 +197,10 @@ void AddLateMarks(const ArrivalSchedule& plan, std::span<const LateMark> marks, 
 // per event (x = at_s, the event's label, kRunEventColor, its text on hover)
 // on every chart with time_axis. Events with a non-finite time are dropped.
 void AddRunEvents(std::vector<RunEvent> events, RpsFigure& fig);
+// Adds each band to every chart whose x is the run's time axis (Time vs
+// RPS, Achieved vs Intended Rate); bands with a non-finite or empty extent
+// are left out.
+void AddShadedBands(std::span<const ShadedBand> bands, RpsFigure& fig);
 
 }  // namespace surge::coordinator
 

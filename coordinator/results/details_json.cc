@@ -320,6 +320,8 @@ void AppendDetailsLine(const RequestRecord& r, LineBuffer* out) {
   w.SecondsOrNull(sent && r.ttft_ns() != 0, FromPlannedNs(r, r.ttft_ns()));
   w.Raw(",\"ttft_s\":");
   w.SecondsOrNull(r.ttft_ns() != 0, r.ttft_ns());
+  // Only on warm-ups, so a run without them writes the same lines as before.
+  if (r.warmup()) w.Raw(",\"warmup\":true");
   w.Raw(",\"worker\":");
   w.Integer(r.worker());
   w.Raw("}\n");

@@ -137,6 +137,7 @@ void LiveMetrics::SetPlan(const ArrivalSchedule* plan) {
 }
 
 void LiveMetrics::Add(const surge::v1::RequestRecord& r) {
+  if (r.warmup()) return;  // warm-ups are in no metric
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [status, label] : kStatuses) {
     if (r.status() == status) ++s_.ended_by_status[label];

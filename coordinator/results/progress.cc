@@ -51,6 +51,7 @@ std::string FormatProgress(const DispatchProgress& p) {
 }
 
 void ProgressReporter::Add(const surge::v1::RequestRecord& r) {
+  if (r.warmup()) return;  // the progress counts the plan's requests
   ++records_;
   sent_ += r.sent();
   ok_ += r.status() == surge::v1::OK;

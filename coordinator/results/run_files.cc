@@ -471,6 +471,7 @@ absl::StatusOr<RequestRecord> ParseDetailsLine(const std::string& line) {
     r.set_finish_reason(it->get<std::string>());
   }
   r.set_short_output(j.value("short_output", false));
+  r.set_warmup(j.value("warmup", false));
   r.set_http_retries(j.value("http_retries", 0u));
   r.set_retry_reason(j.value("retry_reason", std::string()));
   r.set_retry_sent_ns(ns("retry_offset_s"));

@@ -8,6 +8,7 @@
 #include "coordinator/report/clock_summary.h"
 #include "coordinator/report/plot_pages.h"
 #include "coordinator/report/schedule_verdict.h"
+#include "coordinator/report/shaded_bands.h"
 #include "coordinator/report/worker_losses.h"
 #include "coordinator/results/run_facts_json.h"
 
@@ -102,11 +103,18 @@ void WriteRunResults(const fs::path& folder, const std::string& dataset,
       facts.has_schedule() ? ScheduleSentence(facts.schedule()) : std::string();
   const std::string note = StopNote(facts, summary);
   WriteSummaryFiles(folder, dataset, summary, facts);
+  // Warm-up and steady state: shaded on the time axes.
+  std::vector<ShadedBand> steady;
+  if (summary.steady_state) steady.push_back(SteadyStateBand(*summary.steady_state));
+  std::vector<ShadedBand> actual_bands =
+      WarmupBands(page.warmup_sent(), page.warmup_first_s(), page.warmup_last_s());
+  actual_bands.insert(actual_bands.end(), steady.begin(), steady.end());
   // The expected page is written before the run; after a stop it is
   // written again with the same note (and `surge report` rebuilds it).
   if (!plan.traffic.instant && (!note.empty() || facts.rebuilt_by_report())) {
     if (absl::Status s =
-            WriteExpectedPlotPage(plan, folder / ExpectedPlotFileName(dataset), page_context, note);
+            WriteExpectedPlotPage(plan, folder / ExpectedPlotFileName(dataset), page_context, note,
+                                  steady);
         !s.ok()) {
       LogError(s.ToString());
     }
@@ -120,7 +128,8 @@ void WriteRunResults(const fs::path& folder, const std::string& dataset,
   if (!schedule_text.empty()) actual_context.push_back({"Schedule", schedule_text});
   if (absl::Status s = WriteActualPlotPage(
           plan, page.sends(), folder / ActualPlotFileName(dataset), actual_context, note,
-          PageEvents(facts), LatencyViews(summary), page.late_marks(), SendLateness(summary));
+          PageEvents(facts), LatencyViews(summary), page.late_marks(), SendLateness(summary),
+          actual_bands);
       !s.ok()) {
     LogError(s.ToString());
   }

@@ -4,8 +4,10 @@
 #ifndef SURGE_COORDINATOR_RESULTS_RUN_RESULTS_H_
 #define SURGE_COORDINATOR_RESULTS_RUN_RESULTS_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -37,6 +39,16 @@ class ActualPageInputs : public RecordSink {
     sends_.reserve(plan_size);
   }
   void Add(const surge::v1::RequestRecord& r) override {
+    if (r.warmup()) {
+      // Not in the rate: only the stretch their sends took, a band before 0.
+      if (r.sent()) {
+        const double at_s = NanosToSeconds(r.sent_ns());
+        warmup_first_s_ = std::min(warmup_first_s_, at_s);
+        warmup_last_s_ = std::max(warmup_last_s_, at_s);
+        ++warmup_sent_;
+      }
+      return;
+    }
     if (r.sent() && r.index() < plan_size_) {
       sends_.push_back(ActualSend{r.index(), NanosToSeconds(r.sent_ns())});
     }
@@ -51,9 +63,17 @@ class ActualPageInputs : public RecordSink {
   }
   const std::vector<ActualSend>& sends() const { return sends_; }
   const std::vector<LateMark>& late_marks() const { return late_marks_; }
+  // Warm-ups sent, and the first and last of their send times, seconds
+  // after t0 (+inf / -inf when none was sent).
+  uint64_t warmup_sent() const { return warmup_sent_; }
+  double warmup_first_s() const { return warmup_first_s_; }
+  double warmup_last_s() const { return warmup_last_s_; }
 
  private:
   uint64_t plan_size_;
+  uint64_t warmup_sent_ = 0;
+  double warmup_first_s_ = std::numeric_limits<double>::infinity();
+  double warmup_last_s_ = -std::numeric_limits<double>::infinity();
   std::vector<ActualSend> sends_;
   std::vector<LateMark> late_marks_;
 };

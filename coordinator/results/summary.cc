@@ -87,6 +87,12 @@ std::vector<std::pair<std::string, nlohmann::json>> CommonRows(const RunSummary&
     rows.push_back({"Good Requests", s.good_requests});
     rows.push_back({"Goodput (req/s)", Number(s.goodput_rps)});
   }
+  if (s.warmups > 0) rows.push_back({"Warm-up Requests", s.warmups});
+  if (s.steady_state) {
+    rows.push_back({"Steady State Start (s)", s.steady_state->start_s});
+    rows.push_back({"Steady State End (s)", s.steady_state->end_s});
+    rows.push_back({"Steady State Requests", s.steady_state->requests});
+  }
   return rows;
 }
 
@@ -171,6 +177,10 @@ SummaryAccumulator::SummaryAccumulator(const surge::v1::GoodputConfig* goodput,
 
 void SummaryAccumulator::Add(const surge::v1::RequestRecord& r) {
   RunSummary& s = s_;
+  if (r.warmup()) {
+    ++s.warmups;  // in no other count and no metric
+    return;
+  }
   ++s.total;
   const double planned = NanosToSeconds(r.planned_ns());
   planned_min_s_ = std::min(planned_min_s_, planned);
@@ -218,6 +228,8 @@ void SummaryAccumulator::Add(const surge::v1::RequestRecord& r) {
   starts_s_.push_back(sent);
   ends_s_.push_back(end);
   if (r.status() != surge::v1::OK) return;
+  if (s.steady_state && !s.steady_state->Contains(planned)) return;
+  ++s.steady_state_succeeded;
   const double e2el_r = NanosToSeconds(r.e2el_ns());
   const double ttft_r = NanosToSeconds(r.ttft_ns());
   ttft_.Add(ttft_r);
@@ -260,13 +272,15 @@ RunSummary SummaryAccumulator::Finish() {
     while (ended < ends_s_.size() && ends_s_[ended] <= starts_s_[started]) ++ended;
     if (started + 1 > ended) s.max_concurrency = std::max<uint64_t>(s.max_concurrency, started + 1 - ended);
   }
-  const double end_s = end_s_;
-  s.duration_s = end_s;
-  s.request_throughput_rps = PerSecond(static_cast<double>(s.succeeded), end_s);
+  s.duration_s = end_s_;
+  // Throughputs: per second of the run, or of the steady-state window.
+  const double end_s = s.steady_state ? s.steady_state->length_s() : end_s_;
+  s.request_throughput_rps = PerSecond(
+      static_cast<double>(s.steady_state ? s.steady_state_succeeded : s.succeeded), end_s);
   s.input_token_throughput = PerSecond(static_cast<double>(s.input_tokens), end_s);
   s.output_token_throughput = PerSecond(static_cast<double>(s.output_tokens), end_s);
   s.total_token_throughput = PerSecond(static_cast<double>(s.input_tokens + s.output_tokens), end_s);
-  s.mean_concurrency = PerSecond(busy_s_, end_s);
+  s.mean_concurrency = PerSecond(busy_s_, end_s_);
   s.goodput_rps = PerSecond(static_cast<double>(s.good_requests), end_s);
   s.achieved_rate_rps = RateOverSpan(s.sent, sent_min_s_, sent_max_s_);
   // The plan's rate, over every planned request (sent or not): a run whose
@@ -357,6 +371,24 @@ nlohmann::json SummaryToJson(const RunSummary& s, const nlohmann::json& context)
     j["goodput"] = {{"good_requests", s.good_requests}, {"goodput_rps", Number(s.goodput_rps)}};
   }
   j["reasons"] = s.reasons;
+  if (s.warmups > 0) {
+    j["warmups"] = {{"requests", s.warmups},
+                    {"rule", "sent before t0, in no count and no metric of this summary"}};
+  }
+  if (s.steady_state) {
+    const SteadyStateWindow& w = *s.steady_state;
+    j["steady_state"] = {
+        {"window", w.spec},
+        {"start_s", w.start_s},
+        {"end_s", w.end_s},
+        {"includes_end", w.includes_end},
+        {"planned_requests", w.requests},
+        {"succeeded", s.steady_state_succeeded},
+        {"rule",
+         "latency, token and goodput metrics over the OK requests planned in [start_s, "
+         "end_s); throughputs per second of end_s - start_s; counts, send lateness, achieved "
+         "rate, concurrency and duration over the whole run"}};
+  }
   // AISBench's names and units.
   nlohmann::json metrics = nlohmann::json::object();
   for (const MetricRow& row : MetricRows(s)) {
@@ -460,6 +492,17 @@ std::string FormatSummaryTable(const RunSummary& s) {
   // The same from each request's planned send (its lateness added).
   row("TTFT from planned send mean/p50/p99", ms(s.ttft_from_planned_s));
   row("E2EL from planned send mean/p50/p99", ms(s.e2el_from_planned_s));
+  if (s.warmups > 0) {
+    absl::StrAppend(&out, "  Warm-ups: ", s.warmups, " sent before t0, in no count or metric\n");
+  }
+  if (s.steady_state) {
+    absl::StrAppend(&out, absl::StrFormat("  Steady state %s: [%.3f, %.3f%s s, %d planned, %d OK; "
+                                          "latency and throughput metrics over these only\n",
+                                          s.steady_state->spec, s.steady_state->start_s,
+                                          s.steady_state->end_s,
+                                          s.steady_state->includes_end ? "]" : ")",
+                                          s.steady_state->requests, s.steady_state_succeeded));
+  }
   if (!s.reasons.empty()) {
     absl::StrAppend(&out, "  Requests not OK, by reason:\n");
     for (const auto& [reason, count] : s.reasons) row(absl::StrCat("    ", reason), absl::StrCat(count));

@@ -9,11 +9,13 @@
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "common/stats.h"
+#include "coordinator/plan/steady_state.h"
 #include "coordinator/results/record_sink.h"
 #include "surge/v1/config.pb.h"
 #include "surge/v1/record.pb.h"
@@ -135,6 +137,19 @@ struct RunSummary {
   // Failed, lost, not-sent, interrupted and skipped records by reason
   // (ReasonKey: the failure kind), e.g. {"http_503": 3, "interrupted": 80}.
   std::map<std::string, uint64_t> reasons;
+  // Warm-up records (record.warmup; RunConfig.num_warmups): counted here
+  // only, in no other count and no metric.
+  uint64_t warmups = 0;
+  // The steady-state window (RunConfig.steady_state_s), when one was given:
+  // the per-request metrics of OK requests (latencies, token counts and
+  // totals, finish reasons, goodput) count only requests planned inside it,
+  // and the request, token and goodput throughputs are those requests (and
+  // their tokens) per second of the window's length. The counts by status,
+  // the send-side metrics (sent, lateness, achieved rate, concurrency) and
+  // the duration stay the whole run's. `steady_state_succeeded`: OK
+  // requests planned inside the window.
+  std::optional<SteadyStateWindow> steady_state;
+  uint64_t steady_state_succeeded = 0;
 };
 
 // The plan's intended rate: (N − 1)/(t_{N−1} − t_0) over planned offsets
@@ -155,6 +170,9 @@ class SummaryAccumulator : public RecordSink {
   explicit SummaryAccumulator(const surge::v1::GoodputConfig* goodput = nullptr,
                               size_t exact_limit = StreamingStats::kDefaultExactLimit);
   void Add(const surge::v1::RequestRecord& record) override;
+  // Counts only requests planned inside `window` in the OK-request metrics
+  // and the throughputs (RunSummary::steady_state). Before the first Add.
+  void SetSteadyState(const SteadyStateWindow& window) { s_.steady_state = window; }
   // The summary of every record added so far. Sorts kept values in place.
   RunSummary Finish();
   // Records added so far.

@@ -124,9 +124,14 @@ RunFolderReport CheckRunFolder(const fs::path& folder, const std::string& datase
       problem("unparsable details line");
       continue;
     }
-    ++report.records;
     const uint64_t index = r.value("index", uint64_t{0});
     if (!seen.insert(index).second) problem(absl::StrCat("index ", index, " has two records"));
+    if (r.value("warmup", false)) {
+      // A warm-up (num_warmups): after the plan's indices, before t0.
+      if (index < n) problem(absl::StrCat("warm-up with a planned index ", index));
+      continue;
+    }
+    ++report.records;
     if (index >= n) problem(absl::StrCat("record for unplanned index ", index));
     if (r.value("status", std::string()) == "ok") ++report.ok;
     if (index < n && r["planned_offset_s"].is_number() &&
