@@ -156,7 +156,7 @@ TEST(WarmupSteadyStateTest, WarmupsGoFirstAndCountNowhere) {
   // Bad windows: exit 2, the field named, nothing sent, no folder.
   // (A run asks /v1/models first: only POSTs are requests.)
   const size_t posts_before = PostedIndices(log).size();
-  for (const std::string& bad : {"0.9:0.1", "5:5", "-1:2", "abc:1", "100:200"}) {
+  for (const std::string bad : {"0.9:0.1", "5:5", "-1:2", "abc:1", "100:200"}) {
     const Result r = RunSurge("run --num-prompts 100 --request-rate 50 --steady-state-s=" + bad +
                               target + " --output-dir " + (dir / "bad").string());
     EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.output;
