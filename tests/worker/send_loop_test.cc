@@ -582,7 +582,7 @@ struct LateRun {
   uint64_t late = 0, skipped = 0, delayed = 0;
 };
 
-LateRun RunWithStall(SendLoopOptions options, bool warmups = false) {
+LateRun RunWithStall(SendLoopOptions options) {
   AutoAdvanceClock clock;
   FakeRequestSender sender(clock);
   LateRun out;
@@ -593,7 +593,6 @@ LateRun RunWithStall(SendLoopOptions options, bool warmups = false) {
   loop.SetStart(t0);
   std::vector<surge::v1::Assignment> list;
   for (uint64_t i = 0; i < 10; ++i) list.push_back(Make(i, static_cast<int64_t>(i + 1) * 10 * kMs));
-  for (auto& a : list) a.set_warmup(warmups);
   loop.Enqueue(list);
   sender.set_after_send([&](uint64_t index) {
     if (index == 1) clock.AdvanceBy(std::chrono::milliseconds(55));
@@ -689,27 +688,6 @@ TEST(SendLoopLatePolicyTest, SkipRecordsLateRequestsAsSkippedWithTheReason) {
   EXPECT_EQ(run.late, 0u);
   EXPECT_EQ(run.skipped, 3u);
   EXPECT_EQ(run.delayed, 0u);
-}
-
-// Warm-ups are never late: under "skip" (and "cap") the same stall sends
-// them all, at the times "send" would, none marked late or skipped, each
-// record marked warmup.
-TEST(SendLoopLatePolicyTest, WarmupsAreReleasedAsDueWhateverThePolicy) {
-  for (const auto policy : {surge::v1::LATE_POLICY_SKIP, surge::v1::LATE_POLICY_CAP}) {
-    const LateRun run = RunWithStall(LateOptions(policy, 50 * kMs), /*warmups=*/true);
-    ASSERT_EQ(run.sent.size(), 10u);
-    const int64_t expected_ms[] = {10, 20, 75, 75, 75, 75, 75, 80, 90, 100};
-    for (size_t i = 0; i < 10; ++i) EXPECT_EQ(run.sent[i].at_ns, expected_ms[i] * kMs) << i;
-    ASSERT_EQ(run.records.size(), 10u);
-    for (const auto& r : run.records) {
-      EXPECT_EQ(r.status(), surge::v1::OK) << r.index();
-      EXPECT_FALSE(r.late()) << r.index();
-      EXPECT_TRUE(r.warmup()) << r.index();
-    }
-    EXPECT_EQ(run.late, 0u);
-    EXPECT_EQ(run.skipped, 0u);
-    EXPECT_EQ(run.delayed, 0u);
-  }
 }
 
 // "skip" with preparation: a skipped request was prepared, so its
