@@ -6,10 +6,12 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "coordinator/dataset/payload_source.h"
+#include "coordinator/dataset/prefix_reuse.h"
 #include "coordinator/plan/arrival_schedule.h"
 #include "coordinator/report/rps_figure.h"
 #include "surge/v1/config.pb.h"
@@ -24,6 +26,9 @@ struct Prepared {
   std::string dataset;               // file-name stem, R-PLOT-1
   std::string started_at;            // local time, FormatLocalTime
   coordinator::PageContext context;  // shown on both pages
+  // The plan's prefix reuse (coordinator/dataset/prefix_reuse.h); unset
+  // when the plan has no shared prefixes.
+  std::optional<coordinator::PlannedReuse> planned_reuse;
 };
 
 // Plan, folder, plan CSV, configuration and the expected page. `saved` is
