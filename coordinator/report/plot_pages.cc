@@ -570,10 +570,12 @@ absl::Status WriteActualPlotPage(const ArrivalSchedule& plan, std::span<const Ac
                                  std::string_view note, std::span<const RunEvent> events,
                                  std::span<const LatencyView> latency,
                                  std::span<const LateMark> late_marks,
-                                 const std::optional<SendLatenessPercentiles>& lateness) {
+                                 const std::optional<SendLatenessPercentiles>& lateness,
+                                 const ReuseSeries* reuse) {
   absl::StatusOr<RpsFigure> fig = BuildActualRpsFigure(plan, sends, lateness);
   if (!fig.ok()) return fig.status();
   AddLateMarks(plan, late_marks, *fig);
+  if (reuse != nullptr) AddReuseChart(*reuse, *fig);
   fig->context = context;
   fig->note = std::string(note);
   fig->latency.assign(latency.begin(), latency.end());

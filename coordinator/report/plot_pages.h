@@ -25,6 +25,7 @@
 
 #include "absl/status/status.h"
 #include "coordinator/plan/arrival_schedule.h"
+#include "coordinator/report/reuse_figure.h"
 #include "coordinator/report/rps_figure.h"  // ActualSend, RpsFigure
 
 namespace surge::coordinator {
@@ -64,7 +65,8 @@ absl::Status WriteActualPlotPage(
     const std::filesystem::path& html_path, const PageContext& context = {},
     std::string_view note = {}, std::span<const RunEvent> events = {},
     std::span<const LatencyView> latency = {}, std::span<const LateMark> late_marks = {},
-    const std::optional<SendLatenessPercentiles>& lateness = std::nullopt);
+    const std::optional<SendLatenessPercentiles>& lateness = std::nullopt,
+    const ReuseSeries* reuse = nullptr);
 
 // Lower level, for `surge report` and tests: the figure as JSON text
 // ({"data", "layout", "legend_table", "context", "stats"}), deterministic.
