@@ -14,8 +14,9 @@
 
 #include <cstdint>
 #include <optional>
-#include <unordered_set>
 #include <vector>
+
+#include "absl/container/flat_hash_set.h"
 
 namespace surge::coordinator {
 
@@ -58,7 +59,7 @@ class PlannedReuseCounter {
 
  private:
   PlannedReuse totals_;
-  std::unordered_set<uint64_t> seen_;
+  absl::flat_hash_set<uint64_t> seen_;
 };
 
 // The planned reuse of requests 0..n-1 of `payloads` (request order is the
