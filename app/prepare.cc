@@ -149,6 +149,18 @@ absl::Status UsePlanFile(const RunConfig& config, const fs::path& plan_file,
   return absl::OkStatus();
 }
 
+// The plan's prefix reuse, when it has shared prefixes, and its log line.
+void LogPlannedReuse(const RunConfig& config, Prepared* p) {
+  const uint32_t block = config.dataset().prefix_block_tokens();
+  p->planned_reuse = coordinator::PlanPrefixReuse(*p->payloads, p->plan.size(), block);
+  if (!p->planned_reuse.has_value()) return;
+  const coordinator::PlannedReuse& r = *p->planned_reuse;
+  LogInfo(absl::StrFormat(
+      "planned prefix reuse: %.1f%% of prompt tokens (%d of %d repeat, in blocks of %d tokens, "
+      "a prefix sent earlier in the plan: what an unbounded prefix cache would hit)",
+      100.0 * r.share(), r.shared_tokens, r.prompt_tokens, block));
+}
+
 // Payloads and plan (the plan file's, for an exact replay), with their log
 // lines, which the plan's traffic description gives. Errors:
 // INVALID_ARGUMENT.
@@ -172,6 +184,7 @@ absl::Status MakePayloadsAndPlan(const RunConfig& config, const fs::path& plan_f
   if (!traffic.log_intro.empty()) LogInfo(traffic.log_intro);
   LogInfo(absl::StrFormat("plan: %d requests, seed %d, %s", p->plan.size(), config.seed(),
                           traffic.log_line));
+  LogPlannedReuse(config, p);
   return absl::OkStatus();
 }
 

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "coordinator/dataset/payload_source.h"
 #include "app/warmup_prepare.h"
+#include "coordinator/dataset/prefix_reuse.h"
 #include "coordinator/plan/arrival_schedule.h"
 #include "coordinator/plan/steady_state.h"
 #include "coordinator/report/rps_figure.h"
@@ -31,6 +32,9 @@ struct Prepared {
   // (steady_state_s; nullopt = the whole run): docs/DATASETS.md.
   Warmups warmups;
   std::optional<coordinator::SteadyStateWindow> steady_state;
+  // The plan's prefix reuse (coordinator/dataset/prefix_reuse.h); unset
+  // when the plan has no shared prefixes.
+  std::optional<coordinator::PlannedReuse> planned_reuse;
 };
 
 // Plan, folder, plan CSV, configuration and the expected page. `saved` is

@@ -25,6 +25,7 @@
 #include "coordinator/results/run_files.h"
 #include "coordinator/results/live_metrics.h"
 #include "coordinator/results/progress.h"
+#include "coordinator/results/prefix_reuse_summary.h"
 #include "coordinator/results/run_facts.h"
 #include "coordinator/results/run_results.h"
 #include "coordinator/results/summary.h"
@@ -325,6 +326,11 @@ void Job::WriteResults(const absl::StatusOr<DispatchOutcome>& outcome,
   facts.set_started_at(p.started_at);
   facts.set_surge_version(kSurgeVersion);
   if (!plan_file_.empty()) facts.set_plan_file(fs::absolute(plan_file_).string());
+  if (p.planned_reuse.has_value()) {
+    *facts.mutable_prefix_reuse() = coordinator::PrefixReuseFactOf(
+        p.planned_reuse->block_tokens, p.planned_reuse->shared_tokens,
+        p.planned_reuse->prompt_tokens);
+  }
   AddOutcomeFacts(outcome, config_, &facts);
   if (outcome.ok() && outcome->undecodable_frames > 0) {
     LogWarning(absl::StrCat(

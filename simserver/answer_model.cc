@@ -156,9 +156,13 @@ absl::Status ReadAnswerShape(const Json& json, CompletionRequest* req) {
 }
 
 Json UsageJson(const CompletionRequest& req) {
-  return Json{{"prompt_tokens", req.prompt_tokens},
-              {"completion_tokens", req.max_tokens},
-              {"total_tokens", req.prompt_tokens + req.max_tokens}};
+  Json usage = {{"prompt_tokens", req.prompt_tokens},
+                {"completion_tokens", req.max_tokens},
+                {"total_tokens", req.prompt_tokens + req.max_tokens}};
+  if (req.cached_tokens.has_value()) {
+    usage["prompt_tokens_details"] = {{"cached_tokens", *req.cached_tokens}};
+  }
+  return usage;
 }
 
 }  // namespace
@@ -166,6 +170,10 @@ Json UsageJson(const CompletionRequest& req) {
 absl::Status CheckSimServerConfig(const SimServerConfig& config) {
   if (absl::Status s = CheckDelay("ttft_ms", config.ttft_ms()); !s.ok()) return s;
   if (absl::Status s = CheckDelay("itl_ms", config.itl_ms()); !s.ok()) return s;
+  if (absl::Status s = CheckDelay("prefill_ms_per_token", config.prefill_ms_per_token());
+      !s.ok()) {
+    return s;
+  }
   if (config.threads() < 1) {
     return absl::InvalidArgumentError(absl::StrCat("threads: ", config.threads(), " must be >= 1"));
   }

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -50,6 +51,10 @@ struct CompletionRequest {
   uint32_t prompt_tokens = 0;
   std::vector<uint64_t> prompt_token_ids;
   std::string model;
+  // Prompt tokens found in the server's prefix cache (simserver/prefix_cache.h),
+  // set by the server when its cache is on: then the usage carries
+  // prompt_tokens_details.cached_tokens. Unset = no cache, no details.
+  std::optional<uint32_t> cached_tokens;
 };
 
 // Reads a completion request's body: "messages" (chat) or "prompt",

@@ -1,5 +1,6 @@
 #include "simserver/sim_server.h"
 
+#include <algorithm>
 #include <atomic>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -35,6 +36,7 @@
 #include "common/rate_limited_log.h"
 #include "nlohmann/json.hpp"
 #include "simserver/answer_model.h"
+#include "simserver/prefix_cache.h"
 
 namespace surge::simserver {
 namespace {
@@ -92,6 +94,9 @@ class SimServer::Impl {
         itl_(MsToNanos(config.itl_ms())),
         stall_(MsToNanos(config.fault_stall_ms())),
         faults_(config),
+        cache_(config.cache_blocks() > 0
+                   ? std::make_unique<PrefixCache>(config.cache_blocks(), config.block_tokens())
+                   : nullptr),
         ioc_(static_cast<int>(config.threads())),
         acceptor_(ioc_) {}
 
@@ -385,6 +390,9 @@ class SimServer::Impl {
       default:
         break;
     }
+    // The prefix cache's hits shorten the prefill: the answer is due that
+    // much later than ttft_ms alone would make it.
+    start += Prefill(*parsed);
     // Pieces of a split answer: sizes from the seed and the request number.
     PieceSizes pieces = faults_.SplitPieces(serial);
     PieceSizes* split = fault == Fault::kSplit ? &pieces : nullptr;
@@ -394,6 +402,17 @@ class SimServer::Impl {
     }
     co_return co_await StreamAnswer(stream, socket, version, keep_alive, *parsed, writer, start,
                                     fault, split);
+  }
+
+  // The prefix cache's visit (cached_tokens set when the cache is on) and
+  // the prefill time of the tokens it did not hold.
+  std::chrono::nanoseconds Prefill(CompletionRequest& req) {
+    uint32_t uncached = req.prompt_tokens;
+    if (cache_ != nullptr) {
+      req.cached_tokens = std::min(cache_->Visit(req.prompt_token_ids), req.prompt_tokens);
+      uncached -= *req.cached_tokens;
+    }
+    return MsToNanos(options_.prefill_ms_per_token() * uncached);
   }
 
   // The non-streamed answer, due at start + ttft + (n-1)·itl (a stall adds
@@ -608,6 +627,7 @@ class SimServer::Impl {
   const std::chrono::nanoseconds itl_;
   const std::chrono::nanoseconds stall_;
   const FaultPlan faults_;
+  const std::unique_ptr<PrefixCache> cache_;  // null: no cache (cache_blocks 0)
   std::unique_ptr<net::ssl::context> tls_context_;  // null: plain http
   uint16_t port_ = 0;
   std::atomic<uint64_t> requests_served_{0};

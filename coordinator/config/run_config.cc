@@ -214,6 +214,30 @@ absl::Status LoadYamlConfig(const std::string& given_path, RunConfig* config) {
 
 namespace {
 
+// Shared prefixes (docs/DATASETS.md "Shared prefixes and reuse"): only
+// synthetic prompts have them, and prefix plus own length stays within the
+// input length limit (the readers' and the length draws' bound).
+void CheckPrefixRules(const surge::v1::DatasetConfig& d, Errors& errors) {
+  constexpr uint64_t kMaxInputTokens = 1u << 24;
+  if (d.random_prefix_len() == 0) return;
+  if (!IsSynthetic(d)) {
+    errors.Add("random_prefix_len", absl::StrCat(d.random_prefix_len()),
+               absl::StrCat("shared prefixes are made only for synthetic prompts, not for "
+                            "dataset_name \"",
+                            d.dataset_name(),
+                            "\" (a Mooncake trace has its own hash_ids); drop "
+                            "--random-prefix-len or use --dataset-name synthetic"));
+    return;
+  }
+  const uint64_t total = uint64_t{d.random_prefix_len()} + d.random_input_len();
+  if (total > kMaxInputTokens) {
+    errors.Add("random_prefix_len", absl::StrCat(d.random_prefix_len()),
+               absl::StrCat("with random_input_len ", d.random_input_len(), " asks ", total,
+                            " input tokens per request; prefix plus own tokens must be at most ",
+                            kMaxInputTokens, " (flags --random-prefix-len, --random-input-len)"));
+  }
+}
+
 // The dataset's rules across fields: a file for the file datasets, none
 // for synthetic prompts, one length distribution, replay only of Mooncake.
 void CheckDatasetRules(const RunConfig& c, Errors& errors) {
@@ -267,6 +291,7 @@ void CheckDatasetRules(const RunConfig& c, Errors& errors) {
       }
     }
   }
+  CheckPrefixRules(d, errors);
   if (d.trace_replay() && name != "mooncake") {
     errors.Add("trace_replay", "true",
                absl::StrCat("only the \"mooncake\" dataset has timestamps to replay, not \"", name,
@@ -721,7 +746,7 @@ std::vector<std::string> PlanDefiningDifferences(const RunConfig& made_with,
       "request_rate",    "traffic_cfg",        "num_prompts",       "seed",
       "dataset_name",    "dataset_path",       "random_input_len",  "random_output_len",
       "random_len_dist", "random_range_ratio", "random_len_stddev", "random_zipf_s",
-      "trace_replay",    "trace_time_scale",
+      "trace_replay",    "trace_time_scale",   "random_prefix_len", "random_prefix_groups",
   };
   std::vector<std::string> out;
   for (const std::string key : kKeys) {

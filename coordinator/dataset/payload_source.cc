@@ -10,6 +10,7 @@
 #include "common/utf8.h"
 #include "coordinator/dataset/file_datasets.h"
 #include "coordinator/dataset/length_distribution.h"
+#include "coordinator/dataset/synthetic_prefixes.h"
 
 namespace surge::coordinator {
 namespace {
@@ -21,7 +22,10 @@ class SyntheticSource final : public PayloadSource {
   // per request.
   SyntheticSource(const surge::v1::DatasetConfig& d, const LengthDistParams& params,
                   uint64_t num_requests, uint64_t seed)
-      : input_len_(d.random_input_len()), output_len_(d.random_output_len()), seed_(seed) {
+      : input_len_(d.random_input_len()),
+        output_len_(d.random_output_len()),
+        seed_(seed),
+        prefixes_(d.random_prefix_len(), d.random_prefix_groups(), seed) {
     if (params.dist == LengthDist::kFixed) return;
     const LengthSampler input(input_len_, params);
     const LengthSampler output(output_len_, params);
@@ -33,10 +37,11 @@ class SyntheticSource final : public PayloadSource {
     }
   }
   Payload At(uint64_t index) const override {
-    if (2 * index + 1 < lengths_.size()) {
-      return Payload(lengths_[2 * index], lengths_[2 * index + 1], PromptSeed(seed_, index));
-    }
-    return Payload(input_len_, output_len_, PromptSeed(seed_, index));
+    Payload p = 2 * index + 1 < lengths_.size()
+                    ? Payload(lengths_[2 * index], lengths_[2 * index + 1], PromptSeed(seed_, index))
+                    : Payload(input_len_, output_len_, PromptSeed(seed_, index));
+    prefixes_.Apply(index, &p);
+    return p;
   }
   const std::string& name() const override { return name_; }
   const std::vector<std::string>& warnings() const override { return warnings_; }
@@ -44,6 +49,7 @@ class SyntheticSource final : public PayloadSource {
  private:
   uint32_t input_len_, output_len_;
   uint64_t seed_;
+  SyntheticPrefixes prefixes_;
   std::vector<uint32_t> lengths_;
   std::string name_ = "synthetic";
   std::vector<std::string> warnings_;

@@ -29,6 +29,7 @@ inline constexpr char kGroupRpsHist[] = "RPS vs Request Count";
 inline constexpr char kGroupGamma[] = "Gamma Distribution";
 inline constexpr char kGroupLateness[] = "Send Lateness";
 inline constexpr char kGroupRate[] = "Rate over Time";
+inline constexpr char kGroupReuse[] = "Prefix Reuse";
 
 // The charts' indices, in the order the figures add them.
 inline constexpr size_t kTimeChart = 0;
@@ -36,9 +37,11 @@ inline constexpr size_t kRpsHistChart = 1;
 inline constexpr size_t kIntervalChart = 2;
 inline constexpr size_t kLatenessChart = 3;
 inline constexpr size_t kRateChart = 4;
+// Only when the server reported cached tokens (reuse_figure.h).
+inline constexpr size_t kReuseChart = 5;
 // The legend group of each chart, by index.
-inline constexpr const char* kChartGroups[] = {kGroupTime, kGroupRpsHist, kGroupGamma,
-                                               kGroupLateness, kGroupRate};
+inline constexpr const char* kChartGroups[] = {kGroupTime,     kGroupRpsHist, kGroupGamma,
+                                               kGroupLateness, kGroupRate,    kGroupReuse};
 
 // How a trace looks and the fixed parts of its legend row: one entry per
 // trace the pages draw (the tables below).

@@ -596,11 +596,13 @@ absl::Status WriteActualPlotPage(const ArrivalSchedule& plan, std::span<const Ac
                                  std::span<const LatencyView> latency,
                                  std::span<const LateMark> late_marks,
                                  const std::optional<SendLatenessPercentiles>& lateness,
-                                 std::span<const ShadedBand> bands) {
+                                  std::span<const ShadedBand> bands,
+                                  const ReuseSeries* reuse) {
   absl::StatusOr<RpsFigure> fig = BuildActualRpsFigure(plan, sends, lateness);
   if (!fig.ok()) return fig.status();
   AddShadedBands(bands, *fig);
   AddLateMarks(plan, late_marks, *fig);
+  if (reuse != nullptr) AddReuseChart(*reuse, *fig);
   fig->context = context;
   fig->note = std::string(note);
   fig->latency.assign(latency.begin(), latency.end());

@@ -25,6 +25,7 @@
 
 #include "absl/status/status.h"
 #include "coordinator/plan/arrival_schedule.h"
+#include "coordinator/report/reuse_figure.h"
 #include "coordinator/report/rps_figure.h"  // ActualSend, RpsFigure
 
 namespace surge::coordinator {
@@ -62,13 +63,15 @@ absl::Status WriteExpectedPlotPage(const ArrivalSchedule& plan,
 // chart (AddLateMarks); empty = none. `lateness`: the summary's send
 // lateness percentiles (BuildActualRpsFigure). `bands` (the steady-state
 // window, the warm-ups before t0) shade the time axes (AddShadedBands).
+// `reuse` (the measured prefix reuse over time and the planned line) adds
+// the prefix-reuse chart (reuse_figure.h); null = none.
 absl::Status WriteActualPlotPage(
     const ArrivalSchedule& plan, std::span<const ActualSend> sends,
     const std::filesystem::path& html_path, const PageContext& context = {},
     std::string_view note = {}, std::span<const RunEvent> events = {},
     std::span<const LatencyView> latency = {}, std::span<const LateMark> late_marks = {},
     const std::optional<SendLatenessPercentiles>& lateness = std::nullopt,
-    std::span<const ShadedBand> bands = {});
+    std::span<const ShadedBand> bands = {}, const ReuseSeries* reuse = nullptr);
 
 // Lower level, for `surge report` and tests: the figure as JSON text
 // ({"data", "layout", "legend_table", "context", "stats"}), deterministic.

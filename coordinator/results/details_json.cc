@@ -246,7 +246,7 @@ void AppendDetailsLine(const RequestRecord& r, LineBuffer* out) {
   // Room for the longest line these fields can make: 30 keys with their
   // punctuation and the failure kind's label (< 700 bytes), 23 numbers, each ITL value and its comma,
   // and the strings escaped at worst.
-  const size_t room = 700 + 23 * kMaxNumber +
+  const size_t room = 720 + 24 * kMaxNumber +
                       static_cast<size_t>(r.itl_ns_size()) * (kMaxNumber + 1) +
                       StringRoom(r.error()) + StringRoom(r.finish_reason()) +
                       StringRoom(r.retry_reason()) + StringRoom(status);
@@ -258,6 +258,12 @@ void AppendDetailsLine(const RequestRecord& r, LineBuffer* out) {
   w.Integer(r.attempt());
   w.Raw(",\"blocked_s\":");
   w.Seconds(r.blocked_ns());
+  // Only when the server reported it (usage.prompt_tokens_details), so the
+  // lines of a server that does not are as before.
+  if (r.cached_tokens_reported()) {
+    w.Raw(",\"cached_tokens\":");
+    w.Integer(r.cached_tokens());
+  }
   w.Raw(",\"catch_up_delay_s\":");
   w.Seconds(r.catch_up_delay_ns());
   w.Raw(",\"e2el_from_planned_s\":");

@@ -35,7 +35,8 @@ void AppendJsonSeconds(int64_t ns, std::string* out);
 void AppendJsonString(std::string_view text, std::string* out);
 
 // Appends the record's details line and "\n" (keys in sorted order:
-// actual_offset_s, attempt, blocked_s, catch_up_delay_s,
+// actual_offset_s, attempt, blocked_s, cached_tokens (only when the server
+// reported it), catch_up_delay_s,
 // e2el_from_planned_s, e2el_s, error, finish_reason, http_retries,
 // http_status, index, input_tokens, interrupted_offset_s, itl_s, late,
 // lateness_s, max_tokens, output_tokens, output_tokens_estimated,

@@ -466,6 +466,10 @@ absl::StatusOr<RequestRecord> ParseDetailsLine(const std::string& line) {
   r.set_input_tokens(j.value("input_tokens", 0u));
   r.set_output_tokens(j.value("output_tokens", 0u));
   r.set_output_tokens_estimated(j.value("output_tokens_estimated", false));
+  if (auto it = j.find("cached_tokens"); it != j.end() && it->is_number_unsigned()) {
+    r.set_cached_tokens(it->get<uint32_t>());
+    r.set_cached_tokens_reported(true);
+  }
   r.set_max_tokens(j.value("max_tokens", 0u));
   if (auto it = j.find("finish_reason"); it != j.end() && it->is_string()) {
     r.set_finish_reason(it->get<std::string>());

@@ -10,6 +10,7 @@
 #include "coordinator/report/schedule_verdict.h"
 #include "coordinator/report/shaded_bands.h"
 #include "coordinator/report/worker_losses.h"
+#include "coordinator/results/prefix_reuse_summary.h"
 #include "coordinator/results/run_facts_json.h"
 
 namespace surge::coordinator {
@@ -46,12 +47,14 @@ std::string StopNote(const RunFacts& facts, const RunSummary& summary) {
 // The summary JSON and the CSV.
 void WriteSummaryFiles(const fs::path& folder, const std::string& dataset,
                        const RunSummary& summary, const RunFacts& facts) {
-  if (absl::Status s = WriteJsonFile(SummaryToJson(summary, RunFactsToJson(facts)),
-                                     folder / (dataset + ".json"));
-      !s.ok()) {
+  nlohmann::json json = SummaryToJson(summary, RunFactsToJson(facts));
+  AddPrefixReuseJson(summary, facts, &json);
+  if (absl::Status s = WriteJsonFile(json, folder / (dataset + ".json")); !s.ok()) {
     LogError(s.ToString());
   }
-  if (absl::Status s = WriteTextFile(SummaryToCsv(summary), folder / (dataset + ".csv")); !s.ok()) {
+  if (absl::Status s = WriteTextFile(SummaryToCsv(summary) + PrefixReuseCsvRows(summary, facts),
+                                     folder / (dataset + ".csv"));
+      !s.ok()) {
     LogError(s.ToString());
   }
 }
@@ -126,14 +129,16 @@ void WriteRunResults(const fs::path& folder, const std::string& dataset,
     actual_context.push_back({"Clock sync (worker − coordinator)", clock_text});
   }
   if (!schedule_text.empty()) actual_context.push_back({"Schedule", schedule_text});
+  ReuseSeries reuse{.samples = page.reuse_samples(), .planned_reuse = std::nullopt};
+  if (facts.has_prefix_reuse()) reuse.planned_reuse = facts.prefix_reuse().planned_reuse();
   if (absl::Status s = WriteActualPlotPage(
           plan, page.sends(), folder / ActualPlotFileName(dataset), actual_context, note,
           PageEvents(facts), LatencyViews(summary), page.late_marks(), SendLateness(summary),
-          actual_bands);
+          actual_bands, &reuse);
       !s.ok()) {
     LogError(s.ToString());
   }
-  std::cout << FormatSummaryTable(summary);
+  std::cout << FormatSummaryTable(summary) << PrefixReuseLines(summary, facts);
   PrintRunLines(facts, clock_text, schedule_text, note);
 }
 

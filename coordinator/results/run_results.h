@@ -13,6 +13,7 @@
 
 #include "common/time_units.h"
 #include "coordinator/plan/arrival_schedule.h"
+#include "coordinator/report/reuse_figure.h"
 #include "coordinator/report/rps_figure.h"
 #include "coordinator/results/record_sink.h"
 #include "coordinator/results/summary.h"
@@ -60,6 +61,11 @@ class ActualPageInputs : public RecordSink {
     if (r.catch_up_delay_ns() > 0) {
       late_marks_.push_back({r.index(), LateMark::Kind::kDelayed, when_s});
     }
+    // The reuse chart's points: 16 bytes per request whose server reported
+    // cached tokens (none otherwise).
+    if (r.status() == surge::v1::OK && r.cached_tokens_reported()) {
+      reuse_.push_back({NanosToSeconds(r.sent_ns()), r.cached_tokens(), r.input_tokens()});
+    }
   }
   const std::vector<ActualSend>& sends() const { return sends_; }
   const std::vector<LateMark>& late_marks() const { return late_marks_; }
@@ -68,6 +74,7 @@ class ActualPageInputs : public RecordSink {
   uint64_t warmup_sent() const { return warmup_sent_; }
   double warmup_first_s() const { return warmup_first_s_; }
   double warmup_last_s() const { return warmup_last_s_; }
+  const std::vector<ReuseSample>& reuse_samples() const { return reuse_; }
 
  private:
   uint64_t plan_size_;
@@ -76,6 +83,7 @@ class ActualPageInputs : public RecordSink {
   double warmup_last_s_ = -std::numeric_limits<double>::infinity();
   std::vector<ActualSend> sends_;
   std::vector<LateMark> late_marks_;
+  std::vector<ReuseSample> reuse_;
 };
 
 // The summary JSON, the CSV, the printed table and the actual page (and,

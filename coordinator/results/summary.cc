@@ -251,6 +251,11 @@ void SummaryAccumulator::Add(const surge::v1::RequestRecord& r) {
   s.input_tokens += r.input_tokens();
   s.output_tokens += r.output_tokens();
   s.output_tokens_estimated += r.output_tokens_estimated();
+  if (r.cached_tokens_reported()) {
+    ++s.cached_reported;
+    s.cached_tokens += r.cached_tokens();
+    s.cached_input_tokens += r.input_tokens();
+  }
   if (s.has_goodput) {
     bool good = true;
     if (goodput_->has_ttft_ms()) good &= ttft_r * 1e3 <= goodput_->ttft_ms();

@@ -101,6 +101,11 @@ struct RunSummary {
   MetricStats input_tokens_stats, output_tokens_stats, output_token_throughput_stats;
   // Token totals over OK requests.
   uint64_t input_tokens = 0, output_tokens = 0;
+  // The server's prefix cache (usage.prompt_tokens_details.cached_tokens):
+  // OK requests that reported it, and their cached and input tokens. The
+  // measured reuse is cached_tokens / cached_input_tokens
+  // (coordinator/results/prefix_reuse_summary.h).
+  uint64_t cached_reported = 0, cached_tokens = 0, cached_input_tokens = 0;
   // OK requests whose output token count surge estimated because the server
   // sent no usage (record.output_tokens_estimated; ceil(UTF-8 bytes of the
   // answer's text / 4), EstimateTokens): their TPOT and token totals rest on

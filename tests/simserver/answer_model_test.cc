@@ -95,6 +95,20 @@ TEST(AnswerWriterTest, ChunksUsageAndWholeAnswers) {
   EXPECT_TRUE(text["choices"][0]["finish_reason"].is_null());
 }
 
+TEST(AnswerWriterTest, CachedTokensOnlyWhenTheCacheIsOn) {
+  CompletionRequest req;
+  req.chat = true;
+  req.max_tokens = 2;
+  req.prompt_tokens = 40;
+  const AnswerWriter off(req, 1, 0);
+  EXPECT_FALSE(Json::parse(off.UsageChunk())["usage"].contains("prompt_tokens_details"));
+  EXPECT_FALSE(Json::parse(off.Whole())["usage"].contains("prompt_tokens_details"));
+  req.cached_tokens = 32;
+  const AnswerWriter on(req, 2, 0);
+  EXPECT_EQ(Json::parse(on.UsageChunk())["usage"]["prompt_tokens_details"]["cached_tokens"], 32);
+  EXPECT_EQ(Json::parse(on.Whole())["usage"]["prompt_tokens_details"]["cached_tokens"], 32);
+}
+
 TEST(CheckSimServerConfigTest, NamesTheBadField) {
   EXPECT_TRUE(CheckSimServerConfig(TestSimServerConfig()).ok());
   auto config = TestSimServerConfig();

@@ -743,3 +743,48 @@ TEST(SimServerConfigTest, CreateTakesEveryRunOption) {
 
 }  // namespace
 }  // namespace surge::simserver
+
+namespace surge::simserver {
+namespace {
+
+// The prefix cache through the server: the second equal prompt reports its
+// whole blocks as cached (streamed usage and whole answer alike), and the
+// prefill time of uncached tokens delays the first token.
+TEST(SimServerPrefixCacheTest, CachedTokensInUsageAndPrefillDelay) {
+  SimServerConfig options = Fast();
+  options.set_cache_blocks(100);
+  options.set_block_tokens(4);
+  options.set_prefill_ms_per_token(10);
+  auto server = StartWith(options);
+  ASSERT_NE(server, nullptr);
+  // 10 words: 10 tokens by the server's rule, 2 whole blocks of 4.
+  const std::string prompt = "a b c d e f g h i j";
+  const std::string whole = R"({"prompt":")" + prompt + R"(","max_tokens":1})";
+  const auto t0 = RealClock().Now();
+  const Response first = Exchange(server->port(), Post("/v1/completions", whole));
+  EXPECT_GE(RealClock().Now() - t0, std::chrono::milliseconds(100));  // 10 tokens x 10 ms
+  ASSERT_EQ(first.status, 200);
+  const Json a = Json::parse(first.body);
+  EXPECT_EQ(a["usage"]["prompt_tokens"], 10);
+  EXPECT_EQ(a["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+  const std::string streamed = R"({"prompt":")" + prompt +
+                               R"(","max_tokens":1,"stream":true,"stream_options":{"include_usage":true}})";
+  const Response second = Exchange(server->port(), Post("/v1/completions", streamed));
+  ASSERT_EQ(second.status, 200);
+  const std::vector<std::string> events = SseData(second.body);
+  ASSERT_GE(events.size(), 2u);
+  const Json usage = Json::parse(events[events.size() - 2]);
+  EXPECT_EQ(usage["usage"]["prompt_tokens_details"]["cached_tokens"], 8);
+}
+
+TEST(SimServerPrefixCacheTest, NoCacheNoDetails) {
+  auto server = StartWith(Fast());
+  ASSERT_NE(server, nullptr);
+  const Response r =
+      Exchange(server->port(), Post("/v1/completions", R"({"prompt":"a b c","max_tokens":1})"));
+  ASSERT_EQ(r.status, 200);
+  EXPECT_FALSE(Json::parse(r.body)["usage"].contains("prompt_tokens_details"));
+}
+
+}  // namespace
+}  // namespace surge::simserver

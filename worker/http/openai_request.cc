@@ -96,7 +96,12 @@ absl::StatusOr<ParsedAnswer> Parse(ApiKind kind, std::string_view text, const ch
   if (auto usage = json.find("usage"); usage != json.end() && usage->is_object()) {
     auto completion = ReadCount(*usage, "completion_tokens");
     if (completion.has_value()) {
-      answer.usage = Usage{ReadCount(*usage, "prompt_tokens").value_or(0), *completion};
+      answer.usage =
+          Usage{ReadCount(*usage, "prompt_tokens").value_or(0), *completion, std::nullopt};
+      if (auto details = usage->find("prompt_tokens_details");
+          details != usage->end() && details->is_object()) {
+        answer.usage->cached_tokens = ReadCount(*details, "cached_tokens");
+      }
     }
   }
   if (whole && !has_choices && !answer.usage.has_value()) {

@@ -50,6 +50,10 @@ bool AsksIgnoreEos(const nlohmann::json* extra);
 struct Usage {
   uint32_t prompt_tokens = 0;
   uint32_t completion_tokens = 0;
+  // usage.prompt_tokens_details.cached_tokens (vLLM with
+  // --enable-prompt-tokens-details, SGLang, OpenAI): prompt tokens served
+  // from the server's prefix cache. Unset when the server did not say.
+  std::optional<uint32_t> cached_tokens;
 };
 
 // What one streamed event or one whole (non-streamed) answer carried.

@@ -42,6 +42,8 @@ void ResponseMetrics::FillRecord(uint32_t estimated_input_tokens,
     record.set_output_tokens_estimated(false);
     record.set_input_tokens(usage_->prompt_tokens > 0 ? usage_->prompt_tokens
                                                       : estimated_input_tokens);
+    record.set_cached_tokens(usage_->cached_tokens.value_or(0));
+    record.set_cached_tokens_reported(usage_->cached_tokens.has_value());
   } else {
     record.set_output_tokens(EstimateTokensForBytes(content_bytes_));
     record.set_output_tokens_estimated(true);

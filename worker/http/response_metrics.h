@@ -51,8 +51,9 @@ class ResponseMetrics {
   bool has_usage() const { return usage_.has_value(); }
 
   // Writes sent_ns, ttft_ns, ttfc_ns, itl_ns, e2el_ns, finish_reason,
-  // input_tokens, output_tokens and output_tokens_estimated. Token counts come from the server's
-  // usage when it sent one; otherwise input_tokens = `estimated_input_tokens` and output_tokens =
+  // input_tokens, output_tokens and output_tokens_estimated, and cached_tokens with
+  // cached_tokens_reported (usage.prompt_tokens_details.cached_tokens, when the usage has it).
+  // Token counts come from the server's usage when it sent one; otherwise input_tokens = `estimated_input_tokens` and output_tokens =
   // EstimateTokensForBytes(content_bytes()) with output_tokens_estimated = true: the same ~4
   // bytes/token rule for a streamed answer (over the concatenated content of all its events) as for
   // a whole one. Counting SSE events instead would be wrong whenever a server puts several tokens

@@ -186,6 +186,41 @@ TEST(DatasetConfigTest, BadFlagsAreFieldNamedConfigErrors) {
   }
 }
 
+// Shared prefixes: groups >= 1, synthetic only, prefix plus own length
+// within 16777216 tokens; each error names the field and its flag.
+TEST(DatasetConfigTest, PrefixOptionsAreCheckedByName) {
+  struct Case {
+    std::string args, expected;
+  };
+  const Case cases[] = {
+      {"--random-prefix-len 512 --random-prefix-groups 0",
+       "random_prefix_groups = 0: must be 1..1000000 groups (flag --random-prefix-groups)"},
+      {"--dataset-name mooncake --dataset-path t.jsonl --random-prefix-len 64",
+       "random_prefix_len = 64: shared prefixes are made only for synthetic prompts, not for "
+       "dataset_name \"mooncake\""},
+      {"--random-prefix-len 16777000 --random-input-len 1000",
+       "random_prefix_len = 16777000: with random_input_len 1000 asks 16778000 input tokens per "
+       "request; prefix plus own tokens must be at most 16777216"},
+      {"--random-prefix-len 16777217", "random_prefix_len = 16777217: must be 0..16777216 tokens"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.args);
+    auto r = FromFlags(c.args);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);  // exit 2
+    EXPECT_THAT(Message(r.status()), HasSubstr(c.expected));
+  }
+  auto ok = FromFlags("--random-prefix-len 512 --random-prefix-groups 4 --random-input-len 128");
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  const std::string saved = SavedConfigJson(*ok, nullptr);
+  EXPECT_THAT(saved, HasSubstr("\"random_prefix_len\": 512"));
+  EXPECT_THAT(saved, HasSubstr("\"random_prefix_groups\": 4"));
+  // Off by default: nothing saved.
+  auto off = FromFlags("");
+  ASSERT_TRUE(off.ok());
+  EXPECT_THAT(SavedConfigJson(*off, nullptr), ::testing::Not(HasSubstr("random_prefix")));
+}
+
 // `--random-input-len 64 --random-range-ratio 0.25` without --random-len-dist
 // is not silently 64 tokens for every prompt: a distribution's parameter
 // given alone names it (vLLM's rule for the range ratio), and

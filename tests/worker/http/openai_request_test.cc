@@ -86,6 +86,28 @@ TEST(ParseStreamEventTest, UsageOnlyChunkHasNoContent) {
   EXPECT_FALSE(null_usage->usage.has_value());
 }
 
+TEST(ParseStreamEventTest, CachedTokensFromPromptTokensDetails) {
+  auto cached = ParseStreamEvent(
+      ApiKind::kChat,
+      R"({"choices":[],"usage":{"prompt_tokens":600,"completion_tokens":5,)"
+      R"("prompt_tokens_details":{"cached_tokens":512}}})");
+  ASSERT_TRUE(cached.ok());
+  ASSERT_TRUE(cached->usage.has_value());
+  EXPECT_EQ(cached->usage->cached_tokens, std::optional<uint32_t>(512));
+  // No details, details null, or no cached_tokens in them: not reported.
+  for (const char* usage :
+       {R"({"prompt_tokens":6,"completion_tokens":5})",
+        R"({"prompt_tokens":6,"completion_tokens":5,"prompt_tokens_details":null})",
+        R"({"prompt_tokens":6,"completion_tokens":5,"prompt_tokens_details":{"audio_tokens":0}})"}) {
+    SCOPED_TRACE(usage);
+    auto answer = ParseStreamEvent(ApiKind::kChat,
+                                   std::string(R"({"choices":[],"usage":)") + usage + "}");
+    ASSERT_TRUE(answer.ok());
+    ASSERT_TRUE(answer->usage.has_value());
+    EXPECT_FALSE(answer->usage->cached_tokens.has_value());
+  }
+}
+
 TEST(ParseStreamEventTest, ErrorsAndGarbage) {
   auto bad = ParseStreamEvent(ApiKind::kChat, "{not json");
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
@@ -172,7 +194,7 @@ TEST(ResponseMetricsTest, StreamTimeline) {
   EXPECT_TRUE(record.output_tokens_estimated());
   EXPECT_EQ(record.input_tokens(), 9u);
 
-  metrics.OnUsage(Usage{40, 30});
+  metrics.OnUsage(Usage{40, 30, std::nullopt});
   metrics.FillRecord(9, record);
   EXPECT_EQ(record.output_tokens(), 30u);
   EXPECT_FALSE(record.output_tokens_estimated());
