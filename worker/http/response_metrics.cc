@@ -42,10 +42,12 @@ void ResponseMetrics::FillRecord(uint32_t estimated_input_tokens,
     record.set_output_tokens_estimated(false);
     record.set_input_tokens(usage_->prompt_tokens > 0 ? usage_->prompt_tokens
                                                       : estimated_input_tokens);
+    record.set_input_tokens_estimated(usage_->prompt_tokens == 0);
   } else {
     record.set_output_tokens(EstimateTokensForBytes(content_bytes_));
     record.set_output_tokens_estimated(true);
     record.set_input_tokens(estimated_input_tokens);
+    record.set_input_tokens_estimated(true);
   }
 }
 
