@@ -89,7 +89,7 @@ void Fit(const char* name, TextTokenCounter* counter, uint64_t n) {
       "%-28s %8.0f prompts/s  set-up %.2f s for %llu prompts  %.2f calls/prompt (max %llu, "
       "calibration %llu)  inexact %llu  text %.1f MB\n",
       name, n / s, s, static_cast<unsigned long long>(n),
-      static_cast<double>(st.calls - st.calibration_calls) / static_cast<double>(n),
+      static_cast<double>(st.prompt_calls) / static_cast<double>(n),
       static_cast<unsigned long long>(st.max_calls_per_prompt),
       static_cast<unsigned long long>(st.calibration_calls),
       static_cast<unsigned long long>(st.inexact_prompts), report.text_bytes / 1e6);

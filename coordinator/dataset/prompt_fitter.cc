@@ -91,6 +91,7 @@ absl::Status PromptFitter::Calibrate() {
 
 absl::StatusOr<FittedText> PromptFitter::FitText(uint64_t first_word, uint32_t tokens) {
   ++stats_.texts;
+  stats_.shared_texts += !in_prompt_;
   if (tokens == 0) return FittedText{"", 0, true};
   // Largest word count known to be below the asked tokens, smallest known
   // above, with their counts.
@@ -151,8 +152,11 @@ absl::StatusOr<FittedText> PromptFitter::FitPrompt(const std::string& head, uint
                                                    uint64_t first_word, uint32_t tokens) {
   const uint64_t calls_before = stats_.calls;
   ++stats_.prompts;
+  in_prompt_ = true;
   auto done = [&](FittedText fitted) {
     stats_.inexact_prompts += !fitted.exact;
+    stats_.prompt_calls += stats_.calls - calls_before;
+    in_prompt_ = false;
     stats_.max_calls_per_prompt = std::max(stats_.max_calls_per_prompt, stats_.calls - calls_before);
     return fitted;
   };

@@ -51,7 +51,9 @@ struct FitStats {
   uint64_t texts = 0;         // fitted texts (prompts and shared texts)
   uint64_t prompts = 0;       // whole prompts
   uint64_t inexact_prompts = 0;
+  uint64_t prompt_calls = 0;          // calls of whole prompts (shared texts not included)
   uint64_t max_calls_per_prompt = 0;  // a prompt's own calls (shared texts not included)
+  uint64_t shared_texts = 0;          // texts fitted outside a prompt (prefixes, blocks)
 };
 
 class PromptFitter {
@@ -103,6 +105,7 @@ class PromptFitter {
   double tokens_per_word_ = 1.3;
   std::string filler_;
   FitStats stats_;
+  bool in_prompt_ = false;  // FitPrompt is running
 };
 
 }  // namespace surge::coordinator

@@ -90,15 +90,17 @@ std::string Megabytes(uint64_t bytes) {
 void LogFit(const std::string& description, const PromptFitter& fitter, const FitReport& report,
             double seconds) {
   const FitStats& s = report.stats;
-  const uint64_t prompt_calls = s.calls - s.calibration_calls;
+  const uint64_t shared_calls = s.calls - s.calibration_calls - s.prompt_calls;
   LogInfo(absl::StrFormat(
-      "tokenizer %s: %d prompts fitted in %.2f s (%d shared texts); %.2f tokenize calls per "
-      "prompt (max %d for one prompt, %d for calibration); empty prompt %d tokens, %.2f tokens "
-      "per word, filler \"%s\"; the coordinator holds %s of prompt text",
-      description, report.fitted_prompts, seconds, report.shared_texts,
-      report.fitted_prompts > 0 ? static_cast<double>(prompt_calls) / report.fitted_prompts : 0.0,
-      s.max_calls_per_prompt, s.calibration_calls, fitter.empty_prompt_tokens(),
-      fitter.tokens_per_word(), fitter.filler(), Megabytes(report.text_bytes)));
+      "tokenizer %s: %d prompts fitted in %.2f s, %.2f tokenize calls per prompt (max %d), plus "
+      "%d shared texts (prefixes, blocks) in %d calls and %d calibration calls; empty prompt %d "
+      "tokens, %.2f tokens per word, filler \"%s\"; the coordinator holds %s of prompt text",
+      description, report.fitted_prompts, seconds,
+      report.fitted_prompts > 0 ? static_cast<double>(s.prompt_calls) / report.fitted_prompts
+                                : 0.0,
+      s.max_calls_per_prompt, report.shared_texts, shared_calls, s.calibration_calls,
+      fitter.empty_prompt_tokens(), fitter.tokens_per_word(), fitter.filler(),
+      Megabytes(report.text_bytes)));
   if (s.inexact_prompts > 0) {
     LogWarning(absl::StrCat(s.inexact_prompts, " of ", report.fitted_prompts,
                             " prompts could not be fitted to their exact asked length (the "
@@ -122,6 +124,12 @@ absl::StatusOr<std::unique_ptr<PayloadSource>> SizePrompts(
     const RunConfig& config, std::unique_ptr<PayloadSource> payloads, Clock& clock) {
   const TokenCounter kind = TokenCounterOf(config.dataset().tokenizer());
   if (kind == surge::v1::TOKEN_COUNTER_ESTIMATE) return payloads;
+  const std::string& dataset = config.dataset().dataset_name();
+  if (dataset == "jsonl" || dataset == "sharegpt") {
+    LogWarning(absl::StrCat("--tokenizer ", config.dataset().tokenizer(), ": ", dataset,
+                            " prompts are the dataset's own text and are sent as they are"));
+    return payloads;
+  }
   if (kind == surge::v1::TOKEN_COUNTER_SERVER && config.target().base_url().empty()) {
     // surge plan without a target: nothing is sent, the plan has no texts.
     LogInfo("--tokenizer server: no target to ask (no --base-url): prompts not fitted");

@@ -33,7 +33,8 @@ bool IsChatEndpoint(const std::string& endpoint);
 // per prompt and the memory the fitted texts take, and warns when some
 // prompts could not be fitted exactly, and when an offline model sizes chat
 // prompts (it cannot count the server's chat template).
-// Without a base_url (surge plan) "server" leaves the payloads unfitted.
+// jsonl and sharegpt payloads are left as they are (with a warning), and
+// without a base_url (surge plan) "server" leaves the payloads unfitted.
 // Errors: INVALID_ARGUMENT naming --tokenizer (no tokenize endpoint, a file
 // that is not a SentencePiece model); UNAVAILABLE when the
 // target cannot be reached or fails mid-way. `clock` times the set-up.
