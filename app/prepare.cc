@@ -20,6 +20,7 @@
 #include "common/time_units.h"
 #include "common/version.h"
 #include "coordinator/config/run_config.h"
+#include "coordinator/dataset/prompt_sizing.h"
 #include "coordinator/plan/arrival_process.h"
 #include "coordinator/plan/replay_schedule.h"
 #include "coordinator/plan/traffic.h"
@@ -170,6 +171,15 @@ absl::Status MakePayloadsAndPlan(const RunConfig& config, const fs::path& plan_f
   if (!payloads.ok()) return AsConfigError(payloads.status());
   p->payloads = *std::move(payloads);
   for (const auto& w : p->payloads->warnings()) LogWarning(w);
+  // --tokenizer server / FILE.model: every prompt fitted to its exact
+  // length before anything is sent.
+  auto sized = coordinator::SizePrompts(config, std::move(p->payloads), RealClock());
+  if (!sized.ok()) {
+    return sized.status().code() == absl::StatusCode::kInvalidArgument
+               ? AsConfigError(sized.status())
+               : AsRuntimeFailure(sized.status());
+  }
+  p->payloads = *std::move(sized);
   // The stem names files in the run folder: never a path.
   p->dataset = SafeFileName(p->payloads->name());
   if (big) LogInfo("large plan: computing the schedule");

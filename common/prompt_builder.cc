@@ -32,6 +32,20 @@ std::string_view Corpus() {
                           static_cast<size_t>(surge_corpus_end - surge_corpus_begin));
 }
 
+size_t CorpusWordCount() { return Words().size(); }
+
+std::string CorpusWords(uint64_t first_word, size_t count) {
+  const auto& words = Words();
+  std::string text;
+  size_t w = first_word % words.size();
+  for (size_t i = 0; i < count; ++i) {
+    if (i > 0) text.push_back(' ');
+    text.append(words[w]);
+    w = (w + 1) % words.size();
+  }
+  return text;
+}
+
 std::string BuildPrompt(uint32_t input_tokens, uint64_t prompt_seed) {
   const size_t target = static_cast<size_t>(input_tokens) * kCharsPerToken;
   std::string prompt;

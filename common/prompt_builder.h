@@ -5,6 +5,7 @@
 #ifndef SURGE_COMMON_PROMPT_BUILDER_H_
 #define SURGE_COMMON_PROMPT_BUILDER_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -20,6 +21,15 @@ inline constexpr int kCharsPerToken = 4;
 
 // The embedded corpus (UTF-8, plain words).
 std::string_view Corpus();
+
+// Number of words of the corpus (>= 1).
+size_t CorpusWordCount();
+
+// `count` corpus words starting at word `first_word mod CorpusWordCount()`,
+// wrapping around, joined by single spaces ("" for 0): the words BuildPrompt
+// takes, by number instead of by length (prompts fitted to a tokenizer,
+// coordinator/dataset/prompt_fitter.h).
+std::string CorpusWords(uint64_t first_word, size_t count);
 
 // A prompt of about `input_tokens` tokens: whole corpus words, starting at
 // word `prompt_seed mod words`, wrapping around, joined by single spaces, of

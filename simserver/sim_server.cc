@@ -37,6 +37,7 @@
 #include "nlohmann/json.hpp"
 #include "simserver/answer_model.h"
 #include "simserver/prefix_cache.h"
+#include "simserver/tokenize_endpoint.h"
 
 namespace surge::simserver {
 namespace {
@@ -345,7 +346,8 @@ class SimServer::Impl {
     const bool models = path == "/v1/models";
     const bool chat = path == "/v1/chat/completions";
     const bool completions = path == "/v1/completions";
-    if (!models && !chat && !completions) {
+    const bool tokenize = path == "/tokenize";
+    if (!models && !chat && !completions && !tokenize) {
       co_return co_await WriteJson(
           stream, version, keep_alive, http::status::not_found,
           ErrorBody(absl::StrCat("no route for ", path), "not_found_error", 404));
@@ -363,6 +365,20 @@ class SimServer::Impl {
           {"data", Json::array({Json{
                        {"id", options_.model()}, {"object", "model"}, {"owned_by", "surge"}}})}};
       co_return co_await WriteJson(stream, version, keep_alive, http::status::ok, body.dump());
+    }
+    if (tokenize) {
+      // Body and status first: a conditional temporary inside a co_await
+      // expression is destroyed twice by g++ 12.
+      absl::StatusOr<std::string> answer = TokenizeAnswer(req.body(), options_.model(), tokenizer_);
+      http::status status = http::status::ok;
+      std::string body;
+      if (answer.ok()) {
+        body = *std::move(answer);
+      } else {
+        status = http::status::bad_request;
+        body = ErrorBody(std::string(answer.status().message()), "invalid_request_error", 400);
+      }
+      co_return co_await WriteJson(stream, version, keep_alive, status, std::move(body));
     }
     absl::StatusOr<CompletionRequest> parsed =
         ParseCompletionRequest(chat, req.body(), options_.model(), tokenizer_);

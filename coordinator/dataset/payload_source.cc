@@ -65,6 +65,12 @@ class TableSource final : public PayloadSource {
         replay_offsets_s_(std::move(replay_offsets_s)),
         replay_(replay) {}
   Payload At(uint64_t index) const override { return rows_[index % rows_.size()]; }
+  PromptSizing Sizing(uint64_t index) const override {
+    const Payload& row = rows_[index % rows_.size()];
+    return PromptSizing{row.input_tokens, row.prompt_text.empty()
+                                              ? surge::v1::TOKEN_COUNTER_ESTIMATE
+                                              : surge::v1::TOKEN_COUNTER_DATASET};
+  }
   const std::string& name() const override { return name_; }
   const std::vector<std::string>& warnings() const override { return warnings_; }
   const std::vector<double>* replay_offsets_s() const override {
@@ -130,6 +136,13 @@ std::vector<double> ReplayOffsets(const std::vector<double>& timestamps_ms, doub
 }
 
 }  // namespace
+
+PromptSizing PayloadSource::Sizing(uint64_t index) const {
+  const Payload payload = At(index);
+  return PromptSizing{payload.input_tokens, payload.prompt_text.empty()
+                                                ? surge::v1::TOKEN_COUNTER_ESTIMATE
+                                                : surge::v1::TOKEN_COUNTER_DATASET};
+}
 
 void FillAssignmentPayload(Payload payload, surge::v1::Assignment* assignment) {
   assignment->set_input_tokens(payload.input_tokens);

@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "surge/v1/config.pb.h"
+#include "surge/v1/record.pb.h"
 #include "surge/v1/wire.pb.h"
 
 namespace surge::coordinator {
@@ -47,6 +48,13 @@ struct Payload {
 // one way of doing it, so BuildAssignmentPrompt sees what the source meant.
 void FillAssignmentPayload(Payload payload, surge::v1::Assignment* assignment);
 
+// How a request's prompt was sized, for its record (asked_input_tokens,
+// token_counter).
+struct PromptSizing {
+  uint32_t asked_input_tokens = 0;
+  surge::v1::TokenCounter counter = surge::v1::TOKEN_COUNTER_ESTIMATE;
+};
+
 // Payloads for request indices 0..N-1. Immutable after creation; thread-safe.
 class PayloadSource {
  public:
@@ -62,6 +70,10 @@ class PayloadSource {
   // non-decreasing, the first 0 (coordinator/plan/replay_schedule.h); null
   // unless the source was made with trace_replay.
   virtual const std::vector<double>* replay_offsets_s() const { return nullptr; }
+  // The sizing of request `index` (< N): its input_tokens, counted by
+  // TOKEN_COUNTER_DATASET for a real prompt text, else by the estimate.
+  // Sources that fit prompts to a tokenizer say theirs.
+  virtual PromptSizing Sizing(uint64_t index) const;
 };
 
 // Builds the source named by `dataset.dataset_name` for `num_requests`

@@ -252,6 +252,13 @@ void Dispatcher::Deliver(surge::v1::RequestRecord record) {
   if (record.warmup()) {
     ++outcome_.warmup_records;  // in no count of the run; the connect rule still sees it
   } else {
+    // The plan's length and the counter that sized the prompt: the
+    // coordinator's to say (docs/DATASETS.md "Token counters").
+    if (record.index() < ledger_.plan_size()) {
+      const PromptSizing sizing = payloads_.Sizing(record.index());
+      record.set_asked_input_tokens(sizing.asked_input_tokens);
+      record.set_token_counter(sizing.counter);
+    }
     ++outcome_.records;
     outcome_.send_unknown += record.status() == surge::v1::LOST;
   }

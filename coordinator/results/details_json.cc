@@ -8,6 +8,7 @@
 #include "common/failure_kind.h"
 #include "common/time_units.h"
 #include "common/utf8.h"
+#include "coordinator/results/input_lengths.h"
 #include "coordinator/results/run_files.h"
 #include "coordinator/results/summary.h"
 
@@ -243,10 +244,11 @@ void AppendDetailsLine(const RequestRecord& r, std::string* out) {
 void AppendDetailsLine(const RequestRecord& r, LineBuffer* out) {
   const bool sent = r.sent();
   const std::string status = StatusName(r.status());
-  // Room for the longest line these fields can make: 30 keys with their
-  // punctuation and the failure kind's label (< 700 bytes), 23 numbers, each ITL value and its comma,
+  // Room for the longest line these fields can make: 36 keys with their
+  // punctuation and the failure kind's and token counter's labels (< 860
+  // bytes), 25 numbers, each ITL value and its comma,
   // and the strings escaped at worst.
-  const size_t room = 720 + 24 * kMaxNumber +
+  const size_t room = 860 + 25 * kMaxNumber +
                       static_cast<size_t>(r.itl_ns_size()) * (kMaxNumber + 1) +
                       StringRoom(r.error()) + StringRoom(r.finish_reason()) +
                       StringRoom(r.retry_reason()) + StringRoom(status);
@@ -254,6 +256,8 @@ void AppendDetailsLine(const RequestRecord& r, LineBuffer* out) {
   // Keys in std::map order, as nlohmann::json's object held them.
   w.Raw("{\"actual_offset_s\":");
   w.SecondsOrNull(sent, r.sent_ns());
+  w.Raw(",\"asked_input_tokens\":");
+  w.Integer(r.asked_input_tokens());
   w.Raw(",\"attempt\":");
   w.Integer(r.attempt());
   w.Raw(",\"blocked_s\":");
@@ -289,6 +293,8 @@ void AppendDetailsLine(const RequestRecord& r, LineBuffer* out) {
   w.Integer(r.index());
   w.Raw(",\"input_tokens\":");
   w.Integer(r.input_tokens());
+  w.Raw(",\"input_tokens_estimated\":");
+  w.Bool(r.input_tokens_estimated());
   w.Raw(",\"interrupted_offset_s\":");
   w.SecondsOrNull(r.interrupted_ns() != 0, r.interrupted_ns());
   w.Raw(",\"itl_s\":[");
@@ -320,6 +326,9 @@ void AppendDetailsLine(const RequestRecord& r, LineBuffer* out) {
   w.Bool(r.short_output());
   w.Raw(",\"status\":");
   w.String(status);
+  // The counter that sized the prompt ("estimate", "server", ...).
+  w.Raw(",\"token_counter\":");
+  w.String(TokenCounterLabel(r.token_counter()));
   w.Raw(",\"ttfc_s\":");
   w.SecondsOrNull(r.ttfc_ns() != 0, r.ttfc_ns());
   w.Raw(",\"ttft_from_planned_s\":");

@@ -464,6 +464,9 @@ absl::StatusOr<RequestRecord> ParseDetailsLine(const std::string& line) {
     }
   }
   r.set_input_tokens(j.value("input_tokens", 0u));
+  r.set_asked_input_tokens(j.value("asked_input_tokens", 0u));
+  r.set_input_tokens_estimated(j.value("input_tokens_estimated", false));
+  r.set_token_counter(TokenCounterFromLabel(j.value("token_counter", std::string())));
   r.set_output_tokens(j.value("output_tokens", 0u));
   r.set_output_tokens_estimated(j.value("output_tokens_estimated", false));
   if (auto it = j.find("cached_tokens"); it != j.end() && it->is_number_unsigned()) {

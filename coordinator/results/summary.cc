@@ -227,6 +227,7 @@ void SummaryAccumulator::Add(const surge::v1::RequestRecord& r) {
   busy_s_ += end - sent;
   starts_s_.push_back(sent);
   ends_s_.push_back(end);
+  AddInputLength(r, &s.input_lengths);
   if (r.status() != surge::v1::OK) return;
   if (s.steady_state && !s.steady_state->Contains(planned)) return;
   ++s.steady_state_succeeded;
@@ -375,6 +376,7 @@ nlohmann::json SummaryToJson(const RunSummary& s, const nlohmann::json& context)
   if (s.has_goodput) {
     j["goodput"] = {{"good_requests", s.good_requests}, {"goodput_rps", Number(s.goodput_rps)}};
   }
+  if (s.input_lengths.fitted > 0) j["input_lengths"] = InputLengthsToJson(s.input_lengths);
   j["reasons"] = s.reasons;
   if (s.warmups > 0) {
     j["warmups"] = {{"requests", s.warmups},
@@ -434,7 +436,11 @@ std::string SummaryToCsv(const RunSummary& s) {
                     cell(m.p90 * row.scale), ",", cell(m.p99 * row.scale), ",", m.count, "\n");
   }
   absl::StrAppend(&out, "\nCommon Metric,Value\n");
-  for (const auto& [name, value] : CommonRows(s)) {
+  auto rows = CommonRows(s);
+  if (s.input_lengths.fitted > 0) {
+    for (auto& row : InputLengthRows(s.input_lengths)) rows.push_back(std::move(row));
+  }
+  for (const auto& [name, value] : rows) {
     absl::StrAppend(&out, name, ",",
                     value.is_null() ? std::string()
                     : value.is_number_float() ? absl::StrFormat("%.4f", value.get<double>())
@@ -481,6 +487,7 @@ std::string FormatSummaryTable(const RunSummary& s) {
                     " sent again on a fresh connection (keep-alive connection closed before "
                     "any answer byte)\n");
   }
+  if (s.input_lengths.fitted > 0) absl::StrAppend(&out, InputLengthLines(s.input_lengths));
   if (s.has_goodput) row("Goodput (RPS)", absl::StrCat(Fixed(s.goodput_rps), " (", s.good_requests, " good)"));
   row("Send lateness p50/p99/max (ms)", absl::StrCat(Fixed(s.lateness_s.p50 * 1e3), " / ",
                                                      Fixed(s.lateness_s.p99 * 1e3), " / ",

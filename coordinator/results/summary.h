@@ -16,6 +16,7 @@
 #include "absl/status/status.h"
 #include "common/stats.h"
 #include "coordinator/plan/steady_state.h"
+#include "coordinator/results/input_lengths.h"
 #include "coordinator/results/record_sink.h"
 #include "surge/v1/config.pb.h"
 #include "surge/v1/record.pb.h"
@@ -139,6 +140,9 @@ struct RunSummary {
   double goodput_rps = 0;
   // True when every metric's percentiles are exact (MetricStats::exact).
   bool percentiles_exact = true;
+  // Asked against server-reported prompt lengths (input_lengths.h); shown
+  // when prompts were fitted to a tokenizer (input_lengths.fitted > 0).
+  InputLengthSummary input_lengths;
   // Failed, lost, not-sent, interrupted and skipped records by reason
   // (ReasonKey: the failure kind), e.g. {"http_503": 3, "interrupted": 80}.
   std::map<std::string, uint64_t> reasons;

@@ -114,6 +114,7 @@ net::awaitable<bool> RequestExchange::Execute(std::shared_ptr<RequestState> st,
                                               RequestRecord& record) {
   BuildRequest(format_, *st);
   record.set_input_tokens(st->estimated_input);
+  record.set_input_tokens_estimated(true);  // until the answer's usage says otherwise
   // Bytes written by Send are out, whatever happens next.
   if (st->direct_written > 0) record.set_sent_ns(st->direct_sent_ns);
   StartWatchdog(st);

@@ -44,10 +44,12 @@ void ResponseMetrics::FillRecord(uint32_t estimated_input_tokens,
                                                       : estimated_input_tokens);
     record.set_cached_tokens(usage_->cached_tokens.value_or(0));
     record.set_cached_tokens_reported(usage_->cached_tokens.has_value());
+    record.set_input_tokens_estimated(usage_->prompt_tokens == 0);
   } else {
     record.set_output_tokens(EstimateTokensForBytes(content_bytes_));
     record.set_output_tokens_estimated(true);
     record.set_input_tokens(estimated_input_tokens);
+    record.set_input_tokens_estimated(true);
   }
 }
 

@@ -61,6 +61,9 @@ std::string ReferenceLine(const RequestRecord& r) {
   for (int64_t gap : r.itl_ns()) itl.push_back(NanosToSeconds(gap));
   j["itl_s"] = std::move(itl);
   j["input_tokens"] = r.input_tokens();
+  j["asked_input_tokens"] = r.asked_input_tokens();
+  j["input_tokens_estimated"] = r.input_tokens_estimated();
+  j["token_counter"] = surge::coordinator::TokenCounterLabel(r.token_counter());
   j["output_tokens"] = r.output_tokens();
   j["output_tokens_estimated"] = r.output_tokens_estimated();
   j["max_tokens"] = r.max_tokens();
@@ -210,6 +213,9 @@ RequestRecord RandomRecord(std::mt19937_64& rng, uint64_t index) {
   const uint32_t tokens = pick(4) == 0 ? 0 : pick(300);
   for (uint32_t k = 0; k + 1 < tokens; ++k) r.add_itl_ns(some_ns());
   r.set_input_tokens(pick(100000));
+  r.set_asked_input_tokens(pick(100000));
+  r.set_input_tokens_estimated(pick(2) == 1);
+  r.set_token_counter(static_cast<surge::v1::TokenCounter>(pick(5)));
   r.set_output_tokens(tokens);
   r.set_output_tokens_estimated(pick(2) == 1);
   r.set_max_tokens(pick(4096));
