@@ -93,7 +93,7 @@ TEST(StratifiedPickerTest, TakesTheRanksOfStratifiedSampleRanks) {
 TEST(ChartGroupsTest, OneGroupPerChartInOrder) {
   EXPECT_THAT(std::vector<std::string>(std::begin(kChartGroups), std::end(kChartGroups)),
               ElementsAre("Time vs RPS", "RPS vs Request Count", "Gamma Distribution",
-                          "Send Lateness", "Rate over Time"));
+                          "Send Lateness", "Rate over Time", "Prefix Reuse"));
 }
 
 }  // namespace
