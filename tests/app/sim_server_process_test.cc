@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "coordinator/config/option_table.h"
 
 namespace surge::app {
 namespace {
@@ -110,7 +111,10 @@ TEST(SimServerProcessTest, PortFromTheListeningLine) {
 TEST(SimServerProcessTest, StartsListensAndIsStoppedByPid) {
   const std::string surge = std::string(SURGE_BINARY_DIR) + "/surge";
   if (!std::filesystem::exists(surge)) GTEST_SKIP() << "no " << surge;
-  auto process = SimServerProcess::Start(RealClock(), surge, BuiltInServerConfig({}));
+  // A run's sim_* options with every default set, as `surge run` has them.
+  const surge::v1::SimServerConfig run_sim =
+      coordinator::WithDefaults<surge::v1::SimServerConfig>();
+  auto process = SimServerProcess::Start(RealClock(), surge, BuiltInServerConfig(run_sim));
   ASSERT_TRUE(process.ok()) << process.status();
   const pid_t pid = (*process)->pid();
   EXPECT_GT((*process)->port(), 0);
@@ -128,7 +132,8 @@ TEST(SimServerProcessTest, StartsListensAndIsStoppedByPid) {
 TEST(SimServerProcessTest, AChildThatExitsBeforeListeningIsAnError) {
   const std::string surge = std::string(SURGE_BINARY_DIR) + "/surge";
   if (!std::filesystem::exists(surge)) GTEST_SKIP() << "no " << surge;
-  surge::v1::SimServerConfig o = BuiltInServerConfig({});
+  surge::v1::SimServerConfig o =
+      BuiltInServerConfig(coordinator::WithDefaults<surge::v1::SimServerConfig>());
   o.set_ttft_ms(-1);  // refused by the server
   auto process = SimServerProcess::Start(RealClock(), surge, o);
   ASSERT_EQ(process.status().code(), absl::StatusCode::kUnavailable);
