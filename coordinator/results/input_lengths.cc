@@ -58,11 +58,11 @@ bool InputLengthSummary::off_by_more_than_1_percent() const {
 }
 
 void AddInputLength(const surge::v1::RequestRecord& r, InputLengthSummary* s) {
-  if (r.token_counter() == surge::v1::TOKEN_COUNTER_SERVER ||
-      r.token_counter() == surge::v1::TOKEN_COUNTER_SENTENCEPIECE) {
-    ++s->fitted;
-    s->counter = r.token_counter();
-  }
+  const bool fitted = r.token_counter() == surge::v1::TOKEN_COUNTER_SERVER ||
+                      r.token_counter() == surge::v1::TOKEN_COUNTER_SENTENCEPIECE;
+  if (!fitted && r.token_counter() != surge::v1::TOKEN_COUNTER_ESTIMATE) return;
+  if (fitted) ++s->fitted;
+  s->counter = r.token_counter();
   if (r.status() != surge::v1::OK || r.asked_input_tokens() == 0 || r.input_tokens_estimated()) {
     return;
   }
@@ -103,7 +103,7 @@ std::string InputLengthLines(const InputLengthSummary& s) {
       "Input tokens asked / reported",
       s.mean_asked(), s.mean_reported(), s.compared, TokenCounterLabel(s.counter),
       "Input tokens |asked - reported|", s.mean_abs_diff(), s.max_abs_diff, s.mismatches);
-  if (s.off_by_more_than_1_percent()) {
+  if (s.fitted > 0 && s.off_by_more_than_1_percent()) {
     absl::StrAppend(&out, absl::StrFormat(
                               "  WARNING: the server counted prompts %.1f %% off the asked "
                               "lengths on average: the tokenizer does not count as the server "

@@ -2,9 +2,10 @@
 // counters"): records say the plan's length (asked_input_tokens), the
 // counter that sized the prompt (token_counter) and whether input_tokens is
 // the server's usage.prompt_tokens (input_tokens_estimated false). The
-// summary compares the two over OK records the server counted, and shows it
-// when prompts were fitted to a tokenizer (--tokenizer server / FILE.model).
-// Pure.
+// summary compares the two over OK records the server counted whose prompt
+// surge sized (the estimate, --tokenizer server or FILE.model: not a
+// dataset's own text), and warns when prompts fitted to a tokenizer are
+// more than 1 % off. Pure.
 #ifndef SURGE_COORDINATOR_RESULTS_INPUT_LENGTHS_H_
 #define SURGE_COORDINATOR_RESULTS_INPUT_LENGTHS_H_
 
@@ -27,9 +28,10 @@ surge::v1::TokenCounter TokenCounterFromLabel(std::string_view label);
 // The comparison over the records added.
 struct InputLengthSummary {
   // Records sized by a tokenizer (SERVER or SENTENCEPIECE), any status: the
-  // summary shows the comparison when > 0.
+  // warning is given only then.
   uint64_t fitted = 0;
-  // The counter of those records (the run's --tokenizer).
+  // The counter of the records surge sized (ESTIMATE, SERVER or
+  // SENTENCEPIECE: the run's --tokenizer).
   surge::v1::TokenCounter counter = surge::v1::TOKEN_COUNTER_UNSPECIFIED;
   // OK records with an asked length and the server's own count.
   uint64_t compared = 0;
@@ -42,8 +44,11 @@ struct InputLengthSummary {
   double mean_reported() const;
   double mean_abs_diff() const;
   // True when the mean absolute difference exceeds 1 % of the mean asked
-  // length (the summary's warning).
+  // length (with fitted > 0: the summary's warning).
   bool off_by_more_than_1_percent() const;
+  // True when the summary shows the comparison: some OK record surge sized
+  // was counted by the server.
+  bool shown() const { return compared > 0 && counter != surge::v1::TOKEN_COUNTER_UNSPECIFIED; }
 };
 
 // Adds one final record.
@@ -56,8 +61,8 @@ nlohmann::json InputLengthsToJson(const InputLengthSummary& summary);
 // The CSV's common rows, (name, value).
 std::vector<std::pair<std::string, nlohmann::json>> InputLengthRows(const InputLengthSummary& s);
 
-// The console lines (each "  ...\n"), the warning line included when the
-// lengths differ by more than 1 %.
+// The console lines (each "  ...\n"), the warning line included when
+// prompts were fitted to a tokenizer and differ by more than 1 %.
 std::string InputLengthLines(const InputLengthSummary& summary);
 
 }  // namespace surge::coordinator

@@ -376,7 +376,7 @@ nlohmann::json SummaryToJson(const RunSummary& s, const nlohmann::json& context)
   if (s.has_goodput) {
     j["goodput"] = {{"good_requests", s.good_requests}, {"goodput_rps", Number(s.goodput_rps)}};
   }
-  if (s.input_lengths.fitted > 0) j["input_lengths"] = InputLengthsToJson(s.input_lengths);
+  if (s.input_lengths.shown()) j["input_lengths"] = InputLengthsToJson(s.input_lengths);
   j["reasons"] = s.reasons;
   if (s.warmups > 0) {
     j["warmups"] = {{"requests", s.warmups},
@@ -437,7 +437,7 @@ std::string SummaryToCsv(const RunSummary& s) {
   }
   absl::StrAppend(&out, "\nCommon Metric,Value\n");
   auto rows = CommonRows(s);
-  if (s.input_lengths.fitted > 0) {
+  if (s.input_lengths.shown()) {
     for (auto& row : InputLengthRows(s.input_lengths)) rows.push_back(std::move(row));
   }
   for (const auto& [name, value] : rows) {
@@ -487,7 +487,7 @@ std::string FormatSummaryTable(const RunSummary& s) {
                     " sent again on a fresh connection (keep-alive connection closed before "
                     "any answer byte)\n");
   }
-  if (s.input_lengths.fitted > 0) absl::StrAppend(&out, InputLengthLines(s.input_lengths));
+  if (s.input_lengths.shown()) absl::StrAppend(&out, InputLengthLines(s.input_lengths));
   if (s.has_goodput) row("Goodput (RPS)", absl::StrCat(Fixed(s.goodput_rps), " (", s.good_requests, " good)"));
   row("Send lateness p50/p99/max (ms)", absl::StrCat(Fixed(s.lateness_s.p50 * 1e3), " / ",
                                                      Fixed(s.lateness_s.p99 * 1e3), " / ",

@@ -141,7 +141,7 @@ struct RunSummary {
   // True when every metric's percentiles are exact (MetricStats::exact).
   bool percentiles_exact = true;
   // Asked against server-reported prompt lengths (input_lengths.h); shown
-  // when prompts were fitted to a tokenizer (input_lengths.fitted > 0).
+  // when the server counted prompts surge sized (input_lengths.shown()).
   InputLengthSummary input_lengths;
   // Failed, lost, not-sent, interrupted and skipped records by reason
   // (ReasonKey: the failure kind), e.g. {"http_503": 3, "interrupted": 80}.
