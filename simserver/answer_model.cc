@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/split_mix.h"
 
 namespace surge::simserver {
 namespace {
@@ -34,13 +35,6 @@ constexpr FaultField kFaultFields[] = {
 double Fraction(const SimServerConfig& config, const char* field) {
   return config.GetReflection()->GetDouble(config,
                                            SimServerConfig::descriptor()->FindFieldByName(field));
-}
-
-uint64_t SplitMix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
 }
 
 absl::Status CheckDelay(const char* field, double ms) {

@@ -1,17 +1,8 @@
 #include "simserver/prefix_cache.h"
 
+#include "common/split_mix.h"
+
 namespace surge::simserver {
-namespace {
-
-// SplitMix64's finalizer: a well-spread 64-bit mix.
-uint64_t Mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
 
 std::vector<uint64_t> ChainedBlockIds(const std::vector<uint64_t>& token_ids,
                                       uint32_t block_tokens) {
@@ -20,8 +11,10 @@ std::vector<uint64_t> ChainedBlockIds(const std::vector<uint64_t>& token_ids,
   ids.reserve(blocks);
   uint64_t parent = 0x5eedULL;
   for (size_t b = 0; b < blocks; ++b) {
-    uint64_t h = Mix(parent);
-    for (size_t t = b * block_tokens; t < (b + 1) * block_tokens; ++t) h = Mix(h ^ token_ids[t]);
+    uint64_t h = SplitMix64(parent);
+    for (size_t t = b * block_tokens; t < (b + 1) * block_tokens; ++t) {
+      h = SplitMix64(h ^ token_ids[t]);
+    }
     ids.push_back(h);
     parent = h;
   }

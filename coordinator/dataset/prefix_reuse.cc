@@ -3,20 +3,14 @@
 #include <algorithm>
 
 #include "common/prompt_builder.h"
+#include "common/split_mix.h"
 #include "coordinator/dataset/payload_source.h"
 
 namespace surge::coordinator {
 namespace {
 
-uint64_t Mix(uint64_t z) {
-  z += 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
 // The chain identity of a block: its parent's chain and its own id.
-uint64_t Chain(uint64_t parent, uint64_t id) { return Mix(parent * 0x100000001b3ULL ^ Mix(id)); }
+uint64_t Chain(uint64_t parent, uint64_t id) { return SplitMix64(parent * 0x100000001b3ULL ^ SplitMix64(id)); }
 
 constexpr uint64_t kRoot = 0x726f6f74ULL;
 

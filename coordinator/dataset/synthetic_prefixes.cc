@@ -2,18 +2,12 @@
 
 #include <algorithm>
 
+#include "common/split_mix.h"
 #include "coordinator/dataset/length_distribution.h"
 #include "coordinator/dataset/payload_source.h"
 
 namespace surge::coordinator {
 namespace {
-
-uint64_t SplitMix64(uint64_t z) {
-  z += 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
 
 // A fixed odd constant ("prefixes") that sets this stream apart from the
 // lengths' and the schedule's.

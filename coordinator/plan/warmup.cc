@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "common/split_mix.h"
+
 namespace surge::coordinator {
 
 double WarmupSpacingS(uint32_t count, double first_rate_rps) {
@@ -22,12 +24,8 @@ std::vector<int64_t> WarmupOffsetsNs(uint32_t count, double first_rate_rps) {
 }
 
 uint64_t WarmupPayloadSeed(uint64_t run_seed) {
-  // splitmix64's finaliser of seed + a fixed odd constant: any run seed maps
-  // to a different, well-mixed seed.
-  uint64_t z = run_seed + 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
+  // Any run seed maps to a different, well-mixed seed.
+  return SplitMix64(run_seed);
 }
 
 }  // namespace surge::coordinator
