@@ -101,8 +101,14 @@ TEST(TokenLengthsEndToEndTest, TheEstimateMissesTheServersCount) {
   const size_t mismatches = Mismatches(details, "estimate");
   EXPECT_GT(mismatches, 1000u);
   std::printf("estimate: %zu of 2000 prompts off the asked length\n", mismatches);
-  // No tokenizer: the summary has no comparison block.
-  EXPECT_FALSE(Summary(folder, "synthetic").contains("input_lengths"));
+  // The summary shows the estimate's miss: the same mismatch count as the
+  // details, counter "estimate", and no warning (the estimate claims no
+  // exact length).
+  const auto summary = Summary(folder, "synthetic");
+  ASSERT_TRUE(summary.contains("input_lengths"));
+  EXPECT_EQ(summary["input_lengths"]["counter"], "estimate");
+  EXPECT_EQ(summary["input_lengths"]["mismatches"].get<size_t>(), mismatches);
+  EXPECT_EQ(r.output.find("WARNING: the server counted prompts"), std::string::npos);
 }
 
 TEST(TokenLengthsEndToEndTest, ASentencePieceModelCountsAsTheServerWithThatModel) {
