@@ -1,7 +1,5 @@
 #include "app/report_command.h"
 
-#include <google/protobuf/util/json_util.h>
-
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -88,9 +86,7 @@ absl::StatusOr<RunConfig> ReadRunConfig(const fs::path& folder) {
   std::ifstream in(folder / "run_config.json");
   std::stringstream text;
   text << in.rdbuf();
-  google::protobuf::util::JsonParseOptions options;
-  options.ignore_unknown_fields = true;
-  if (!in || !google::protobuf::util::JsonStringToMessage(text.str(), &config, options).ok()) {
+  if (!in || !coordinator::ParseProtoJsonConfig(text.str(), &config).ok()) {
     return absl::DataLossError(absl::StrCat("cannot read ", (folder / "run_config.json").string()));
   }
   return config;

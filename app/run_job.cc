@@ -22,11 +22,11 @@
 #include "common/version.h"
 #include "coordinator/metrics_http/metrics_http_server.h"
 #include "coordinator/results/details_json.h"
-#include "coordinator/results/run_files.h"
 #include "coordinator/results/live_metrics.h"
-#include "coordinator/results/progress.h"
 #include "coordinator/results/prefix_reuse_summary.h"
+#include "coordinator/results/progress.h"
 #include "coordinator/results/run_facts.h"
+#include "coordinator/results/run_files.h"
 #include "coordinator/results/run_results.h"
 #include "coordinator/results/summary.h"
 
@@ -82,18 +82,17 @@ DispatcherOptions MakeDispatcherOptions(const RunConfig& config, int workers) {
     }
   }
   options.num_workers = workers;
-  options.assign = config.assign() == "least-loaded" ? AssignPolicyKind::kLeastLoaded
-                                                     : AssignPolicyKind::kRoundRobin;
+  options.assign = config.assign() == surge::v1::ASSIGN_POLICY_LEAST_LOADED
+                       ? AssignPolicyKind::kLeastLoaded
+                       : AssignPolicyKind::kRoundRobin;
   options.abort_after_connect_failures = config.abort_after_connect_failures();
   // The lateness alarm (docs/DESIGN.md "Lateness alarm").
   options.lateness.threshold_ns = std::llround(config.lateness_alarm_ms() * 1e6);
   options.stop_on_alarm = config.stop_on_alarm();
   options.target = config.target();
   options.seed = config.seed();
-  // Late-send policy (validated: "send", "skip" or "cap").
-  options.late_policy = config.late_policy() == "skip"  ? surge::v1::LATE_POLICY_SKIP
-                        : config.late_policy() == "cap" ? surge::v1::LATE_POLICY_CAP
-                                                        : surge::v1::LATE_POLICY_SEND;
+  // Late-send policy (the configuration's enum travels in Welcome as it is).
+  options.late_policy = config.late_policy();
   options.late_threshold_ns = static_cast<int64_t>(std::llround(config.late_threshold_ms() * 1e6));
   options.catch_up_rps = config.catch_up_rps();
   std::mt19937_64 id_source(std::random_device{}());
@@ -327,9 +326,9 @@ void Job::WriteResults(const absl::StatusOr<DispatchOutcome>& outcome,
   facts.set_surge_version(kSurgeVersion);
   if (!plan_file_.empty()) facts.set_plan_file(fs::absolute(plan_file_).string());
   if (p.planned_reuse.has_value()) {
-    *facts.mutable_prefix_reuse() = coordinator::PrefixReuseFactOf(
-        p.planned_reuse->block_tokens, p.planned_reuse->shared_tokens,
-        p.planned_reuse->prompt_tokens);
+    *facts.mutable_prefix_reuse() = coordinator::PrefixReuseFactOf(p.planned_reuse->block_tokens,
+                                                                   p.planned_reuse->shared_tokens,
+                                                                   p.planned_reuse->prompt_tokens);
   }
   AddOutcomeFacts(outcome, config_, &facts);
   if (outcome.ok() && outcome->undecodable_frames > 0) {

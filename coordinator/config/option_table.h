@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "coordinator/config/option_values.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
 #include "nlohmann/json.hpp"
@@ -63,10 +64,6 @@ struct OptionFlag {
   // Fields from the root message to the entry's field.
   std::vector<const google::protobuf::FieldDescriptor*> path;
 };
-
-// Error lines in the configuration's style: "  <field> = <value>: <what
-// is allowed>".
-using ErrorLines = std::vector<std::string>;
 
 // Is called for a key no section entry has: `section` is the dotted path
 // of the mapping ("" = top level), returns the text after "<field> =
@@ -118,23 +115,12 @@ class OptionTable {
 
  private:
   explicit OptionTable(const google::protobuf::Descriptor* root);
+  // How error lines name each entry's flag: "--<flag>" (or its spec's
+  // flag_text), then its flag_note.
+  std::map<const OptionEntry*, std::string> FlagTexts() const;
   OptionSection root_;
   std::vector<OptionFlag> flags_;
 };
-
-// The value as error messages show it: "\"text\"" (invalid UTF-8 shown
-// with U+FFFD), "a list", "a mapping", "null" for YAML nodes.
-std::string ShowYaml(const YAML::Node& node);
-
-// "Name" of a YAML node: what a field must be, by its type ("a number", "a
-// whole number >= 0", "true or false", "a string", ...).
-std::string TypeWords(const google::protobuf::FieldDescriptor* field);
-
-// What one value (a list's item too) of the field must be: "a number", ...
-std::string ScalarWords(const google::protobuf::FieldDescriptor* field);
-
-// The spec of a field (the default instance when it has none).
-const surge::v1::OptionSpec& SpecOf(const google::protobuf::FieldDescriptor* field);
 
 // A message of type M with every default of its table set (what a command
 // whose options are M uses when no flag is given).

@@ -20,11 +20,13 @@
 #include "absl/strings/strip.h"
 #include "client/target_checks.h"
 #include "client/url.h"
+#include "common/enum_spelling.h"
 #include "common/utf8.h"
 #include "coordinator/config/option_table.h"
-#include "coordinator/plan/traffic.h"
 #include "coordinator/plan/steady_state.h"
+#include "coordinator/plan/traffic.h"
 #include "coordinator/plan/traffic_config.h"
+#include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "nlohmann/json.hpp"
 
@@ -214,6 +216,49 @@ absl::Status LoadYamlConfig(const std::string& given_path, RunConfig* config) {
 
 namespace {
 
+// The enum fields of `j` (a JSON object of `message`'s fields, by JSON or
+// proto name) given by their spelling, rewritten to their proto names.
+void SpellingsToEnumNames(const google::protobuf::Descriptor* message, nlohmann::json& j) {
+  if (!j.is_object()) return;
+  for (auto& [key, value] : j.items()) {
+    const google::protobuf::FieldDescriptor* f = message->FindFieldByName(key);
+    for (int i = 0; i < message->field_count() && f == nullptr; ++i) {
+      if (message->field(i)->json_name() == key) f = message->field(i);
+    }
+    if (f == nullptr) continue;
+    if (f->message_type() != nullptr) {
+      if (value.is_array()) {
+        for (auto& item : value) SpellingsToEnumNames(f->message_type(), item);
+      } else {
+        SpellingsToEnumNames(f->message_type(), value);
+      }
+    } else if (f->enum_type() != nullptr && value.is_string()) {
+      for (int i = 0; i < f->enum_type()->value_count(); ++i) {
+        const auto* v = f->enum_type()->value(i);
+        if (EnumSpelling(v) == value.get<std::string>()) value = v->name();
+      }
+    }
+  }
+}
+
+}  // namespace
+
+absl::Status ParseProtoJsonConfig(const std::string& json, RunConfig* config) {
+  nlohmann::json j = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return absl::InvalidArgumentError("not a JSON object");
+  }
+  SpellingsToEnumNames(RunConfig::descriptor(), j);
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = true;
+  if (auto s = google::protobuf::util::JsonStringToMessage(j.dump(), config, options); !s.ok()) {
+    return absl::InvalidArgumentError(std::string(s.message().data(), s.message().size()));
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
 // Shared prefixes (docs/DATASETS.md "Shared prefixes and reuse"): only
 // synthetic prompts have them, and prefix plus own length stays within the
 // input length limit (the readers' and the length draws' bound).
@@ -349,18 +394,20 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
     errors.AddRaw(std::string(absl::StripPrefix(s.message(), "invalid configuration:\n")));
   }
   // Late-send policy (docs/DESIGN.md "Late-send policy").
-  const std::string& late = c.late_policy();
+  const surge::v1::LatePolicy late = c.late_policy();
   if (c.has_catch_up_rps()) {
-    if (late != "cap") {
+    if (late != surge::v1::LATE_POLICY_CAP) {
+      // (As given: a text that is no policy is named too.)
+      const std::string given =
+          EnumText(c, RunConfig::descriptor()->FindFieldByName("late_policy"));
       errors.Add("catch_up_rps", Num(c.catch_up_rps()),
-                 absl::StrCat("is used only with late_policy \"cap\", not \"",
-                              late.empty() ? "send" : ToValidUtf8(late),
+                 absl::StrCat("is used only with late_policy \"cap\", not \"", ToValidUtf8(given),
                               "\" (flags --catch-up-rps, --late-policy cap)"));
     } else if (!(std::isfinite(c.catch_up_rps()) && c.catch_up_rps() > 0)) {
       errors.Add("catch_up_rps", Num(c.catch_up_rps()),
                  "must be a finite rate > 0, requests/s (flag --catch-up-rps)");
     }
-  } else if (late == "cap") {
+  } else if (late == surge::v1::LATE_POLICY_CAP) {
     errors.Add("catch_up_rps", "(not set)",
                "is required with late_policy \"cap\": the fastest rate, requests/s, at which "
                "late requests are released (flag --catch-up-rps)");
@@ -415,8 +462,9 @@ void AddIneffectiveTrafficWarnings(const RunConfig& c, std::vector<std::string>&
   const auto& d = c.dataset();
   const auto& t = c.traffic_cfg();
   const bool replay = d.trace_replay();
-  const std::string& strategy = t.ramp_up_strategy();
-  if (!replay && (strategy.empty() || strategy == "none")) {
+  const surge::v1::RampUpStrategy strategy = t.ramp_up_strategy();
+  if (!replay && (strategy == surge::v1::RAMP_UP_STRATEGY_UNSPECIFIED ||
+                  strategy == surge::v1::RAMP_UP_STRATEGY_NONE)) {
     std::vector<std::string> rates;
     if (t.has_ramp_up_start_rps()) rates.push_back("traffic_cfg.ramp_up_start_rps");
     if (t.has_ramp_up_end_rps()) rates.push_back("traffic_cfg.ramp_up_end_rps");
@@ -435,12 +483,14 @@ void AddIneffectiveTrafficWarnings(const RunConfig& c, std::vector<std::string>&
   }
   // Late-send policy in instant mode: every request is planned at 0, so all
   // but the first few are late; allowed (the user may mean it), said aloud.
-  if ((c.late_policy() == "skip" || c.late_policy() == "cap") && PlansInstantMode(c)) {
+  if ((c.late_policy() == surge::v1::LATE_POLICY_SKIP ||
+       c.late_policy() == surge::v1::LATE_POLICY_CAP) &&
+      PlansInstantMode(c)) {
     warnings.push_back(absl::StrCat(
-        "late_policy ", c.late_policy(),
+        "late_policy ", EnumSpelling(c.late_policy()),
         " in instant mode: every request is planned at 0, so every one released more than "
         "late_threshold_ms after the start is late and ",
-        c.late_policy() == "skip" ? "skipped" : "spaced at catch_up_rps",
+        c.late_policy() == surge::v1::LATE_POLICY_SKIP ? "skipped" : "spaced at catch_up_rps",
         " (flags --late-policy, --request-rate)"));
   }
   if (!replay && d.has_trace_time_scale()) {
@@ -576,8 +626,8 @@ std::string SavedConfigJson(const RunConfig& c, std::vector<std::string>* left_o
   nlohmann::ordered_json j = Table().Save(c);
   const auto& t = c.traffic_cfg();
   const bool replay = c.dataset().trace_replay();
-  const std::string& strategy = t.ramp_up_strategy();
-  const bool strategy_set = !strategy.empty() && strategy != "none";
+  const bool strategy_set = t.ramp_up_strategy() != surge::v1::RAMP_UP_STRATEGY_UNSPECIFIED &&
+                            t.ramp_up_strategy() != surge::v1::RAMP_UP_STRATEGY_NONE;
   // Traffic keys (AISBench's); none for a trace replay, whose timestamps set
   // the schedule. request_rate has no effect under an active ramp (R-TGT).
   // An inactive ramp's keys had no effect (R-RAMP: request_rate was used),
@@ -711,7 +761,8 @@ absl::Status ParseStageFlag(std::string_view value, surge::v1::TrafficCfg* traff
         !absl::SimpleAtod(rate.substr(dash + 1), &b)) {
       return bad(absl::StrCat("RATE \"", rate, "\" is no START-END ramp"));
     }
-    stage.set_ramp_up_strategy(exponential ? "exponential" : "linear");
+    stage.set_ramp_up_strategy(exponential ? surge::v1::RAMP_UP_STRATEGY_EXPONENTIAL
+                                           : surge::v1::RAMP_UP_STRATEGY_LINEAR);
     stage.set_ramp_up_start_rps(a);
     stage.set_ramp_up_end_rps(b);
   }

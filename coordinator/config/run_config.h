@@ -32,6 +32,14 @@ surge::v1::RunConfig DefaultRunConfig();
 // allowed keys.
 absl::Status LoadYamlConfig(const std::string& path, surge::v1::RunConfig* config);
 
+// Reads the protobuf JSON form of a RunConfig ("trafficCfg": {...}), which
+// run folders written by early surge hold, into `config` (which it
+// replaces, as protobuf's JSON reader does); unknown fields are ignored. Enum fields may be given
+// by their configuration spelling
+// ("late_policy": "cap", as surge wrote them while they were strings) or by
+// their proto names. Errors: INVALID_ARGUMENT (not such JSON).
+absl::Status ParseProtoJsonConfig(const std::string& json, surge::v1::RunConfig* config);
+
 // Applies the options that imply another, as vLLM does: a synthetic dataset
 // with no random_len_dist and exactly one distribution parameter given
 // (random_range_ratio > 0 → "uniform", random_len_stddev > 0 → "gaussian",

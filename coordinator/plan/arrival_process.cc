@@ -63,7 +63,9 @@ struct ComposedTraffic {
 absl::StatusOr<ComposedTraffic> MakeComposedTraffic(const RunConfig& config) {
   ComposedTraffic c;
   ResolvedTraffic& t = c.traffic;
-  t.burstiness = config.traffic_cfg().sampler() == "mmpp" ? 1.0 : config.traffic_cfg().burstiness();
+  t.burstiness = config.traffic_cfg().sampler() == surge::v1::SAMPLER_KIND_MMPP
+                     ? 1.0
+                     : config.traffic_cfg().burstiness();
   std::vector<double> betas;
   auto profile = MakeRateProfile(config, &betas);
   if (!profile.ok()) return profile.status();
@@ -187,7 +189,9 @@ ResolvedTraffic ResolveTraffic(const RunConfig& config) {
   auto composed = MakeComposedTraffic(config);
   if (composed.ok()) return std::move(composed->traffic);
   ResolvedTraffic t;
-  t.burstiness = config.traffic_cfg().sampler() == "mmpp" ? 1.0 : config.traffic_cfg().burstiness();
+  t.burstiness = config.traffic_cfg().sampler() == surge::v1::SAMPLER_KIND_MMPP
+                     ? 1.0
+                     : config.traffic_cfg().burstiness();
   return t;
 }
 

@@ -181,7 +181,7 @@ std::unique_ptr<IntervalSampler> MakeMmppSampler(std::vector<MmppStateSpec> stat
 
 std::unique_ptr<IntervalSampler> MakeIntervalSampler(const RunConfig& c,
                                                      std::vector<double> stage_burstiness) {
-  if (c.traffic_cfg().sampler() == "mmpp") {
+  if (c.traffic_cfg().sampler() == surge::v1::SAMPLER_KIND_MMPP) {
     std::vector<MmppStateSpec> states;
     for (const auto& s : c.traffic_cfg().mmpp_states()) {
       states.push_back({s.rate_multiplier(), s.mean_dwell_s()});

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/enum_spelling.h"
 #include "coordinator/plan/number_format.h"
 
 namespace surge::coordinator {
@@ -37,7 +38,8 @@ void ApplyRampRule(const surge::v1::RunConfig& config, ResolvedTraffic& t) {
     t.ramp_active = true;
   }
   if (!t.ramp_active) {
-    t.warnings.push_back(absl::StrCat("traffic_cfg.ramp_up_strategy is \"", cfg.ramp_up_strategy(),
+    t.warnings.push_back(absl::StrCat("traffic_cfg.ramp_up_strategy is \"",
+                                      EnumSpelling(cfg.ramp_up_strategy()),
                                       "\" but ramp-up is inactive: ", t.ramp_inactive_reason,
                                       "; using request_rate = ", config.request_rate(), " RPS"));
   }
@@ -156,9 +158,12 @@ ResolvedTraffic ResolveSeedTraffic(const surge::v1::RunConfig& config) {
   const auto& cfg = config.traffic_cfg();
   t.request_rate_rps = config.request_rate();
   t.burstiness = cfg.burstiness();
-  const std::string& name = cfg.ramp_up_strategy();
-  if (name == "linear") t.strategy = RampStrategy::kLinear;
-  if (name == "exponential") t.strategy = RampStrategy::kExponential;
+  if (cfg.ramp_up_strategy() == surge::v1::RAMP_UP_STRATEGY_LINEAR) {
+    t.strategy = RampStrategy::kLinear;
+  }
+  if (cfg.ramp_up_strategy() == surge::v1::RAMP_UP_STRATEGY_EXPONENTIAL) {
+    t.strategy = RampStrategy::kExponential;
+  }
   t.ramp_start_rps = cfg.ramp_up_start_rps();
   t.ramp_end_rps = cfg.ramp_up_end_rps();
   if (t.strategy != RampStrategy::kNone) ApplyRampRule(config, t);

@@ -7,12 +7,16 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/enum_spelling.h"
 #include "coordinator/plan/traffic.h"
 
 namespace surge::coordinator {
 namespace {
 
+using surge::v1::RampUpStrategy;
 using surge::v1::RunConfig;
+using surge::v1::SamplerKind;
+using surge::v1::StageProfileKind;
 using surge::v1::TrafficStage;
 
 std::string Num(double v) { return absl::StrFormat("%g", v); }
@@ -58,10 +62,11 @@ void CheckStageForm(const TrafficStage& st, const std::string& prefix, Problems&
     p.Add(prefix + ".burstiness", Num(st.burstiness()),
           "must be a number >= 0 (0 = fixed intervals, 1 = Poisson)");
   }
-  const bool sine = st.profile() == "sine";
-  const bool diurnal = st.profile() == "diurnal";
-  if (st.has_profile() && !sine && !diurnal) {
-    p.Add(prefix + ".profile", absl::StrCat("\"", st.profile(), "\""),
+  const bool sine = st.profile() == surge::v1::STAGE_PROFILE_KIND_SINE;
+  const bool diurnal = st.profile() == surge::v1::STAGE_PROFILE_KIND_DIURNAL;
+  // (A text that is no profile was reported when it was read.)
+  if (st.has_profile() && st.profile() == surge::v1::STAGE_PROFILE_KIND_UNSPECIFIED) {
+    p.Add(prefix + ".profile", absl::StrCat("\"", EnumSpelling(st.profile()), "\""),
           "must be \"sine\" or \"diurnal\"");
   }
   auto stray = [&](bool has, const char* key, bool allowed, const char* of) {
@@ -98,10 +103,11 @@ std::unique_ptr<RateProfile> ConstantStage(const TrafficStage& st, const std::st
 // A stage on a linear or exponential ramp in time.
 std::unique_ptr<RateProfile> RampStage(const TrafficStage& st, const std::string& prefix,
                                        size_t before, Problems& p) {
-  const std::string& s = st.ramp_up_strategy();
-  const bool exp = s == "exponential";
-  if (s != "linear" && !exp) {
-    p.Add(prefix + ".ramp_up_strategy", absl::StrCat("\"", s, "\""),
+  const RampUpStrategy s = st.ramp_up_strategy();
+  const bool exp = s == surge::v1::RAMP_UP_STRATEGY_EXPONENTIAL;
+  // (A text that is no strategy was reported when it was read.)
+  if (s != surge::v1::RAMP_UP_STRATEGY_LINEAR && !exp && surge::v1::RampUpStrategy_IsValid(s)) {
+    p.Add(prefix + ".ramp_up_strategy", absl::StrCat("\"", EnumSpelling(s), "\""),
           "must be \"linear\" or \"exponential\"");
   }
   const double a = st.ramp_up_start_rps(), b = st.ramp_up_end_rps();
@@ -127,7 +133,7 @@ std::unique_ptr<RateProfile> RampStage(const TrafficStage& st, const std::string
 // A sine or diurnal stage: mean + amplitude·cos(2π(t − peak)/period).
 std::unique_ptr<RateProfile> CosineStage(const TrafficStage& st, const std::string& prefix,
                                          size_t before, Problems& p) {
-  const bool diurnal = st.profile() == "diurnal";
+  const bool diurnal = st.profile() == surge::v1::STAGE_PROFILE_KIND_DIURNAL;
   double mean = 0, amp = 0, peak = 0;
   const double period = st.has_period_s() ? st.period_s() : (diurnal ? 86400.0 : 0.0);
   if (!(Finite(period) && period > 0)) {
@@ -186,7 +192,8 @@ std::unique_ptr<RateProfile> StageProfile(const TrafficStage& st, const std::str
     out = ConstantStage(st, prefix, before, p);
   } else if (has_ramp) {
     out = RampStage(st, prefix, before, p);
-  } else if (st.profile() == "sine" || st.profile() == "diurnal") {
+  } else if (st.profile() == surge::v1::STAGE_PROFILE_KIND_SINE ||
+             st.profile() == surge::v1::STAGE_PROFILE_KIND_DIURNAL) {
     out = CosineStage(st, prefix, before, p);
   }
   if (p.lines.size() != before) return nullptr;
@@ -283,18 +290,15 @@ bool AnyStageBurstiness(const surge::v1::TrafficCfg& t) {
 
 // traffic_cfg.sampler against the burstiness keys.
 void SamplerProblems(const surge::v1::TrafficCfg& t, Problems& p) {
-  const std::string& sampler = t.sampler();
-  if (!(sampler.empty() || sampler == "fixed" || sampler == "gamma" || sampler == "mmpp")) {
-    p.Add("traffic_cfg.sampler", absl::StrCat("\"", sampler, "\""),
-          "must be \"fixed\", \"gamma\" or \"mmpp\" (flag --sampler; default: gamma when "
-          "burstiness > 0, else fixed)");
-  }
+  // (A text that is no sampler was reported when it was read, with the
+  // sampler's spec: config.proto.)
+  const SamplerKind sampler = t.sampler();
   const bool any_stage_beta = AnyStageBurstiness(t);
-  if (sampler == "fixed" && (t.burstiness() != 0 || any_stage_beta)) {
+  if (sampler == surge::v1::SAMPLER_KIND_FIXED && (t.burstiness() != 0 || any_stage_beta)) {
     p.Add("traffic_cfg.sampler", "\"fixed\"",
           "contradicts a burstiness > 0 (Gamma intervals); use sampler gamma or burstiness 0");
   }
-  if (sampler == "gamma" && !(t.burstiness() > 0) && !any_stage_beta) {
+  if (sampler == surge::v1::SAMPLER_KIND_GAMMA && !(t.burstiness() > 0) && !any_stage_beta) {
     p.Add("traffic_cfg.sampler", "\"gamma\"",
           "needs traffic_cfg.burstiness > 0 (the Gamma shape β; flag --burstiness)");
   }
@@ -302,12 +306,13 @@ void SamplerProblems(const surge::v1::TrafficCfg& t, Problems& p) {
 
 // The mmpp sampler's states, or mmpp_states given to another sampler.
 void MmppProblems(const surge::v1::TrafficCfg& t, Problems& p) {
-  const std::string& sampler = t.sampler();
-  if (sampler != "mmpp") {
-    if (t.mmpp_states_size() > 0) {
+  const SamplerKind sampler = t.sampler();
+  if (sampler != surge::v1::SAMPLER_KIND_MMPP) {
+    if (t.mmpp_states_size() > 0 && surge::v1::SamplerKind_IsValid(sampler)) {
       p.Add("traffic_cfg.mmpp_states", absl::StrCat("(", t.mmpp_states_size(), " states)"),
             absl::StrCat("are used only with sampler mmpp, not \"",
-                         sampler.empty() ? "fixed/gamma" : sampler,
+                         sampler == surge::v1::SAMPLER_KIND_AUTO ? std::string("fixed/gamma")
+                                                                 : EnumSpelling(sampler),
                          "\" (set traffic_cfg.sampler: mmpp, flag --sampler mmpp)"));
     }
     return;
@@ -353,9 +358,10 @@ void StageListProblems(const RunConfig& c, Problems& p) {
           "is not used with traffic_cfg.stages (each stage has its own rate); remove it "
           "(flag --request-rate) or make it a stage");
   }
-  const std::string& s = t.ramp_up_strategy();
-  if ((!s.empty() && s != "none") || t.has_ramp_up_start_rps() || t.has_ramp_up_end_rps()) {
-    p.Add("traffic_cfg.ramp_up_strategy", absl::StrCat("\"", s, "\""),
+  const RampUpStrategy s = t.ramp_up_strategy();
+  if ((s != surge::v1::RAMP_UP_STRATEGY_UNSPECIFIED && s != surge::v1::RAMP_UP_STRATEGY_NONE) ||
+      t.has_ramp_up_start_rps() || t.has_ramp_up_end_rps()) {
+    p.Add("traffic_cfg.ramp_up_strategy", absl::StrCat("\"", EnumSpelling(s), "\""),
           "the top-level ramp-up keys are not used with traffic_cfg.stages; give the ramp "
           "inside a stage (ramp_up_strategy, ramp_up_start_rps, ramp_up_end_rps)");
   }
@@ -367,7 +373,8 @@ void StageListProblems(const RunConfig& c, Problems& p) {
     all_counts &= st.has_num_requests() && !st.has_duration_s();
     total += st.num_requests();
   }
-  if (all_counts && t.spikes_size() == 0 && t.sampler() != "mmpp" && total > c.num_prompts()) {
+  if (all_counts && t.spikes_size() == 0 && t.sampler() != surge::v1::SAMPLER_KIND_MMPP &&
+      total > c.num_prompts()) {
     p.Add("num_prompts", absl::StrCat(c.num_prompts()),
           absl::StrCat("is less than the stages' num_requests total (", total,
                        "); num_prompts caps a run with stages: give num_prompts >= ", total,
@@ -396,14 +403,15 @@ std::string ReplayIgnoresWarning(const RunConfig& config) {
   std::vector<std::string> ignored;
   if (config.request_rate() != 0) ignored.push_back("request_rate");
   if (t.burstiness() != 0) ignored.push_back("traffic_cfg.burstiness");
-  if (!t.ramp_up_strategy().empty() && t.ramp_up_strategy() != "none") {
+  if (t.ramp_up_strategy() != surge::v1::RAMP_UP_STRATEGY_UNSPECIFIED &&
+      t.ramp_up_strategy() != surge::v1::RAMP_UP_STRATEGY_NONE) {
     ignored.push_back("traffic_cfg.ramp_up_strategy");
   }
   if (t.has_ramp_up_start_rps()) ignored.push_back("traffic_cfg.ramp_up_start_rps");
   if (t.has_ramp_up_end_rps()) ignored.push_back("traffic_cfg.ramp_up_end_rps");
   if (t.stages_size() > 0) ignored.push_back("traffic_cfg.stages");
   if (t.spikes_size() > 0) ignored.push_back("traffic_cfg.spikes");
-  if (!t.sampler().empty()) ignored.push_back("traffic_cfg.sampler");
+  if (t.sampler() != surge::v1::SAMPLER_KIND_AUTO) ignored.push_back("traffic_cfg.sampler");
   if (ignored.empty()) return "";
   return absl::StrCat("trace replay: the trace's timestamps set the schedule, so ",
                       absl::StrJoin(ignored, ", "),
@@ -427,8 +435,8 @@ std::string InstantWarning(const ResolvedTraffic& traffic, const RunConfig& conf
 
 bool UsesComposedTraffic(const RunConfig& config) {
   const auto& t = config.traffic_cfg();
-  return t.stages_size() > 0 || t.spikes_size() > 0 || t.sampler() == "mmpp" ||
-         t.mmpp_states_size() > 0;
+  return t.stages_size() > 0 || t.spikes_size() > 0 ||
+         t.sampler() == surge::v1::SAMPLER_KIND_MMPP || t.mmpp_states_size() > 0;
 }
 
 absl::StatusOr<std::unique_ptr<RateProfile>> MakeRateProfile(const RunConfig& config,

@@ -49,7 +49,7 @@ PageContext RunContextItems(const surge::v1::RunConfig& config, const ArrivalSch
   }
   c.push_back({"Workers", config.workers() == 0 ? std::string("one per core (chosen by surge run)")
                                                 : absl::StrCat(config.workers())});
-  c.push_back({"Assignment", config.assign() == "least-loaded"
+  c.push_back({"Assignment", config.assign() == surge::v1::ASSIGN_POLICY_LEAST_LOADED
                                  ? std::string("least-loaded (fewest outstanding requests)")
                                  : std::string("round-robin (request i to worker i mod W)")});
   c.push_back({"Max concurrency", config.max_concurrency() == 0

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/enum_spelling.h"
 #include "common/time_units.h"
 #include "coordinator/dispatch/lateness_monitor.h"
 #include "coordinator/report/clock_summary.h"
@@ -71,9 +72,9 @@ RunFacts ConfiguredRunFacts(const RunConfig& config, const ResolvedTraffic& traf
   f.set_endpoint(config.target().endpoint());
   f.set_model(config.target().model());
   f.set_workers(config.workers());
-  f.set_assign(config.assign().empty() ? std::string("round-robin") : config.assign());
+  f.set_assign(EnumSpelling(config.assign()));
   f.set_max_concurrency(config.max_concurrency());
-  f.set_late_policy(config.late_policy().empty() ? std::string("send") : config.late_policy());
+  f.set_late_policy(EnumSpelling(config.late_policy()));
   f.set_late_threshold_ms(config.late_threshold_ms());
   if (config.has_catch_up_rps()) f.set_catch_up_rps(config.catch_up_rps());
   return f;

@@ -59,10 +59,10 @@ TEST(RunOptionsTest, FileFlagAndRangeProblemsAreReportedTogether) {
 TEST(RunOptionsTest, AssignFlagTakesTheTwoPolicyNames) {
   auto config = Resolve("--assign least-loaded");
   ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_EQ(config->assign(), "least-loaded");
+  EXPECT_EQ(config->assign(), surge::v1::ASSIGN_POLICY_LEAST_LOADED);
   config = Resolve("--num-prompts 5");
   ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_EQ(config->assign(), "round-robin");
+  EXPECT_EQ(config->assign(), surge::v1::ASSIGN_POLICY_ROUND_ROBIN);
   config = Resolve("--assign random");
   ASSERT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(config.status().message()),
@@ -149,10 +149,10 @@ TEST(RunOptionsTest, StageSpikeAndSamplerFlags) {
   EXPECT_EQ(t.stages(0).duration_s(), 30);
   EXPECT_EQ(t.stages(0).rate_rps(), 10);
   EXPECT_EQ(t.stages(1).num_requests(), 500u);
-  EXPECT_EQ(t.stages(1).ramp_up_strategy(), "exponential");
+  EXPECT_EQ(t.stages(1).ramp_up_strategy(), surge::v1::RAMP_UP_STRATEGY_EXPONENTIAL);
   ASSERT_EQ(t.spikes_size(), 1);
   EXPECT_EQ(t.spikes(0).at_s(), 12);
-  EXPECT_EQ(t.sampler(), "fixed");
+  EXPECT_EQ(t.sampler(), surge::v1::SAMPLER_KIND_FIXED);
   auto bad = Resolve("--stage 30@10 --spike 1:2");
   ASSERT_FALSE(bad.ok());
   const std::string m(bad.status().message());

@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "coordinator/config/run_config.h"
@@ -25,9 +26,9 @@ bool Close(double a, double b, double rel) {
 }  // namespace
 
 std::string RunFolderReport::Describe() const {
-  std::string s = absl::StrCat("planned ", planned, ", records ", records, ", ok ", ok,
-                               ", achieved ", achieved_rate_rps, " RPS, intended ",
-                               intended_rate_rps, " RPS");
+  std::string s =
+      absl::StrCat("planned ", planned, ", records ", records, ", ok ", ok, ", achieved ",
+                   achieved_rate_rps, " RPS, intended ", intended_rate_rps, " RPS");
   for (const auto& p : problems) absl::StrAppend(&s, "\n  PROBLEM: ", p);
   return s;
 }
@@ -37,9 +38,10 @@ RunFolderReport CheckRunFolder(const fs::path& folder, const std::string& datase
   auto problem = [&](std::string p) {
     if (report.problems.size() < 20) report.problems.push_back(std::move(p));
   };
-  for (const char* suffix : {"_plan.csv", "_details.jsonl", ".json",
-                             "_rps_distribution_plot_with_actual_rps.html"}) {
-    if (!fs::exists(folder / (dataset + suffix))) problem(absl::StrCat("missing ", dataset, suffix));
+  for (const char* suffix :
+       {"_plan.csv", "_details.jsonl", ".json", "_rps_distribution_plot_with_actual_rps.html"}) {
+    if (!fs::exists(folder / (dataset + suffix)))
+      problem(absl::StrCat("missing ", dataset, suffix));
   }
   if (!fs::exists(folder / "run_config.json")) problem("missing run_config.json");
 
@@ -59,7 +61,16 @@ RunFolderReport CheckRunFolder(const fs::path& folder, const std::string& datase
     }
     const auto tc = config.value("traffic_cfg", nlohmann::json::object());
     run.mutable_traffic_cfg()->set_burstiness(tc.value("burstiness", 0.0));
-    run.mutable_traffic_cfg()->set_ramp_up_strategy(tc.value("ramp_up_strategy", std::string()));
+    // The strategy by its spelling (config.proto), "" = none.
+    surge::v1::RampUpStrategy strategy = surge::v1::RAMP_UP_STRATEGY_UNSPECIFIED;
+    const std::string strategy_text = tc.value("ramp_up_strategy", std::string());
+    if (!strategy_text.empty()) {
+      if (!surge::v1::RampUpStrategy_Parse(
+              "RAMP_UP_STRATEGY_" + absl::AsciiStrToUpper(strategy_text), &strategy)) {
+        ADD_FAILURE() << "unknown ramp_up_strategy " << strategy_text;
+      }
+    }
+    run.mutable_traffic_cfg()->set_ramp_up_strategy(strategy);
     if (tc.contains("ramp_up_start_rps")) {
       run.mutable_traffic_cfg()->set_ramp_up_start_rps(tc["ramp_up_start_rps"].get<double>());
     }
@@ -94,7 +105,8 @@ RunFolderReport CheckRunFolder(const fs::path& folder, const std::string& datase
       }
       const std::string expected(coordinator::AnomalyName(
           coordinator::ClassifyInterval(interval, rate, traffic.burstiness)));
-      if (f[4] != expected) problem(absl::StrCat("row ", i, ": class ", f[4], " but R-ANOM gives ", expected));
+      if (f[4] != expected)
+        problem(absl::StrCat("row ", i, ": class ", f[4], " but R-ANOM gives ", expected));
     }
     previous = offset;
   }
@@ -104,9 +116,10 @@ RunFolderReport CheckRunFolder(const fs::path& folder, const std::string& datase
     double lambda = traffic.request_rate_rps;
     if (traffic.ramp_active) {
       const double p = n > 1 ? static_cast<double>(i) / (n - 1) : 0;
-      lambda = traffic.strategy == coordinator::RampStrategy::kLinear
-                   ? traffic.ramp_start_rps + (traffic.ramp_end_rps - traffic.ramp_start_rps) * p
-                   : traffic.ramp_start_rps * std::pow(traffic.ramp_end_rps / traffic.ramp_start_rps, p);
+      lambda =
+          traffic.strategy == coordinator::RampStrategy::kLinear
+              ? traffic.ramp_start_rps + (traffic.ramp_end_rps - traffic.ramp_start_rps) * p
+              : traffic.ramp_start_rps * std::pow(traffic.ramp_end_rps / traffic.ramp_start_rps, p);
     }
     if (!Close(rates[i], lambda, 1e-12)) problem(absl::StrCat("row ", i, ": rate is not R-RATE's"));
   }
@@ -147,10 +160,9 @@ RunFolderReport CheckRunFolder(const fs::path& folder, const std::string& datase
       if (planned.is_number() != expect) {
         problem(absl::StrCat("index ", index, ": ", metric, "_from_planned_s ",
                              expect ? "missing" : "present without a send or metric"));
-      } else if (expect &&
-                 std::fabs(planned.get<double>() -
-                           (measured.get<double>() + r["actual_offset_s"].get<double>() -
-                            r["planned_offset_s"].get<double>())) > 3e-9) {
+      } else if (expect && std::fabs(planned.get<double>() -
+                                     (measured.get<double>() + r["actual_offset_s"].get<double>() -
+                                      r["planned_offset_s"].get<double>())) > 3e-9) {
         problem(absl::StrCat("index ", index, ": ", metric,
                              "_from_planned_s != measured + actual − planned"));
       }
@@ -172,8 +184,8 @@ RunFolderReport CheckRunFolder(const fs::path& folder, const std::string& datase
     for (const char* metric : {"ttft", "e2el"}) {
       if (report.summary[absl::StrCat(metric, "_s")]["count"] !=
           report.summary[absl::StrCat(metric, "_from_planned_s")]["count"]) {
-        problem(absl::StrCat("summary: ", metric, "_from_planned_s count differs from ", metric,
-                             "_s"));
+        problem(
+            absl::StrCat("summary: ", metric, "_from_planned_s count differs from ", metric, "_s"));
       }
     }
   } else {

@@ -21,6 +21,7 @@
 namespace surge::coordinator {
 namespace {
 
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -88,13 +89,18 @@ TEST(OptionTableTest, WrongShapesNameTheFieldPathAndWhatIsAllowed) {
   EXPECT_THAT(
       errors,
       ElementsAre(
-          "  traffic.shape = \"round\": must be one of unspecified, flat, ramp_up",
           "  traffic.stages[0].duration_s = \"x\": must be a number",
           "  traffic.stages[1] = \"5\": must be a mapping of duration_s, rate_rps",
           "  traffic.stages[2].durasion_s = \"1\": unknown key durasion_s in [traffic.stages[2]]",
           "  tags = \"one\": must be a list of strings",
           "  count = \"-1\": must be a whole number >= 0",
           "  on = \"maybe\": must be true or false", "  offset = \"1.5\": must be a whole number"));
+  // A text that is no spelling of the enum is kept and reported by Check,
+  // in field order, as a text with allowed values is.
+  ErrorLines checks;
+  TestTable().Check(root, &checks);
+  EXPECT_THAT(checks, Contains("  traffic.shape = \"round\": must be \"unspecified\", \"flat\" "
+                               "or \"ramp-up\" (flag --shape)"));
   EXPECT_THAT(Read("tags: [a, {b: 1}]\n", &root),
               ElementsAre("  tags[1] = a mapping: must be a string"));
   ErrorLines mapping = Read("traffic: [1]\n", &root);
@@ -245,7 +251,7 @@ TEST(OptionTableTest, FlagArgsCarryTheMessageExactly) {
   root.set_offset(-7);
   root.mutable_inner()->set_mode("b");
   const std::vector<std::string> args = TestTable().FlagArgs(root);
-  EXPECT_THAT(args, ElementsAre("--shape", "ramp_up", "--tag", "a", "--tag", "b c", "--on=true",
+  EXPECT_THAT(args, ElementsAre("--shape", "ramp-up", "--tag", "a", "--tag", "b c", "--on=true",
                                 "--offset", "-7", "--in-mode", "b"));
   surge::test::Root back = WithDefaults<surge::test::Root>();
   back.clear_count();

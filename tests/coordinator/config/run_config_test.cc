@@ -44,7 +44,7 @@ dataset_path: data/traces/x.jsonl
                   .ok());
   EXPECT_DOUBLE_EQ(c.request_rate(), 12.5);
   EXPECT_DOUBLE_EQ(c.traffic_cfg().burstiness(), 0.5);
-  EXPECT_EQ(c.traffic_cfg().ramp_up_strategy(), "exponential");
+  EXPECT_EQ(c.traffic_cfg().ramp_up_strategy(), surge::v1::RAMP_UP_STRATEGY_EXPONENTIAL);
   EXPECT_DOUBLE_EQ(c.traffic_cfg().ramp_up_start_rps(), 2);
   EXPECT_DOUBLE_EQ(c.traffic_cfg().ramp_up_end_rps(), 20);
   EXPECT_EQ(c.num_prompts(), 300u);
@@ -92,9 +92,11 @@ colour: blue
 
 TEST(RunConfigTest, ValidatorRejectsOutOfRangeValues) {
   surge::v1::RunConfig c = DefaultRunConfig();
+  // An enum's text that is none of its spellings is refused as a text with
+  // allowed values is.
+  ASSERT_TRUE(LoadText("traffic_cfg: {ramp_up_strategy: quadratic}\n", &c).ok());
   c.set_request_rate(std::numeric_limits<double>::quiet_NaN());
   c.mutable_traffic_cfg()->set_burstiness(-1);
-  c.mutable_traffic_cfg()->set_ramp_up_strategy("quadratic");
   c.mutable_traffic_cfg()->set_ramp_up_end_rps(std::numeric_limits<double>::infinity());
   c.set_num_prompts(0);
   c.mutable_target()->set_endpoint("/v1/embeddings");
@@ -260,7 +262,7 @@ goodput:
 TEST(SavedConfigTest, LeavesOutValuesThatHadNoEffect) {
   surge::v1::RunConfig c = DefaultRunConfig();
   c.set_request_rate(100);  // ignored under an active ramp (R-TGT)
-  c.mutable_traffic_cfg()->set_ramp_up_strategy("linear");
+  c.mutable_traffic_cfg()->set_ramp_up_strategy(surge::v1::RAMP_UP_STRATEGY_LINEAR);
   c.mutable_traffic_cfg()->set_ramp_up_start_rps(1);
   c.mutable_traffic_cfg()->set_ramp_up_end_rps(5);
   c.mutable_dataset()->set_dataset_name("jsonl");
@@ -283,23 +285,25 @@ TEST(SavedConfigTest, LeavesOutValuesThatHadNoEffect) {
 // against its two names, and saved only when it is not the default.
 TEST(AssignConfigTest, ParsesValidatesAndSavesOnlyANonDefaultPolicy) {
   surge::v1::RunConfig c = DefaultRunConfig();
-  EXPECT_EQ(c.assign(), "round-robin");
+  EXPECT_EQ(c.assign(), surge::v1::ASSIGN_POLICY_ROUND_ROBIN);
   EXPECT_THAT(SavedConfigJson(c, nullptr), Not(HasSubstr("assign")));
   ASSERT_TRUE(LoadText("assign: least-loaded\n", &c).ok());
-  EXPECT_EQ(c.assign(), "least-loaded");
+  EXPECT_EQ(c.assign(), surge::v1::ASSIGN_POLICY_LEAST_LOADED);
   EXPECT_TRUE(ValidateRunConfig(c).ok());
   const std::string json = SavedConfigJson(c, nullptr);
   EXPECT_THAT(json, HasSubstr("\"assign\": \"least-loaded\""));
   surge::v1::RunConfig back = DefaultRunConfig();
   ASSERT_TRUE(LoadText(json, &back).ok());
-  EXPECT_EQ(back.assign(), "least-loaded");
-  c.set_assign("fastest");
+  EXPECT_EQ(back.assign(), surge::v1::ASSIGN_POLICY_LEAST_LOADED);
+  ASSERT_TRUE(LoadText("assign: fastest\n", &c).ok());
   const absl::Status s = ValidateRunConfig(c);
   ASSERT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()),
               HasSubstr("assign = \"fastest\": must be \"round-robin\" (default) or "
                         "\"least-loaded\" (flag --assign)"));
-  c.set_assign("");  // a config built without the defaults: round-robin
+  // An empty text reads as the default, round-robin.
+  ASSERT_TRUE(LoadText("assign: \"\"\n", &c).ok());
+  EXPECT_EQ(c.assign(), surge::v1::ASSIGN_POLICY_ROUND_ROBIN);
   EXPECT_TRUE(ValidateRunConfig(c).ok());
 }
 
@@ -361,7 +365,7 @@ TEST(ConfigWarningsTest, ExtraBodyCannotAskForSeveralChoices) {
 // with the field and what is allowed, saved only when not the default.
 TEST(LatePolicyConfigTest, ParsesValidatesAndSavesOnlyNonDefaults) {
   surge::v1::RunConfig c = DefaultRunConfig();
-  EXPECT_EQ(c.late_policy(), "send");
+  EXPECT_EQ(c.late_policy(), surge::v1::LATE_POLICY_SEND);
   EXPECT_EQ(c.late_threshold_ms(), 10);
   EXPECT_FALSE(c.has_catch_up_rps());
   EXPECT_TRUE(ValidateRunConfig(c).ok());
@@ -373,7 +377,7 @@ TEST(LatePolicyConfigTest, ParsesValidatesAndSavesOnlyNonDefaults) {
   EXPECT_THAT(defaults, Not(HasSubstr("catch_up")));
 
   ASSERT_TRUE(LoadText("late_policy: cap\nlate_threshold_ms: 25\ncatch_up_rps: 400\n", &c).ok());
-  EXPECT_EQ(c.late_policy(), "cap");
+  EXPECT_EQ(c.late_policy(), surge::v1::LATE_POLICY_CAP);
   EXPECT_EQ(c.late_threshold_ms(), 25);
   EXPECT_EQ(c.catch_up_rps(), 400);
   EXPECT_TRUE(ValidateRunConfig(c).ok());
@@ -383,7 +387,7 @@ TEST(LatePolicyConfigTest, ParsesValidatesAndSavesOnlyNonDefaults) {
   EXPECT_THAT(json, HasSubstr("\"catch_up_rps\": 400.0"));
   surge::v1::RunConfig back = DefaultRunConfig();
   ASSERT_TRUE(LoadText(json, &back).ok());
-  EXPECT_EQ(back.late_policy(), "cap");
+  EXPECT_EQ(back.late_policy(), surge::v1::LATE_POLICY_CAP);
   EXPECT_EQ(back.late_threshold_ms(), 25);
   EXPECT_EQ(back.catch_up_rps(), 400);
 
@@ -393,7 +397,7 @@ TEST(LatePolicyConfigTest, ParsesValidatesAndSavesOnlyNonDefaults) {
     return std::string(s.message());
   };
   surge::v1::RunConfig bad = DefaultRunConfig();
-  bad.set_late_policy("drop");
+  ASSERT_TRUE(LoadText("late_policy: drop\n", &bad).ok());
   EXPECT_THAT(message(bad), HasSubstr("  late_policy = \"drop\": must be \"send\" (default), "
                                       "\"skip\" or \"cap\" (flag --late-policy)"));
   bad = DefaultRunConfig();
@@ -403,7 +407,7 @@ TEST(LatePolicyConfigTest, ParsesValidatesAndSavesOnlyNonDefaults) {
   bad.set_late_threshold_ms(-5);
   EXPECT_THAT(message(bad), HasSubstr("  late_threshold_ms = -5: must be"));
   bad = DefaultRunConfig();
-  bad.set_late_policy("cap");
+  bad.set_late_policy(surge::v1::LATE_POLICY_CAP);
   EXPECT_THAT(message(bad), HasSubstr("  catch_up_rps = (not set): is required with late_policy "
                                       "\"cap\""));
   bad.set_catch_up_rps(0);
@@ -412,7 +416,7 @@ TEST(LatePolicyConfigTest, ParsesValidatesAndSavesOnlyNonDefaults) {
   bad.set_catch_up_rps(std::numeric_limits<double>::infinity());
   EXPECT_THAT(message(bad), HasSubstr("  catch_up_rps = inf: must be a finite rate > 0"));
   bad = DefaultRunConfig();
-  bad.set_late_policy("skip");
+  bad.set_late_policy(surge::v1::LATE_POLICY_SKIP);
   bad.set_catch_up_rps(100);
   EXPECT_THAT(message(bad), HasSubstr("  catch_up_rps = 100: is used only with late_policy "
                                       "\"cap\", not \"skip\" (flags --catch-up-rps, "
@@ -421,7 +425,7 @@ TEST(LatePolicyConfigTest, ParsesValidatesAndSavesOnlyNonDefaults) {
   EXPECT_THAT(message(bad), HasSubstr("not \"send\""));
   // skip with its threshold: fine.
   surge::v1::RunConfig skip = DefaultRunConfig();
-  skip.set_late_policy("skip");
+  skip.set_late_policy(surge::v1::LATE_POLICY_SKIP);
   skip.set_late_threshold_ms(0.5);
   skip.set_request_rate(20);
   EXPECT_TRUE(ValidateRunConfig(skip).ok());
@@ -456,6 +460,100 @@ TEST(RunConfigTest, MetricsPortAndHost) {
   EXPECT_EQ(w[0],
             "metrics_host \"0.0.0.0\" is unused: live metrics are off without a "
             "metrics_port (flag --metrics-port)");
+}
+
+// The enums (late_policy, assign, sampler, ramp_up_strategy, a stage's
+// profile) are read and written by the spellings they had as strings, so a
+// run_config.json that older surge wrote reads back to the same run.
+TEST(EnumSpellingTest, OldRunConfigJsonReadsBackAndSavesTheSameSpellings) {
+  const std::string old_json = R"({
+  "traffic_cfg": {
+    "burstiness": 0.5,
+    "stages": [
+      {"duration_s": 2, "profile": "sine", "mean_rps": 2, "amplitude_rps": 1, "period_s": 2},
+      {"num_requests": 3, "ramp_up_strategy": "exponential", "ramp_up_start_rps": 1,
+       "ramp_up_end_rps": 4}
+    ],
+    "sampler": "gamma"
+  },
+  "num_prompts": 20,
+  "assign": "least-loaded",
+  "late_policy": "cap",
+  "catch_up_rps": 50.0
+}
+)";
+  const std::filesystem::path folder =
+      std::filesystem::path(testing::TempDir()) / "surge_old_run_config";
+  std::filesystem::create_directories(folder);
+  std::ofstream(folder / "run_config.json") << old_json;
+  surge::v1::RunConfig c = DefaultRunConfig();
+  // A run folder stands for its run_config.json (surge report, --plan-file).
+  ASSERT_TRUE(LoadYamlConfig(folder.string(), &c).ok());
+  EXPECT_EQ(c.late_policy(), surge::v1::LATE_POLICY_CAP);
+  EXPECT_EQ(c.assign(), surge::v1::ASSIGN_POLICY_LEAST_LOADED);
+  EXPECT_EQ(c.traffic_cfg().sampler(), surge::v1::SAMPLER_KIND_GAMMA);
+  ASSERT_EQ(c.traffic_cfg().stages_size(), 2);
+  EXPECT_EQ(c.traffic_cfg().stages(0).profile(), surge::v1::STAGE_PROFILE_KIND_SINE);
+  EXPECT_EQ(c.traffic_cfg().stages(1).ramp_up_strategy(), surge::v1::RAMP_UP_STRATEGY_EXPONENTIAL);
+  EXPECT_TRUE(ValidateRunConfig(c).ok()) << ValidateRunConfig(c);
+  const std::string saved = SavedConfigJson(c, nullptr);
+  for (const char* line :
+       {"\"profile\": \"sine\"", "\"ramp_up_strategy\": \"exponential\"", "\"sampler\": \"gamma\"",
+        "\"assign\": \"least-loaded\"", "\"late_policy\": \"cap\""}) {
+    EXPECT_THAT(saved, HasSubstr(line));
+  }
+  surge::v1::RunConfig back = DefaultRunConfig();
+  ASSERT_TRUE(LoadText(saved, &back).ok());
+  EXPECT_EQ(SavedConfigJson(back, nullptr), saved);
+  std::filesystem::remove_all(folder);
+}
+
+// The protobuf JSON form of the earliest run folders, its enums as the
+// strings they were then (or as proto names).
+TEST(EnumSpellingTest, ProtoJsonFormReadsSpellingsAndProtoNames) {
+  surge::v1::RunConfig c = DefaultRunConfig();
+  ASSERT_TRUE(ParseProtoJsonConfig(R"({"trafficCfg": {"rampUpStrategy": "linear",
+      "rampUpStartRps": 1, "rampUpEndRps": 5, "sampler": "fixed"}, "latePolicy": "skip",
+      "assign": "ASSIGN_POLICY_LEAST_LOADED", "somethingNew": 1})",
+                                   &c)
+                  .ok());
+  EXPECT_EQ(c.traffic_cfg().ramp_up_strategy(), surge::v1::RAMP_UP_STRATEGY_LINEAR);
+  EXPECT_EQ(c.traffic_cfg().sampler(), surge::v1::SAMPLER_KIND_FIXED);
+  EXPECT_EQ(c.late_policy(), surge::v1::LATE_POLICY_SKIP);
+  EXPECT_EQ(c.assign(), surge::v1::ASSIGN_POLICY_LEAST_LOADED);
+  EXPECT_FALSE(ParseProtoJsonConfig("[1]", &c).ok());
+}
+
+// Spellings are matched exactly; a text that is none is kept and refused by
+// the validator in field order, naming the flag (and the sampler's note),
+// as the texts with allowed values were; the field counts as given, so the
+// rules across fields add no second, misleading line.
+TEST(EnumSpellingTest, UnknownSpellingsAreRefusedOnceWithTheFlag) {
+  surge::v1::RunConfig c = DefaultRunConfig();
+  ASSERT_TRUE(LoadText("late_policy: SKIP\ntraffic_cfg: {sampler: poisson}\n", &c).ok());
+  EXPECT_TRUE(c.traffic_cfg().has_sampler());
+  EXPECT_EQ(std::string(ValidateRunConfig(c).message()),
+            "invalid configuration:\n  traffic_cfg.sampler = \"poisson\": must be \"fixed\", "
+            "\"gamma\" or \"mmpp\" (flag --sampler; default: gamma when burstiness > 0, else "
+            "fixed)\n  late_policy = \"SKIP\": must be \"send\" (default), \"skip\" or \"cap\" "
+            "(flag --late-policy)");
+  // The text as given in a rule across fields.
+  c.set_catch_up_rps(5);
+  EXPECT_THAT(std::string(ValidateRunConfig(c).message()),
+              HasSubstr("catch_up_rps = 5: is used only with late_policy \"cap\", not \"SKIP\""));
+  c = DefaultRunConfig();
+  ASSERT_TRUE(
+      LoadText("traffic_cfg:\n  stages:\n    - {duration_s: 10, profile: wave}\n", &c).ok());
+  // No "(no rate)" line: the stage has a profile, only not a known one.
+  EXPECT_EQ(std::string(ValidateRunConfig(c).message()),
+            "invalid configuration:\n  traffic_cfg.stages[0].profile = \"wave\": must be "
+            "\"sine\" or \"diurnal\"");
+  // An empty text (or none) is the value spelled "", or the zero value.
+  c = DefaultRunConfig();
+  ASSERT_TRUE(LoadText("late_policy:\ntraffic_cfg: {sampler: \"\"}\n", &c).ok());
+  EXPECT_EQ(c.late_policy(), surge::v1::LATE_POLICY_SEND);
+  EXPECT_TRUE(c.traffic_cfg().has_sampler());
+  EXPECT_EQ(c.traffic_cfg().sampler(), surge::v1::SAMPLER_KIND_AUTO);
 }
 
 }  // namespace

@@ -202,8 +202,8 @@ TEST(StageListTest, FlagsMakeTheSameStages) {
   EXPECT_EQ(t.stages(0).duration_s(), 10);
   EXPECT_EQ(t.stages(0).rate_rps(), 2);
   EXPECT_EQ(t.stages(1).num_requests(), 4u);
-  EXPECT_EQ(t.stages(1).ramp_up_strategy(), "linear");
-  EXPECT_EQ(t.stages(2).ramp_up_strategy(), "exponential");
+  EXPECT_EQ(t.stages(1).ramp_up_strategy(), surge::v1::RAMP_UP_STRATEGY_LINEAR);
+  EXPECT_EQ(t.stages(2).ramp_up_strategy(), surge::v1::RAMP_UP_STRATEGY_EXPONENTIAL);
   EXPECT_EQ(t.stages(2).ramp_up_end_rps(), 80);
   EXPECT_EQ(t.spikes(0).rate_multiplier(), 4);
   const absl::Status bad = ParseStageFlag("10m@2", &t);

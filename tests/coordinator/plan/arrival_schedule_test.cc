@@ -232,7 +232,7 @@ TEST(AnomalyTest, ExactlyOneThousandRpsFixedIsNotATimingAnomaly) {
 TEST(RampTest, InactiveRampWarnsOnceAndNamesTheCondition) {
   surge::v1::RunConfig config = DefaultRunConfig();
   config.set_request_rate(5);
-  config.mutable_traffic_cfg()->set_ramp_up_strategy("linear");
+  config.mutable_traffic_cfg()->set_ramp_up_strategy(surge::v1::RAMP_UP_STRATEGY_LINEAR);
   config.mutable_traffic_cfg()->set_ramp_up_start_rps(0);
   config.mutable_traffic_cfg()->set_ramp_up_end_rps(10);
   ResolvedTraffic t = ResolveTraffic(config);
@@ -252,7 +252,7 @@ TEST(RampTest, InactiveRampWarnsOnceAndNamesTheCondition) {
 TEST(RampTest, InactiveRampFallingBackToInstantModeIsRefused) {
   surge::v1::RunConfig config = DefaultRunConfig();  // request_rate not given: 0
   config.set_num_prompts(200);
-  config.mutable_traffic_cfg()->set_ramp_up_strategy("linear");
+  config.mutable_traffic_cfg()->set_ramp_up_strategy(surge::v1::RAMP_UP_STRATEGY_LINEAR);
   config.mutable_traffic_cfg()->set_ramp_up_start_rps(50);
   config.mutable_traffic_cfg()->set_ramp_up_end_rps(10);
   const ResolvedTraffic t = ResolveTraffic(config);
@@ -274,7 +274,7 @@ TEST(RampTest, InactiveRampFallingBackToInstantModeIsRefused) {
 
   // A strategy alone (no rates) is the same kind: it names the start rate.
   surge::v1::RunConfig bare = DefaultRunConfig();
-  bare.mutable_traffic_cfg()->set_ramp_up_strategy("exponential");
+  bare.mutable_traffic_cfg()->set_ramp_up_strategy(surge::v1::RAMP_UP_STRATEGY_EXPONENTIAL);
   EXPECT_THAT(std::string(CheckTraffic(ResolveTraffic(bare), 1000).message()),
               ::testing::HasSubstr("  traffic_cfg.ramp_up_start_rps = 0: ramp-up is inactive"));
 
@@ -311,7 +311,7 @@ TEST(RampTest, InfiniteRequestRateIsInstantMode) {
     EXPECT_EQ(plan->interval_s[i], 0.0);
     EXPECT_EQ(plan->anomaly[i], Anomaly::kInstant);
   }
-  config.mutable_traffic_cfg()->set_ramp_up_strategy("linear");
+  config.mutable_traffic_cfg()->set_ramp_up_strategy(surge::v1::RAMP_UP_STRATEGY_LINEAR);
   config.mutable_traffic_cfg()->set_ramp_up_start_rps(0);
   const absl::Status refused = CheckTraffic(ResolveTraffic(config), 6);
   ASSERT_FALSE(refused.ok());

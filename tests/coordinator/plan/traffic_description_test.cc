@@ -52,7 +52,7 @@ TEST(TrafficDescriptionTest, ConstantRate) {
 
 TEST(TrafficDescriptionTest, ActiveRampDrawsThePlansOwnRates) {
   surge::v1::RunConfig c = Config(0, 0, 50);
-  c.mutable_traffic_cfg()->set_ramp_up_strategy("exponential");
+  c.mutable_traffic_cfg()->set_ramp_up_strategy(surge::v1::RAMP_UP_STRATEGY_EXPONENTIAL);
   c.mutable_traffic_cfg()->set_ramp_up_start_rps(2);
   c.mutable_traffic_cfg()->set_ramp_up_end_rps(40);
   const TrafficDescription d = ResolveSeedTraffic(c).description;
@@ -112,7 +112,7 @@ TEST(TrafficDescriptionTest, ComposedTrafficFromItsProfileAndSampler) {
 
 TEST(TrafficDescriptionTest, ComposedProcessPlansTheSameForTheSameSeedAgain) {
   surge::v1::RunConfig c = Config(20, 0, 400);
-  c.mutable_traffic_cfg()->set_sampler("mmpp");
+  c.mutable_traffic_cfg()->set_sampler(surge::v1::SAMPLER_KIND_MMPP);
   for (auto [m, d] : {std::pair{3.0, 2.0}, std::pair{0.5, 8.0}}) {
     auto* s = c.mutable_traffic_cfg()->add_mmpp_states();
     s->set_rate_multiplier(m);
@@ -146,7 +146,7 @@ TEST(TrafficWarningsTest, InactiveRampThenInstantMode) {
               ElementsAre("request_rate 0.05 < 0.1: instant mode, all 10 requests are sent at "
                           "once; give --request-rate (>= 0.1) or a ramp-up for paced traffic"));
   EXPECT_TRUE(PlansInstantMode(c));
-  c.mutable_traffic_cfg()->set_ramp_up_strategy("linear");
+  c.mutable_traffic_cfg()->set_ramp_up_strategy(surge::v1::RAMP_UP_STRATEGY_LINEAR);
   c.mutable_traffic_cfg()->set_ramp_up_start_rps(50);
   c.mutable_traffic_cfg()->set_ramp_up_end_rps(10);
   EXPECT_THAT(CheckTrafficConfig(c).message(), HasSubstr("ramp-up is inactive because"));

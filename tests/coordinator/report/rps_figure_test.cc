@@ -104,7 +104,7 @@ TEST(ExpectedFigureTest, ComposedProfileDrawsItsTheoreticalRate) {
   config.set_num_prompts(10000);
   auto* stage = config.mutable_traffic_cfg()->add_stages();
   stage->set_duration_s(40);
-  stage->set_profile("diurnal");
+  stage->set_profile(surge::v1::STAGE_PROFILE_KIND_DIURNAL);
   stage->set_min_rps(10);
   stage->set_max_rps(60);
   stage->set_period_s(40);

@@ -51,7 +51,7 @@ surge::v1::RunConfig Config() {
   c.set_seed(42);
   c.set_workers(2);
   c.set_max_concurrency(64);
-  c.set_assign("least-loaded");
+  c.set_assign(surge::v1::ASSIGN_POLICY_LEAST_LOADED);
   return c;
 }
 

@@ -217,7 +217,7 @@ TEST(PlanFileTest, PlanDefiningDifferencesNameEveryChangedKey) {
   other_target.mutable_target()->set_model("m");
   other_target.set_workers(7);
   other_target.set_max_concurrency(3);
-  other_target.set_late_policy("skip");
+  other_target.set_late_policy(surge::v1::LATE_POLICY_SKIP);
   other_target.set_output_dir("elsewhere");
   EXPECT_TRUE(PlanDefiningDifferences(saved, other_target).empty());
 
