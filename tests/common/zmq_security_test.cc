@@ -17,6 +17,7 @@
 #include <zmq.hpp>  // the raw attacker below speaks ZeroMQ directly
 
 #include "common/zmq_transport.h"
+#include "tests/testing/temp_dir.h"
 
 namespace surge {
 namespace {
@@ -109,10 +110,9 @@ TEST(ConnectSecurityRule, WorkerNeedsServerKeyOffLoopback) {
 
 const std::regex kZ85Key("[0-9a-zA-Z.\\-:+=^!/*?&<>()\\[\\]{}@%$#]{40}");
 
-fs::path FreshDir(const std::string& name) {
-  const fs::path dir = fs::path(::testing::TempDir()) / ("zmq_security_" + name);
-  fs::remove_all(dir);
-  return dir;
+// A folder WriteCurveKeyPair must make.
+fs::path KeyDir(const std::string& name) {
+  return surge::testing::AbsentDir("zmq_security_" + name);
 }
 
 std::string Slurp(const fs::path& path) {
@@ -144,7 +144,7 @@ TEST(CurveKeys, GeneratedPairsAreZ85AndConsistent) {
 }
 
 TEST(CurveKeyFiles, KeygenRoundTripWritesBothFilesWithTheirModes) {
-  const fs::path dir = FreshDir("roundtrip") / "keys";
+  const fs::path dir = KeyDir("roundtrip") / "keys";
   auto files = WriteCurveKeyPair(dir, "worker-1");
   ASSERT_TRUE(files.ok()) << files.status();
   EXPECT_EQ(files->secret_key, dir / "worker-1.key");
@@ -170,7 +170,7 @@ TEST(CurveKeyFiles, KeygenRoundTripWritesBothFilesWithTheirModes) {
 }
 
 TEST(CurveKeyFiles, KeygenNeverOverwrites) {
-  const fs::path dir = FreshDir("overwrite");
+  const fs::path dir = KeyDir("overwrite");
   auto first = WriteCurveKeyPair(dir, "coordinator");
   ASSERT_TRUE(first.ok()) << first.status();
   const std::string secret_before = Slurp(first->secret_key);
@@ -192,7 +192,7 @@ TEST(CurveKeyFiles, KeygenNeverOverwrites) {
 }
 
 TEST(CurveKeyFiles, KeygenRefusesBadNamesAndAFileAsDirectory) {
-  const fs::path dir = FreshDir("names");
+  const fs::path dir = KeyDir("names");
   for (const std::string name : {"", "../x", "a/b", ".hidden"}) {
     auto r = WriteCurveKeyPair(dir, name);
     EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << name;
@@ -207,7 +207,7 @@ TEST(CurveKeyFiles, KeygenRefusesBadNamesAndAFileAsDirectory) {
 }
 
 TEST(CurveKeyFiles, MalformedKeyFilesAreRefusedWithoutEchoingThem) {
-  const fs::path dir = FreshDir("malformed");
+  const fs::path dir = KeyDir("malformed");
   fs::create_directories(dir);
   EXPECT_EQ(ReadCurveKeyFile(dir / "missing.key").status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(ReadCurveKeyFile(dir / "missing.key").status().message(),
@@ -223,7 +223,7 @@ TEST(CurveKeyFiles, MalformedKeyFilesAreRefusedWithoutEchoingThem) {
 }
 
 TEST(CurveKeyFiles, AllowListReadsEveryPubFileAndOnlyThose) {
-  const fs::path dir = FreshDir("allow");
+  const fs::path dir = KeyDir("allow");
   fs::create_directories(dir);
   auto empty = ReadCurveAllowList(dir);
   EXPECT_EQ(empty.status().code(), absl::StatusCode::kInvalidArgument);

@@ -42,7 +42,7 @@ TEST(ClockSyncEndToEndTest, SkewedWorkerIsMeasuredAndSendsOnSchedule) {
   const int seconds = RunSeconds();
   const int rate_rps = 50;
   const int n = seconds * rate_rps;
-  const fs::path out = FreshDir("surge_clock_e2e");
+  const fs::path out = AbsentDir("surge_clock_e2e");
   const Result r = RunSurge(
       "run --num-prompts " + std::to_string(n) + " --request-rate " + std::to_string(rate_rps) +
           " --burstiness 1 --workers 2 --random-input-len 32 --random-output-len 4 "

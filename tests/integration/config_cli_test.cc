@@ -44,7 +44,6 @@ TEST(ConfigRoundTripTest, PlanFromRunConfigJsonIsByteForByteTheSame) {
   for (const std::string& yaml : configs) {
     SCOPED_TRACE(yaml);
     const fs::path out = FreshDir("surge_cfg_roundtrip_" + std::to_string(k++));
-    fs::create_directories(out);
     std::ofstream(out / "first.yaml") << yaml;
     const Result first = RunSurge("plan --config " + (out / "first.yaml").string() +
                                   " --output-dir " + (out / "a").string());
@@ -69,7 +68,7 @@ TEST(ConfigRoundTripTest, PlanFromRunConfigJsonIsByteForByteTheSame) {
 // `surge run --config <folder>/run_config.json` reproduces a run against the
 // built-in server (whose port of the first run is not saved).
 TEST(ConfigRoundTripTest, RunFromRunConfigJsonReproducesThePlan) {
-  const fs::path out = FreshDir("surge_cfg_run_roundtrip");
+  const fs::path out = AbsentDir("surge_cfg_run_roundtrip");
   const Result first = RunSurge(
       "run --num-prompts 30 --request-rate 60 --burstiness 0.5 --seed 5 --workers 1 "
       "--random-input-len 8 --random-output-len 2 --sim-ttft-ms 1 --sim-itl-ms 0 "
@@ -95,7 +94,7 @@ TEST(ConfigRoundTripTest, RunFromRunConfigJsonReproducesThePlan) {
 
 // The two accidental-burst inputs: exit 2, the fields named, nothing written.
 TEST(AccidentalBurstTest, InactiveRampAndCollapsedPlanExitTwoAndWriteNothing) {
-  const fs::path out = FreshDir("surge_cfg_burst");
+  const fs::path out = AbsentDir("surge_cfg_burst");
   const Result ramp = RunSurge(
       "run --ramp-up-strategy linear --ramp-up-start-rps 50 --ramp-up-end-rps 10 --num-prompts "
       "200 --output-dir " +
@@ -130,7 +129,7 @@ TEST(AccidentalBurstTest, InactiveRampAndCollapsedPlanExitTwoAndWriteNothing) {
 }
 
 TEST(ConfigWarningsCliTest, ModelNameAndDoubledV1) {
-  const fs::path out = FreshDir("surge_cfg_names");
+  const fs::path out = AbsentDir("surge_cfg_names");
   const Result r = RunSurge(
       "plan --model .. --request-rate 5 --num-prompts 3 --base-url "
       "http://127.0.0.1:9/v1 --output-dir " +
@@ -152,7 +151,7 @@ TEST(ConfigWarningsCliTest, ModelNameAndDoubledV1) {
 // without a word), one contradicting the named
 // distribution exits 2; an ignored option is warned about and not saved.
 TEST(ConfigWarningsCliTest, InfiniteRateImpliedDistributionAndIgnoredOptions) {
-  const fs::path out = FreshDir("surge_cfg_warnings");
+  const fs::path out = AbsentDir("surge_cfg_warnings");
   const Result inf = RunSurge(
       "plan --request-rate inf --max-concurrency 2 --num-prompts 6 --output-dir " + out.string());
   ASSERT_EQ(inf.exit_code, 0) << inf.output;
@@ -195,7 +194,6 @@ TEST(ConfigWarningsCliTest, InfiniteRateImpliedDistributionAndIgnoredOptions) {
 // and progress lines (plain lines: the output is not a terminal).
 TEST(LargePlanTest, UnusableFolderFailsFastAndBigPlansShowEstimateAndProgress) {
   const fs::path out = FreshDir("surge_cfg_large");
-  fs::create_directories(out);
   std::ofstream(out / "a_file") << "x";
   const auto start = std::chrono::steady_clock::now();
   const Result bad = RunSurge("plan --num-prompts 100000000 --request-rate 1000 --output-dir " +

@@ -48,7 +48,7 @@ nlohmann::json ReadJson(const fs::path& path) {
 }
 
 TEST(LlmEndToEndTest, EveryFaultKindEndsAsOneRecordWithItsReason) {
-  const fs::path out = FreshDir("surge_llm_faults");
+  const fs::path out = AbsentDir("surge_llm_faults");
   const Result r = RunSurge(
       "run --num-prompts 300 --request-rate 100 --workers 2 --random-input-len 32 "
       "--random-output-len 6 --sim-ttft-ms 2 --sim-itl-ms 1 --request-timeout-s 1 "
@@ -98,7 +98,7 @@ TEST(LlmEndToEndTest, EveryFaultKindEndsAsOneRecordWithItsReason) {
 }
 
 TEST(LlmEndToEndTest, AllServiceUnavailableStillWritesEverything) {
-  const fs::path out = FreshDir("surge_llm_all503");
+  const fs::path out = AbsentDir("surge_llm_all503");
   const Result r = RunSurge(
       "run --num-prompts 3 --request-rate 10 --workers 1 --random-input-len 16 "
       "--random-output-len 4 --sim-fault-503 1 --output-dir " + out.string());
@@ -148,7 +148,7 @@ TEST(LlmEndToEndTest, ServerBytesNeverBreakTheRunAndCutStreamsFail) {
     if (n == 3) return sse_header + hello;  // cut: no [DONE], no finish_reason
     return sse_header + hello + "data: [DONE]\n\n";
   });
-  const fs::path out = FreshDir("surge_llm_server_bytes");
+  const fs::path out = AbsentDir("surge_llm_server_bytes");
   const Result r = RunSurge("run --base-url " + server.base_url() +
                                 " --model m --num-prompts 5 --request-rate 20 --workers 1 "
                                 "--random-input-len 16 --random-output-len 4 --output-dir " +
@@ -186,7 +186,6 @@ TEST(LlmEndToEndTest, ServerBytesNeverBreakTheRunAndCutStreamsFail) {
 
 TEST(LlmEndToEndTest, HttpsTargetWithTheTestsOwnCertificate) {
   const fs::path dir = FreshDir("surge_llm_tls");
-  fs::create_directories(dir);
   const CertFiles cert = MakeSelfSignedCert(dir.string(), "surge-test");
   ASSERT_FALSE(cert.cert_path.empty());
   const SimServerProcess server = StartSimServerProcess(
@@ -220,7 +219,7 @@ TEST(LlmEndToEndTest, HttpsTargetWithTheTestsOwnCertificate) {
 // Replay of the first 500 production requests at 1/100 of their
 // time sends each within 5 ms of its scaled timestamp (median).
 TEST(LlmEndToEndTest, TraceReplayFollowsTheScaledTimestamps) {
-  const fs::path out = FreshDir("surge_llm_replay");
+  const fs::path out = AbsentDir("surge_llm_replay");
   const fs::path trace =
       fs::path(SURGE_SOURCE_DIR) / "data/traces/mooncake_conversation_trace.jsonl";
   const Result r = RunSurge("run --dataset-name mooncake --dataset-path " + trace.string() +

@@ -32,7 +32,7 @@ using ::testing::HasSubstr;
 
 
 TEST(EndToEndTest, TwoWorkersAgainstBuiltInServer) {
-  const fs::path out = FreshDir("surge_e2e_builtin");
+  const fs::path out = AbsentDir("surge_e2e_builtin");
   const Result r = RunSurge("run --num-prompts 200 --request-rate 40 --burstiness 0.5 --workers 2 "
                        "--random-input-len 64 --random-output-len 8 --sim-ttft-ms 5 "
                        "--sim-itl-ms 1 --seed 3 --output-dir " + out.string());
@@ -86,7 +86,7 @@ TEST(EndToEndTest, TwoWorkersAgainstBuiltInServer) {
 // loads rotate), and the choice is in run_config.json, the summary's run
 // block and the pages.
 TEST(EndToEndTest, LeastLoadedAssignmentRecordsEveryRequest) {
-  const fs::path out = FreshDir("surge_e2e_least_loaded");
+  const fs::path out = AbsentDir("surge_e2e_least_loaded");
   const Result r = RunSurge(
       "run --assign least-loaded --num-prompts 150 --request-rate 60 "
       "--workers 3 --random-input-len 16 --random-output-len 4 "
@@ -135,7 +135,7 @@ TEST(EndToEndTest, ExternalServerAndBadConfigsSendNothing) {
   std::ifstream cases_in(fs::path(SURGE_SOURCE_DIR) / "tests/testdata/traffic_cases.json");
   const nlohmann::json cases = nlohmann::json::parse(cases_in);
   for (const auto& c : cases["error_cases"]) {
-    const fs::path out = FreshDir("surge_e2e_bad_" + c["id"].get<std::string>());
+    const fs::path out = AbsentDir("surge_e2e_bad_" + c["id"].get<std::string>());
     const fs::path cfg = fs::path(::testing::TempDir()) / (c["id"].get<std::string>() + ".yaml");
     std::ofstream(cfg) << c["config"].dump();
     const Result bad = RunSurge("run --config " + cfg.string() + " --num-prompts " +
@@ -151,14 +151,14 @@ TEST(EndToEndTest, ExternalServerAndBadConfigsSendNothing) {
   EXPECT_THAT(bad_flag.output, HasSubstr("traffic_cfg.burstiness = -1"));
   // Several answers per request (n = 2) are refused at
   // start, before anything is sent (the server's count below says so).
-  const fs::path n2_out = FreshDir("surge_e2e_n2");
+  const fs::path n2_out = AbsentDir("surge_e2e_n2");
   const Result n2 = RunSurge("run --extra-body '{\"n\":2}' --num-prompts 4 --base-url " + url +
                              " --output-dir " + n2_out.string());
   EXPECT_EQ(n2.exit_code, 2) << n2.output;
   EXPECT_THAT(n2.output, HasSubstr("sets \"n\": 2; surge measures one answer per request"));
   EXPECT_FALSE(fs::exists(n2_out));
 
-  const fs::path out = FreshDir("surge_e2e_external");
+  const fs::path out = AbsentDir("surge_e2e_external");
   const Result r = RunSurge("run --num-prompts 100 --request-rate 50 --workers 2 --random-input-len 32 "
                        "--random-output-len 4 --endpoint /v1/completions --base-url " + url +
                        " --output-dir " + out.string());
@@ -176,7 +176,7 @@ TEST(EndToEndTest, ExternalServerAndBadConfigsSendNothing) {
 }
 
 TEST(EndToEndTest, PlanSendsNothingAndInstantModeWritesNoExpectedPage) {
-  const fs::path out = FreshDir("surge_e2e_plan");
+  const fs::path out = AbsentDir("surge_e2e_plan");
   const Result plan = RunSurge("plan --num-prompts 1000 --ramp-up-strategy exponential "
                           "--ramp-up-start-rps 1 --ramp-up-end-rps 64 --burstiness 2 --output-dir " +
                           out.string());
@@ -186,7 +186,7 @@ TEST(EndToEndTest, PlanSendsNothingAndInstantModeWritesNoExpectedPage) {
   EXPECT_TRUE(fs::exists(folder / "synthetic_rps_distribution_plot.html"));
   EXPECT_FALSE(fs::exists(folder / "synthetic_details.jsonl"));
 
-  const fs::path out2 = FreshDir("surge_e2e_instant");
+  const fs::path out2 = AbsentDir("surge_e2e_instant");
   const Result instant = RunSurge("run --num-prompts 20 --workers 2 --random-input-len 16 "
                              "--random-output-len 2 --output-dir " + out2.string());
   ASSERT_EQ(instant.exit_code, 0) << instant.output;
@@ -207,7 +207,7 @@ TEST(EndToEndTest, PlanSendsNothingAndInstantModeWritesNoExpectedPage) {
 
   // One request: no rate from one point: "n/a" on the
   // console, null in the summary, no EWMA or rate line on the pages.
-  const fs::path out3 = FreshDir("surge_e2e_one");
+  const fs::path out3 = AbsentDir("surge_e2e_one");
   const Result one = RunSurge(
       "run --num-prompts 1 --request-rate 5 --workers 1 "
       "--random-input-len 16 --random-output-len 2 --output-dir " +
@@ -232,7 +232,7 @@ TEST(EndToEndTest, PlanSendsNothingAndInstantModeWritesNoExpectedPage) {
 // actual page, and exits 130; `surge report` then rebuilds both pages and the
 // summary from the files alone.
 TEST(EndToEndTest, InterruptLeavesEverythingReadableAndReportRebuildsIt) {
-  const fs::path out = FreshDir("surge_e2e_interrupt");
+  const fs::path out = AbsentDir("surge_e2e_interrupt");
   const fs::path log = fs::path(::testing::TempDir()) / "interrupt.log";
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
@@ -309,7 +309,6 @@ TEST(EndToEndTest, InterruptLeavesEverythingReadableAndReportRebuildsIt) {
 // stored in the summary JSON and on the actual page.
 TEST(EndToEndTest, SecondInterruptCutsOffInflightRequestsAndKeepsWhatIsKnown) {
   const fs::path dir = FreshDir("surge_e2e_cutoff");
-  fs::create_directories(dir);
   const SimServerProcess server =
       StartSimServerProcess({"--ttft-ms", "4000", "--itl-ms", "1"}, dir / "server.log");
   ASSERT_TRUE(SimServerUp(server));
@@ -402,7 +401,7 @@ TEST(EndToEndTest, SecondInterruptCutsOffInflightRequestsAndKeepsWhatIsKnown) {
 // (exit 1, nothing sent, no run folder) even with --model given; one that
 // answers 404 at /v1/models is fine (that is not a connect failure).
 TEST(EndToEndTest, UnreachableTargetFailsFastEvenWithModelGiven) {
-  const fs::path out = FreshDir("surge_e2e_unreachable");
+  const fs::path out = AbsentDir("surge_e2e_unreachable");
   // A port that was free a moment ago: nothing listens there.
   int port = 0;
   {
@@ -431,7 +430,7 @@ TEST(EndToEndTest, UnreachableTargetFailsFastEvenWithModelGiven) {
 // --workers far beyond the cores is capped with a warning
 // (at 4 per core, and at the number of requests), and the run is clean.
 TEST(EndToEndTest, TooManyWorkersAreCappedWithAWarning) {
-  const fs::path out = FreshDir("surge_e2e_workers_cap");
+  const fs::path out = AbsentDir("surge_e2e_workers_cap");
   const Result r = RunSurge(
       "run --workers 300 --num-prompts 6 --request-rate 20 "
       "--random-input-len 8 --random-output-len 2 --output-dir " +
@@ -456,7 +455,6 @@ TEST(EndToEndTest, TooManyWorkersAreCappedWithAWarning) {
 // numbers are incomplete), with every file written.
 TEST(EndToEndTest, LostRequestsAreReportedAndExitOne) {
   const fs::path dir = FreshDir("surge_e2e_worker_killed");
-  fs::create_directories(dir);
   const SimServerProcess server =
       StartSimServerProcess({"--ttft-ms", "1500", "--itl-ms", "1"}, dir / "server.log");
   ASSERT_TRUE(SimServerUp(server));

@@ -34,7 +34,7 @@ unsigned Mode(const fs::path& path) {
 }
 
 TEST(KeygenCliTest, WritesAZ85PairAndRefusesToOverwriteIt) {
-  const fs::path dir = FreshDir("surge_keygen_cli") / "keys";
+  const fs::path dir = AbsentDir("surge_keygen_cli") / "keys";
   const Result r = RunSurge("keygen --out " + dir.string() + " --name coordinator", 30);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const fs::path secret = dir / "coordinator.key";
@@ -70,7 +70,7 @@ TEST(KeygenCliTest, BadArgumentsAreConfigurationErrors) {
   const Result no_out = RunSurge("keygen", 30);
   EXPECT_EQ(no_out.exit_code, 2);
   EXPECT_THAT(no_out.output, HasSubstr("--out is required"));
-  const fs::path dir = FreshDir("surge_keygen_cli_bad");
+  const fs::path dir = AbsentDir("surge_keygen_cli_bad");
   const Result bad_name = RunSurge("keygen --out " + dir.string() + " --name ../escape", 30);
   EXPECT_EQ(bad_name.exit_code, 2);
   EXPECT_THAT(bad_name.output, HasSubstr("--name '../escape' is not a file name"));

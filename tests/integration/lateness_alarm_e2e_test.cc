@@ -32,7 +32,6 @@ int CountLines(const std::string& text, const std::string& part) {
 
 TEST(LatenessAlarmE2eTest, OverloadAlarmsAndStopOnAlarmEndsWithEverythingWritten) {
   const fs::path dir = FreshDir("surge_alarm_overload");
-  fs::create_directories(dir);
   const fs::path log = dir / "run.log";
   // 40,000 requests at 20,000 RPS: a 2 s plan no 2-core machine keeps.
   SurgeProcess run({"run", "--num-prompts", "40000", "--request-rate", "20000", "--workers", "2",
@@ -92,7 +91,7 @@ TEST(LatenessAlarmE2eTest, OverloadAlarmsAndStopOnAlarmEndsWithEverythingWritten
 // (DispatcherSimTest.HealthyRunNeverTriggersTheAlarm,
 // LatenessMonitorTest.HealthyRunNeverAlarms).
 TEST(LatenessAlarmE2eTest, LightRunKeepsItsScheduleAndNeverAlarms) {
-  const fs::path out = FreshDir("surge_alarm_light");
+  const fs::path out = AbsentDir("surge_alarm_light");
   const Result r = RunSurge(
       "run --num-prompts 100 --request-rate 20 --workers 2 "
       "--random-input-len 16 --random-output-len 4 --sim-ttft-ms 5 "
@@ -114,7 +113,7 @@ TEST(LatenessAlarmE2eTest, LightRunKeepsItsScheduleAndNeverAlarms) {
 }
 
 TEST(LatenessAlarmE2eTest, ConcurrencyThatCannotFitTheOpenFileLimitIsRefused) {
-  const fs::path out = FreshDir("surge_alarm_fd");
+  const fs::path out = AbsentDir("surge_alarm_fd");
   // A shell whose hard limit is 1024: surge cannot raise past it.
   const std::string cmd = "ulimit -n 1024 && timeout -s KILL 60 " + kSurge +
                           " run --num-prompts 10 --request-rate 5 --workers 1 "

@@ -120,7 +120,6 @@ const std::vector<std::string>& Counters() {
 
 TEST(MetricsE2eTest, ScrapedDuringTheRunAndAgreeingWithTheSummary) {
   const fs::path dir = FreshDir("surge_metrics_e2e");
-  fs::create_directories(dir);
   const LoopbackPort free_port(/*listening=*/false);
   ASSERT_GT(free_port.port, 0);
   const std::string port = std::to_string(free_port.port);
@@ -226,7 +225,7 @@ TEST(MetricsE2eTest, ScrapedDuringTheRunAndAgreeingWithTheSummary) {
 }
 
 TEST(MetricsE2eTest, APortInUseIsRefusedNamingTheFlagBeforeAnythingIsCreated) {
-  const fs::path dir = FreshDir("surge_metrics_in_use");
+  const fs::path dir = AbsentDir("surge_metrics_in_use");
   const LoopbackPort taken(/*listening=*/true);
   ASSERT_GT(taken.port, 0);
   const Result r =

@@ -314,8 +314,8 @@ class NetnsTest : public ::testing::Test {
       }
       GTEST_SKIP() << "network namespaces unavailable: " << why;
     }
-    dir_ = FreshDir(std::string("surge_netns_") +
-                    ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = AbsentDir(std::string("surge_netns_") +
+                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir_ / "allowed");
     ASSERT_EQ(RunSurge("keygen --out " + (dir_ / "coordinator").string()).exit_code, 0);
     for (const char* w : {"w0", "w1", "w2", "w3", "stranger"}) {

@@ -53,7 +53,7 @@ std::string PrefixRun(const fs::path& out, uint64_t cache_blocks) {
 
 TEST(PrefixReuseEndToEndTest, MeasuredFollowsPlannedUntilTheCacheIsTooSmall) {
   // A cache with room for everything: all four prefixes stay.
-  const fs::path out = FreshDir("surge_prefix_reuse_big");
+  const fs::path out = AbsentDir("surge_prefix_reuse_big");
   const Result big = RunSurge(PrefixRun(out, 100000));
   ASSERT_EQ(big.exit_code, 0) << big.output;
   const fs::path folder = ResultsFolder(big.output);
@@ -81,7 +81,7 @@ TEST(PrefixReuseEndToEndTest, MeasuredFollowsPlannedUntilTheCacheIsTooSmall) {
   // Room for two prefixes only: requests of the other groups evict them.
   const uint64_t prefix_blocks = LargestCached(folder / "synthetic_details.jsonl") / 16;
   ASSERT_GT(prefix_blocks, 10u);
-  const fs::path small_out = FreshDir("surge_prefix_reuse_small");
+  const fs::path small_out = AbsentDir("surge_prefix_reuse_small");
   const Result small = RunSurge(PrefixRun(small_out, 2 * prefix_blocks));
   ASSERT_EQ(small.exit_code, 0) << small.output;
   const nlohmann::json small_summary =
@@ -135,7 +135,7 @@ TEST(PrefixReuseEndToEndTest, MooncakeTracePlannedReuseAtBlock512) {
       fs::path(SURGE_SOURCE_DIR) / "data/traces/mooncake_conversation_trace.jsonl";
   const TraceReuse expected = ComputeTraceReuse(trace);
   ASSERT_GT(expected.shared, 0u);
-  const fs::path out = FreshDir("surge_prefix_reuse_mooncake");
+  const fs::path out = AbsentDir("surge_prefix_reuse_mooncake");
   const Result r = RunSurge("plan --dataset-name mooncake --dataset-path " + trace.string() +
                             " --num-prompts 12031 --request-rate 100 --prefix-block-tokens 512 "
                             "--output-dir " + out.string());

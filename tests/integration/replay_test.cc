@@ -68,7 +68,6 @@ void StopServer(const SimServerProcess& s) {
 
 TEST(ReplayTest, PlanFileReplaysTheSameRequestsToTheNanosecond) {
   const fs::path dir = FreshDir("surge_replay");
-  fs::create_directories(dir);
   const fs::path log_a = dir / "a_requests.jsonl";
   const fs::path log_b = dir / "b_requests.jsonl";
   const SimServerProcess a = StartSimServerProcess(
@@ -174,7 +173,7 @@ TEST(ReplayTest, PlanFileReplaysTheSameRequestsToTheNanosecond) {
 // policy, the summary counts late / skipped / delayed (their sum over the
 // details' flags), and a bad combination is refused before anything runs.
 TEST(LatePolicyTest, PolicyIsSavedCountedAndValidated) {
-  const fs::path out = FreshDir("surge_late_policy");
+  const fs::path out = AbsentDir("surge_late_policy");
   const Result r = RunSurge(
       "run --num-prompts 40 --request-rate 40 --workers 2 --random-input-len 16 "
       "--random-output-len 2 --sim-ttft-ms 2 --sim-itl-ms 1 --late-policy cap "

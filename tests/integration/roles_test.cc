@@ -54,7 +54,6 @@ std::vector<std::string> JobFlags(const fs::path& out) {
 
 TEST(RolesTest, WorkersFirstThenCoordinatorThenALateWorker) {
   const fs::path dir = FreshDir("surge_roles");
-  fs::create_directories(dir);
   const std::string port = FreeLoopbackPort();
   ASSERT_FALSE(port.empty());
   const std::string endpoint = "tcp://127.0.0.1:" + port;
@@ -87,7 +86,6 @@ TEST(RolesTest, WorkersFirstThenCoordinatorThenALateWorker) {
 
 TEST(RolesTest, NoWorkersEndsAtTheJoinTimeoutWithExitOne) {
   const fs::path dir = FreshDir("surge_roles_timeout");
-  fs::create_directories(dir);
   std::vector<std::string> args = {
       "coordinator",    "--bind", "tcp://127.0.0.1:0", "--expect-workers", "2",
       "--join-timeout", "1.5"};
@@ -98,7 +96,7 @@ TEST(RolesTest, NoWorkersEndsAtTheJoinTimeoutWithExitOne) {
 }
 
 TEST(RolesTest, BindRuleAndRoleFlagsAreConfigurationErrors) {
-  const fs::path out = FreshDir("surge_roles_flags");
+  const fs::path out = AbsentDir("surge_roles_flags");
   const std::string job = " --num-prompts 10 --request-rate 5 --output-dir " + out.string();
   // Reachable from the network without CurveZMQ: refused before any bind.
   Result open = RunSurge("coordinator --bind tcp://0.0.0.0:0 --expect-workers 1" + job);
@@ -118,7 +116,7 @@ TEST(RolesTest, BindRuleAndRoleFlagsAreConfigurationErrors) {
 }
 
 TEST(RolesTest, CurveKeysCarryTheSameRun) {
-  const fs::path dir = FreshDir("surge_roles_curve");
+  const fs::path dir = AbsentDir("surge_roles_curve");
   fs::create_directories(dir / "allowed");
   ASSERT_EQ(RunSurge("keygen --out " + (dir / "coordinator").string()).exit_code, 0);
   ASSERT_EQ(RunSurge("keygen --out " + (dir / "worker").string()).exit_code, 0);
@@ -154,7 +152,6 @@ TEST(RolesTest, CurveKeysCarryTheSameRun) {
 // is told to stop and exits 0.
 TEST(RolesTest, CoordinatorSigtermDrainsWritesAndExits143) {
   const fs::path dir = FreshDir("surge_roles_sigterm");
-  fs::create_directories(dir);
   const std::string port = FreeLoopbackPort();
   ASSERT_FALSE(port.empty());
   const std::string endpoint = "tcp://127.0.0.1:" + port;
@@ -185,7 +182,6 @@ TEST(RolesTest, CoordinatorSigtermDrainsWritesAndExits143) {
 // on its own.
 TEST(RolesTest, CoordinatorKilledMidRunStopsEveryWorker) {
   const fs::path dir = FreshDir("surge_roles_coordinator_kill");
-  fs::create_directories(dir);
   const fs::path request_log = dir / "requests.jsonl";
   const SimServerProcess sim =
       StartSimServerProcess({"--request-log", request_log.string()}, dir / "sim.log");

@@ -87,9 +87,8 @@ constexpr const char* kRunArgs =
     "--random-output-len 4 --sim-ttft-ms 1 --sim-itl-ms 1 ";
 
 TEST(SecretsTest, KeyFromAFileIsInNoOutputFileAndNotOnTheConsole) {
-  const fs::path out = FreshDir("surge_secrets_file");
+  const fs::path out = AbsentDir("surge_secrets_file");
   const fs::path key_dir = FreshDir("surge_secrets_file_key");
-  fs::create_directories(key_dir);
   const fs::path key_file = key_dir / "api.key";
   std::ofstream(key_file) << kPlantedKey << "\n";
   ScopedEnv debug("SURGE_LOG_LEVEL", "debug");
@@ -104,7 +103,7 @@ TEST(SecretsTest, KeyFromAFileIsInNoOutputFileAndNotOnTheConsole) {
 }
 
 TEST(SecretsTest, KeyFromTheEnvironmentIsInNoOutputFileAndNotOnTheConsole) {
-  const fs::path out = FreshDir("surge_secrets_env");
+  const fs::path out = AbsentDir("surge_secrets_env");
   ScopedEnv key("OPENAI_API_KEY", kPlantedKey);
   ScopedEnv debug("SURGE_LOG_LEVEL", "debug");
   const Result r = RunSurge(std::string(kRunArgs) + "--output-dir " + out.string(),
@@ -135,7 +134,7 @@ TEST(SecretsTest, KeyEchoedBackByTheServerIsNotRecorded) {
                "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n") +
            "data: {\"error\":{\"message\":\"" + echoed + "\"}}\n\n";
   });
-  const fs::path out = FreshDir("surge_secrets_echo");
+  const fs::path out = AbsentDir("surge_secrets_echo");
   ScopedEnv key("OPENAI_API_KEY", kPlantedKey);
   ScopedEnv debug("SURGE_LOG_LEVEL", "debug");
   const Result r = RunSurge("run --base-url " + server.base_url() +
@@ -164,7 +163,7 @@ TEST(SecretsTest, KeyEchoedByTheModelListIsNotOnTheConsole) {
                       std::string(R"({"error":{"message":"Incorrect API key provided: )") +
                           kPlantedKey + R"("}})");
   });
-  const fs::path out = FreshDir("surge_secrets_models");
+  const fs::path out = AbsentDir("surge_secrets_models");
   ScopedEnv key("OPENAI_API_KEY", kPlantedKey);
   const Result r =
       RunSurge("run --base-url " + server.base_url() +

@@ -21,6 +21,8 @@
 #include <utility>
 #include <vector>
 
+#include "tests/testing/temp_dir.h"
+
 namespace surge::testing {
 
 inline const std::string kSurge = std::string(SURGE_BINARY_DIR) + "/surge";
@@ -52,13 +54,6 @@ inline Result RunSurge(const std::string& args, int timeout_s = 180) {
   while (size_t n = fread(buf.data(), 1, buf.size(), pipe)) output.append(buf.data(), n);
   const int status = pclose(pipe);
   return Result{WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
-
-// An empty path under the test temp dir (removed if it exists; not created).
-inline std::filesystem::path FreshDir(const std::string& name) {
-  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / name;
-  std::filesystem::remove_all(dir);
-  return dir;
 }
 
 // The folder on the last "results:" line of surge's output.

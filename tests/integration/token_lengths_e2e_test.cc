@@ -70,7 +70,7 @@ fs::path TrainModel(const fs::path& dir) {
 }
 
 TEST(TokenLengthsEndToEndTest, ServerCounterMakesEveryPromptTheAskedLength) {
-  const fs::path out = FreshDir("surge_tok_server");
+  const fs::path out = AbsentDir("surge_tok_server");
   const Result r = RunSurge(std::string(kSynthetic) + "--tokenizer server --output-dir " +
                             out.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -92,7 +92,7 @@ TEST(TokenLengthsEndToEndTest, ServerCounterMakesEveryPromptTheAskedLength) {
 }
 
 TEST(TokenLengthsEndToEndTest, TheEstimateMissesTheServersCount) {
-  const fs::path out = FreshDir("surge_tok_estimate");
+  const fs::path out = AbsentDir("surge_tok_estimate");
   const Result r = RunSurge(std::string(kSynthetic) + "--output-dir " + out.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const fs::path folder = ResultsFolder(r.output);
@@ -112,7 +112,7 @@ TEST(TokenLengthsEndToEndTest, TheEstimateMissesTheServersCount) {
 }
 
 TEST(TokenLengthsEndToEndTest, ASentencePieceModelCountsAsTheServerWithThatModel) {
-  const fs::path out = FreshDir("surge_tok_spm");
+  const fs::path out = AbsentDir("surge_tok_spm");
   const fs::path model = TrainModel(out / "model");
   ASSERT_FALSE(model.empty()) << "spm_train failed";
   const Result r = RunSurge(std::string(kSynthetic) + "--endpoint /v1/completions --tokenizer " +
@@ -125,7 +125,7 @@ TEST(TokenLengthsEndToEndTest, ASentencePieceModelCountsAsTheServerWithThatModel
 }
 
 TEST(TokenLengthsEndToEndTest, MooncakePromptsAreTheirTracesInputLength) {
-  const fs::path out = FreshDir("surge_tok_mooncake");
+  const fs::path out = AbsentDir("surge_tok_mooncake");
   const fs::path trace =
       fs::path(SURGE_SOURCE_DIR) / "data/traces/mooncake_conversation_trace.jsonl";
   const Result r = RunSurge("run --dataset-name mooncake --dataset-path " + trace.string() +
@@ -162,7 +162,7 @@ TEST(TokenLengthsEndToEndTest, AServerWithoutTokenizeStopsBeforeSending) {
            "\r\nContent-Type: application/json\r\nContent-Length: " +
            std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
   });
-  const fs::path out = FreshDir("surge_tok_no_endpoint");
+  const fs::path out = AbsentDir("surge_tok_no_endpoint");
   const Result r = RunSurge(std::string(kSynthetic) + "--tokenizer server --base-url " +
                             server.base_url() + " --output-dir " + out.string());
   EXPECT_EQ(r.exit_code, 2) << r.output;
@@ -181,7 +181,6 @@ TEST(TokenLengthsEndToEndTest, AServerWithoutTokenizeStopsBeforeSending) {
 
 TEST(TokenLengthsEndToEndTest, AFileThatIsNoModelIsRefused) {
   const fs::path out = FreshDir("surge_tok_bad_model");
-  fs::create_directories(out);
   const fs::path bad = out / "not.model";
   std::ofstream(bad) << "this is not a SentencePiece model\n";
   const Result r = RunSurge(std::string(kSynthetic) + "--tokenizer " + bad.string() +

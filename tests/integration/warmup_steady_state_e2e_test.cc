@@ -84,7 +84,6 @@ void StopServer(const SimServerProcess& s) {
 
 TEST(WarmupSteadyStateTest, WarmupsGoFirstAndCountNowhere) {
   const fs::path dir = FreshDir("surge_warmup");
-  fs::create_directories(dir);
   const fs::path log = dir / "requests.jsonl";
   const SimServerProcess server = StartSimServerProcess(
       {"--ttft-ms", "2", "--itl-ms", "1", "--request-log", log.string()}, dir / "server.log");
@@ -169,7 +168,7 @@ TEST(WarmupSteadyStateTest, WarmupsGoFirstAndCountNowhere) {
 }
 
 TEST(WarmupSteadyStateTest, SteadyStateLimitsTheLatencyMetricsAndIsShaded) {
-  const fs::path dir = FreshDir("surge_steady");
+  const fs::path dir = AbsentDir("surge_steady");
   const Result run = RunSurge(
       "run --num-prompts 100 --request-rate 50 --burstiness 0.5 --workers 2 "
       "--random-input-len 32 --random-output-len 4 --sim-ttft-ms 2 --sim-itl-ms 1 --seed 4 "

@@ -76,7 +76,7 @@ struct CurveRig {
 
 CurveRig MakeSetup(const std::string& name) {
   CurveRig s;
-  s.dir = FreshDir(name);
+  s.dir = AbsentDir(name);
   s.coordinator = *WriteCurveKeyPair(s.dir / "coordinator", "coordinator");
   s.allowed = *WriteCurveKeyPair(s.dir / "workers", "w1");
   s.stranger = *WriteCurveKeyPair(s.dir / "strangers", "w2");
@@ -138,7 +138,7 @@ TEST(WorkerCurveTest, AllowedWorkerIsHeardAndUnlistedWorkerIsNot) {
 }
 
 TEST(WorkerCurveTest, FlagRuleAndBadKeyFilesStopTheWorkerBeforeItConnects) {
-  const fs::path dir = FreshDir("surge_worker_curve_flags");
+  const fs::path dir = AbsentDir("surge_worker_curve_flags");
   const CurveKeyFiles keys = *WriteCurveKeyPair(dir, "w");
   // Non-loopback without keys: refused by the rule, nothing is connected.
   Result r = RunSurge("worker --connect tcp://0.0.0.0:5555", 20);

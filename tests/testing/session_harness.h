@@ -13,7 +13,6 @@
 #include <thread>
 #include <utility>
 
-#include "coordinator/dispatch/dispatcher.h"
 #include "tests/testing/fake_request_sender.h"
 #include "tests/testing/in_memory_transport.h"
 #include "tests/testing/simulated_clock.h"
@@ -47,16 +46,6 @@ class SharedSender final : public surge::worker::RequestSender {
   std::shared_ptr<FakeRequestSender> fake_;
 };
 
-// Options of most dispatcher tests: `num_workers` workers, run id "test", a
-// 100 ms start lead.
-inline surge::coordinator::DispatcherOptions TestOptions(int num_workers) {
-  surge::coordinator::DispatcherOptions options;
-  options.num_workers = num_workers;
-  options.run_id = "test";
-  options.start_lead = std::chrono::milliseconds(100);
-  return options;
-}
-
 // How StartWorker runs a worker session; the defaults are a plain worker on
 // the simulation's clock whose fake sender answers at once.
 struct WorkerSetup {
@@ -73,6 +62,10 @@ struct WorkerSetup {
   bool same_clock = false;
   // Called with the Welcome the session got; null = none.
   std::function<void(const surge::v1::Welcome&)> on_welcome = nullptr;
+  // Puts a transport of the test's between the session and its end of the
+  // router; null = none.
+  std::function<std::unique_ptr<surge::Transport>(std::unique_ptr<surge::Transport>)>
+      wrap_transport = nullptr;
 };
 
 // Connects worker `name` to `router` and runs its session on a thread of
@@ -81,6 +74,7 @@ inline void StartWorker(SimulatedClock& sim, InMemoryRouter& router, const std::
                         int32_t index, LocalWorker& w, WorkerSetup setup = {}) {
   Clock* clock = setup.clock != nullptr ? setup.clock : &sim;
   w.transport = router.Connect(name, clock);
+  if (setup.wrap_transport) w.transport = setup.wrap_transport(std::move(w.transport));
   w.thread = sim.StartThread([&w, clock, index, setup] {
     surge::worker::WorkerSessionOptions options;
     options.requested_index = index;

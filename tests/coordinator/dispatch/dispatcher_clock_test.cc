@@ -21,12 +21,8 @@ namespace surge::coordinator {
 namespace {
 
 using surge::testing::ConstantPlan;
-using surge::testing::FakeRequestSender;
-using surge::testing::FixedPayloads;
-using surge::testing::InMemoryRouter;
+using surge::testing::DispatchRig;
 using surge::testing::LocalWorker;
-using surge::testing::SimulatedClock;
-using surge::testing::StartWorker;
 using surge::testing::TestOptions;
 
 // R-DIST-4: worker 0 runs on a clock 250 ms ahead that gains 200 ppm. It
@@ -34,19 +30,11 @@ using surge::testing::TestOptions;
 // the coordinator's schedule: the truth is taken from the skewed clock
 // itself (ToBase), not from the worker's own records.
 TEST(DispatcherClockTest, SkewedWorkerClockIsMeasuredAndItsSendsStayOnSchedule) {
-  const ArrivalSchedule plan = ConstantPlan(200, 1000);  // 5 s
-  FixedPayloads payloads;
-  SimulatedClock sim;
-  InMemoryRouter router(sim);
-  std::vector<surge::v1::RequestRecord> records;
-  Dispatcher dispatcher(sim, router, plan, payloads, TestOptions(2),
-                        [&](const surge::v1::RequestRecord& r) { records.push_back(r); });
-  SkewedClock skewed(sim, 250'000'000, 200);
-  LocalWorker w[2];
-  StartWorker(sim, router, "skewed", 0, w[0], {.clock = &skewed});
-  StartWorker(sim, router, "plain", 1, w[1]);
-  auto outcome = dispatcher.Run();
-  for (auto& x : w) sim.Join(x.thread);
+  DispatchRig rig(ConstantPlan(200, 1000), TestOptions(2));  // 5 s
+  SkewedClock skewed(rig.clock, 250'000'000, 200);
+  LocalWorker* w[2] = {&rig.AddWorker("skewed", 0, {.clock = &skewed}), &rig.AddWorker("plain", 1)};
+  const auto& outcome = rig.Run();
+  const auto& records = rig.records;
   ASSERT_TRUE(outcome.ok()) << outcome.status();
   ASSERT_EQ(records.size(), 1000u);
   ASSERT_EQ(outcome->clocks.size(), 2u);
@@ -65,7 +53,7 @@ TEST(DispatcherClockTest, SkewedWorkerClockIsMeasuredAndItsSendsStayOnSchedule) 
   // True lateness on the coordinator's clock, per worker.
   auto median_lateness_ms = [&](int k) {
     std::vector<double> late;
-    for (const auto& s : w[k].sender->sent()) {
+    for (const auto& s : w[k]->sender->sent()) {
       const int64_t true_ns = k == 0 ? skewed.ToBase(s.at_ns) : s.at_ns;
       late.push_back((true_ns - outcome->t0_ns - static_cast<int64_t>(s.index + 1) * 5'000'000) /
                      1e6);
@@ -84,7 +72,7 @@ TEST(DispatcherClockTest, SkewedWorkerClockIsMeasuredAndItsSendsStayOnSchedule) 
   // Its records are on the coordinator's clock too: each record's send time
   // is the true one within the estimate's error.
   std::map<uint64_t, int64_t> true_sent_ns;
-  for (const auto& s : w[0].sender->sent()) true_sent_ns[s.index] = skewed.ToBase(s.at_ns);
+  for (const auto& s : w[0]->sender->sent()) true_sent_ns[s.index] = skewed.ToBase(s.at_ns);
   for (const auto& r : records) {
     if (r.worker() != 0) continue;
     ASSERT_TRUE(true_sent_ns.count(r.index())) << r.index();
@@ -100,20 +88,12 @@ TEST(DispatcherClockTest, SkewedWorkerClockIsMeasuredAndItsSendsStayOnSchedule) 
 // follow the worker's raw clock, and the report still shows the −250 ms the
 // probes measured.
 TEST(DispatcherClockTest, SameClockWorkerMapsWithOffsetZeroAndReportsTheEstimate) {
-  const ArrivalSchedule plan = ConstantPlan(200, 100);  // 0.5 s
-  FixedPayloads payloads;
-  SimulatedClock sim;
-  InMemoryRouter router(sim);
-  std::vector<surge::v1::RequestRecord> records;
-  Dispatcher dispatcher(sim, router, plan, payloads, TestOptions(1),
-                        [&](const surge::v1::RequestRecord& r) { records.push_back(r); });
-  SkewedClock skewed(sim, -250'000'000, 0);
-  LocalWorker w;
-  StartWorker(sim, router, "local", 0, w, {.clock = &skewed, .same_clock = true});
-  auto outcome = dispatcher.Run();
-  sim.Join(w.thread);
+  DispatchRig rig(ConstantPlan(200, 100), TestOptions(1));  // 0.5 s
+  SkewedClock skewed(rig.clock, -250'000'000, 0);
+  LocalWorker& w = rig.AddWorker("local", 0, {.clock = &skewed, .same_clock = true});
+  const auto& outcome = rig.Run();
   ASSERT_TRUE(outcome.ok()) << outcome.status();
-  ASSERT_EQ(records.size(), 100u);
+  ASSERT_EQ(rig.records.size(), 100u);
   ASSERT_EQ(outcome->clocks.size(), 1u);
   const surge::v1::ClockReport& c = outcome->clocks[0];
   EXPECT_TRUE(c.same_clock());

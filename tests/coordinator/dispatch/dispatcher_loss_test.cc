@@ -23,29 +23,19 @@ namespace surge::coordinator {
 namespace {
 
 using surge::testing::ConstantPlan;
-using surge::testing::FakeRequestSender;
-using surge::testing::FixedPayloads;
-using surge::testing::InMemoryRouter;
+using surge::testing::DispatchRig;
 using surge::testing::LocalWorker;
 using surge::testing::SimulatedClock;
-using surge::testing::StartWorker;
 using surge::testing::TestOptions;
 
 TEST(DispatcherLossTest, SilentWorkerIsDeclaredDeadAndNothingIsSentTwice) {
-  const ArrivalSchedule plan = ConstantPlan(400, 600);  // 1.5 s
-  FixedPayloads payloads;
-  SimulatedClock sim;
-  InMemoryRouter router(sim);
   DispatcherOptions options = TestOptions(2);
   options.lease_ms = 200;
   options.dead_after = std::chrono::milliseconds(400);
-  std::vector<surge::v1::RequestRecord> records;
-  Dispatcher dispatcher(sim, router, plan, payloads, options,
-                        [&](const surge::v1::RequestRecord& r) { records.push_back(r); });
-  LocalWorker live;
-  StartWorker(sim, router, "live", 0, live);
+  DispatchRig rig(ConstantPlan(400, 600), options);  // 1.5 s
+  LocalWorker& live = rig.AddWorker("live", 0);
   // A worker that says Hello and then never speaks again (a hung process).
-  auto ghost = router.Connect("ghost");
+  auto ghost = rig.router.Connect("ghost");
   surge::v1::Envelope hello;
   hello.set_protocol_version(surge::v1::PROTOCOL_VERSION_CURRENT);
   hello.mutable_hello()->set_requested_index(1);
@@ -56,8 +46,8 @@ TEST(DispatcherLossTest, SilentWorkerIsDeclaredDeadAndNothingIsSentTwice) {
   heartbeat.mutable_heartbeat()->set_hb_seq(1);
   ASSERT_TRUE(ghost->Send("", heartbeat).ok());
 
-  auto outcome = dispatcher.Run();
-  sim.Join(live.thread);
+  const auto& outcome = rig.Run();
+  const auto& records = rig.records;
   ASSERT_TRUE(outcome.ok()) << outcome.status();
   EXPECT_EQ(outcome->workers_lost, 1u);
   EXPECT_GT(outcome->reassigned, 0u);
@@ -106,24 +96,16 @@ TEST(DispatcherLossTest, SilentWorkerIsDeclaredDeadAndNothingIsSentTwice) {
 // never ended. The worker now makes the text valid UTF-8; every record of
 // the batch arrives, the bad one with U+FFFD in place of the byte.
 TEST(DispatcherLossTest, RawByteInOneRecordErrorKeepsEveryRecordOfItsBatch) {
-  const ArrivalSchedule plan = ConstantPlan(1000, 60);  // 60 requests in 60 ms: few batches
-  FixedPayloads payloads;
-  SimulatedClock sim;
-  InMemoryRouter router(sim);
-  DispatcherOptions options = TestOptions(1);
-  std::vector<surge::v1::RequestRecord> records;
-  Dispatcher dispatcher(sim, router, plan, payloads, options,
-                        [&](const surge::v1::RequestRecord& r) { records.push_back(r); });
-  LocalWorker w;
-  StartWorker(sim, router, "a", 0, w, {.result = [](surge::v1::RequestRecord& r) {
-                if (r.index() != 7) return;
-                r.set_status(surge::v1::FAILED);
-                r.set_error(
-                    "bad_chunk: bad JSON in event: {\"content\":\"A\xff"
-                    "B\"}");
-              }});
-  auto outcome = dispatcher.Run();
-  sim.Join(w.thread);
+  DispatchRig rig(ConstantPlan(1000, 60), TestOptions(1));  // 60 requests in 60 ms: few batches
+  LocalWorker& w = rig.AddWorker("a", 0, {.result = [](surge::v1::RequestRecord& r) {
+                                   if (r.index() != 7) return;
+                                   r.set_status(surge::v1::FAILED);
+                                   r.set_error(
+                                       "bad_chunk: bad JSON in event: {\"content\":\"A\xff"
+                                       "B\"}");
+                                 }});
+  const auto& outcome = rig.Run();
+  const auto& records = rig.records;
   ASSERT_TRUE(outcome.ok()) << outcome.status();
   EXPECT_EQ(outcome->undecodable_frames, 0u);
   EXPECT_EQ(outcome->records_lost_in_transit, 0u);
@@ -145,21 +127,13 @@ TEST(DispatcherLossTest, RawByteInOneRecordErrorKeepsEveryRecordOfItsBatch) {
 // coordinator; the worker skips them too); the run goes on and ends
 // normally.
 TEST(DispatcherLossTest, UndecodableFramesAreCountedAndSkipped) {
-  const ArrivalSchedule plan = ConstantPlan(1000, 40);
-  FixedPayloads payloads;
-  SimulatedClock sim;
-  InMemoryRouter router(sim);
-  DispatcherOptions options = TestOptions(1);
-  std::vector<surge::v1::RequestRecord> records;
-  Dispatcher dispatcher(sim, router, plan, payloads, options,
-                        [&](const surge::v1::RequestRecord& r) { records.push_back(r); });
-  for (int i = 0; i < 500; ++i) router.inbox().PutRaw("a", "\xff\xff\xff not protobuf");
-  LocalWorker w;
-  StartWorker(sim, router, "a", 0, w);
+  DispatchRig rig(ConstantPlan(1000, 40), TestOptions(1));
+  for (int i = 0; i < 500; ++i) rig.router.inbox().PutRaw("a", "\xff\xff\xff not protobuf");
+  rig.AddWorker("a", 0);
   // The worker's side too: undecodable frames ahead of its Welcome.
-  for (int i = 0; i < 300; ++i) ASSERT_TRUE(router.PutRawToWorker("a", "\xff\xfe junk"));
-  auto outcome = dispatcher.Run();
-  sim.Join(w.thread);
+  for (int i = 0; i < 300; ++i) ASSERT_TRUE(rig.router.PutRawToWorker("a", "\xff\xfe junk"));
+  const auto& outcome = rig.Run();
+  const auto& records = rig.records;
   ASSERT_TRUE(outcome.ok()) << outcome.status();
   EXPECT_EQ(outcome->undecodable_frames, 500u);
   ASSERT_EQ(records.size(), 40u);
@@ -171,20 +145,14 @@ TEST(DispatcherLossTest, UndecodableFramesAreCountedAndSkipped) {
 // worker, idle with nothing in flight or queued, still owns the request:
 // after the idle grace it is recorded LOST record_lost, the rest are OK.
 TEST(DispatcherLossTest, LostRecordOfAnIdleWorkerDoesNotStallTheRun) {
-  const ArrivalSchedule plan = ConstantPlan(100, 10);  // 10 requests in 0.1 s
-  FixedPayloads payloads;
-  SimulatedClock sim;
-  InMemoryRouter router(sim);
-  DispatcherOptions options = TestOptions(1);
-  std::vector<surge::v1::RequestRecord> records;
-  Dispatcher dispatcher(sim, router, plan, payloads, options,
-                        [&](const surge::v1::RequestRecord& r) { records.push_back(r); });
+  DispatchRig rig(ConstantPlan(100, 10), TestOptions(1));  // 10 requests in 0.1 s
+  SimulatedClock& sim = rig.clock;
   // A scripted worker: answers each assignment at once with an OK record,
   // except request 3, whose batch carries a raw 0xFF byte; heartbeats say
   // idle; leaves on Stop.
-  auto transport = router.Connect("raw");
+  auto transport = rig.router.Connect("raw");
   std::atomic<bool> stopped{false};
-  std::thread worker = sim.StartThread([&] {
+  rig.StartThread([&] {
     auto send = [&](surge::v1::Envelope e) {
       e.set_protocol_version(surge::v1::PROTOCOL_VERSION_CURRENT);
       e.set_run_id("test");
@@ -233,14 +201,13 @@ TEST(DispatcherLossTest, LostRecordOfAnIdleWorkerDoesNotStallTheRun) {
         r->set_error("A~B");
         std::string bytes = out.SerializeAsString();
         bytes[bytes.find("A~B") + 1] = '\xff';
-        router.inbox().PutRaw("raw", std::move(bytes));
+        rig.router.inbox().PutRaw("raw", std::move(bytes));
       }
     }
   });
-  const auto start = sim.Now();
-  auto outcome = dispatcher.Run();
-  const double took_s = std::chrono::duration<double>(sim.Now() - start).count();
-  sim.Join(worker);
+  const auto& outcome = rig.Run();
+  const double took_s = std::chrono::duration<double>(rig.ended - rig.started).count();
+  const auto& records = rig.records;
   ASSERT_TRUE(outcome.ok()) << outcome.status();
   EXPECT_TRUE(stopped.load());
   EXPECT_EQ(outcome->undecodable_frames, 1u);
@@ -283,34 +250,18 @@ class RefusesFirstRecordBatches final : public surge::Transport {
 };
 
 TEST(DispatcherLossTest, RecordBatchesTheTransportRefusesAreSentAgain) {
-  const ArrivalSchedule plan = ConstantPlan(1000, 100);
-  FixedPayloads payloads;
-  SimulatedClock sim;
-  InMemoryRouter router(sim);
-  DispatcherOptions options = TestOptions(1);
-  std::vector<surge::v1::RequestRecord> records;
-  Dispatcher dispatcher(sim, router, plan, payloads, options,
-                        [&](const surge::v1::RequestRecord& r) { records.push_back(r); });
-  RefusesFirstRecordBatches transport(router.Connect("a"), 5);
-  int exit_code = -1;
-  std::thread worker = sim.StartThread([&] {
-    surge::worker::WorkerSessionOptions o;
-    o.requested_index = 0;
-    o.read_cpu = false;
-    surge::worker::WorkerSession session(
-        sim, transport,
-        [&sim](const surge::v1::Welcome&)
-            -> absl::StatusOr<std::unique_ptr<surge::worker::RequestSender>> {
-          return std::unique_ptr<surge::worker::RequestSender>(
-              std::make_unique<FakeRequestSender>(sim));
-        },
-        o);
-    exit_code = session.Run();
-  });
-  auto outcome = dispatcher.Run();
-  sim.Join(worker);
+  DispatchRig rig(ConstantPlan(1000, 100), TestOptions(1));
+  RefusesFirstRecordBatches* transport = nullptr;
+  LocalWorker& w = rig.AddWorker(
+      "a", 0, {.wrap_transport = [&transport](std::unique_ptr<surge::Transport> inner) {
+        auto refusing = std::make_unique<RefusesFirstRecordBatches>(std::move(inner), 5);
+        transport = refusing.get();
+        return std::unique_ptr<surge::Transport>(std::move(refusing));
+      }});
+  const auto& outcome = rig.Run();
+  const auto& records = rig.records;
   ASSERT_TRUE(outcome.ok()) << outcome.status();
-  EXPECT_EQ(transport.refusals_left(), 0);
+  EXPECT_EQ(transport->refusals_left(), 0);
   EXPECT_EQ(outcome->records_lost_in_transit, 0u);
   EXPECT_EQ(outcome->rejected_records, 0u);
   ASSERT_EQ(records.size(), 100u);
@@ -319,7 +270,7 @@ TEST(DispatcherLossTest, RecordBatchesTheTransportRefusesAreSentAgain) {
     EXPECT_TRUE(seen.insert(r.index()).second) << "duplicate " << r.index();
     EXPECT_EQ(r.status(), surge::v1::OK) << r.index();
   }
-  EXPECT_EQ(exit_code, surge::worker::kExitDone);
+  EXPECT_EQ(w.exit_code, surge::worker::kExitDone);
 }
 
 }  // namespace

@@ -16,30 +16,20 @@ namespace surge::coordinator {
 namespace {
 
 using surge::testing::ConstantPlan;
-using surge::testing::FixedPayloads;
+using surge::testing::DispatchRig;
 using surge::testing::InMemoryRouter;
 using surge::testing::kSimulatedStart;
 using surge::testing::LocalWorker;
-using surge::testing::SimulatedClock;
-using surge::testing::StartWorker;
 using surge::testing::TestOptions;
 
 TEST(DispatcherRunTest, EveryRequestGetsExactlyOneRecordStripedOverWorkers) {
-  const ArrivalSchedule plan = ConstantPlan(1000, 400);
-  FixedPayloads payloads;
-  SimulatedClock sim;
-  InMemoryRouter router(sim);
   DispatcherOptions options = TestOptions(2);
   options.max_batch = 16;  // many batches
-  std::vector<surge::v1::RequestRecord> records;
-  Dispatcher dispatcher(sim, router, plan, payloads, options,
-                        [&](const surge::v1::RequestRecord& r) { records.push_back(r); });
-  LocalWorker w0, w1;
-  StartWorker(sim, router, "a", 0, w0);
-  StartWorker(sim, router, "b", 1, w1);
-  auto outcome = dispatcher.Run();
-  sim.Join(w0.thread);
-  sim.Join(w1.thread);
+  DispatchRig rig(ConstantPlan(1000, 400), options);
+  LocalWorker& w0 = rig.AddWorker("a", 0);
+  LocalWorker& w1 = rig.AddWorker("b", 1);
+  const auto& outcome = rig.Run();
+  const auto& records = rig.records;
   ASSERT_TRUE(outcome.ok()) << outcome.status();
   EXPECT_EQ(outcome->records, 400u);
   EXPECT_EQ(outcome->rejected_records, 0u);
@@ -64,34 +54,24 @@ TEST(DispatcherRunTest, EveryRequestGetsExactlyOneRecordStripedOverWorkers) {
 // sent once its HTTP sender exists); one that said Hello and never became
 // ready fails the start, and nothing is sent.
 TEST(DispatcherRunTest, RunStartsOnlyWhenEveryWorkerIsReady) {
-  const ArrivalSchedule plan = ConstantPlan(100, 20);
-  FixedPayloads payloads;
-  SimulatedClock sim;
-  InMemoryRouter router(sim);
-  DispatcherOptions options;
-  options.num_workers = 2;
-  options.run_id = "test";
+  DispatcherOptions options = TestOptions(2);
   options.hello_timeout = std::chrono::milliseconds(600);
-  std::vector<surge::v1::RequestRecord> records;
-  Dispatcher dispatcher(sim, router, plan, payloads, options,
-                        [&](const surge::v1::RequestRecord& r) { records.push_back(r); });
-  LocalWorker live;
-  StartWorker(sim, router, "live", 0, live);
-  auto unready = router.Connect("unready");  // Hello only: still starting up
+  DispatchRig rig(ConstantPlan(100, 20), options);
+  LocalWorker& live = rig.AddWorker("live", 0);
+  auto unready = rig.router.Connect("unready");  // Hello only: still starting up
   surge::v1::Envelope hello;
   hello.set_protocol_version(surge::v1::PROTOCOL_VERSION_CURRENT);
   hello.mutable_hello()->set_requested_index(1);
   ASSERT_TRUE(unready->Send("", hello).ok());
-  auto outcome = dispatcher.Run();
+  const auto& outcome = rig.Run();
   // Given up at the hello timeout, within the 10 ms of one receive wait.
-  EXPECT_GE(sim.Now(), kSimulatedStart + std::chrono::milliseconds(600));
-  EXPECT_LE(sim.Now(), kSimulatedStart + std::chrono::milliseconds(610));
-  sim.Join(live.thread);
+  EXPECT_GE(rig.ended, kSimulatedStart + std::chrono::milliseconds(600));
+  EXPECT_LE(rig.ended, kSimulatedStart + std::chrono::milliseconds(610));
   ASSERT_FALSE(outcome.ok());
   EXPECT_EQ(outcome.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(std::string(outcome.status().message()),
               ::testing::HasSubstr("only 1 of 2 workers were ready (2 connected)"));
-  EXPECT_TRUE(records.empty());
+  EXPECT_TRUE(rig.records.empty());
   // The live worker got no Start and no work, and was told to stop.
   EXPECT_EQ(live.exit_code, surge::worker::kExitDone);
   EXPECT_TRUE(live.sender->sent().empty());
@@ -101,25 +81,18 @@ TEST(DispatcherRunTest, RunStartsOnlyWhenEveryWorkerIsReady) {
 // split equally (as --max-concurrency is): 300 RPS over two workers is 150
 // each; the threshold in ns.
 TEST(DispatcherRunTest, WelcomeCarriesTheLatePolicyWithEachWorkersShare) {
-  const ArrivalSchedule plan = ConstantPlan(1000, 20);
-  FixedPayloads payloads;
-  SimulatedClock sim;
-  InMemoryRouter router(sim);
   DispatcherOptions options = TestOptions(2);
   options.late_policy = surge::v1::LATE_POLICY_CAP;
   options.late_threshold_ns = 25000000;
   options.catch_up_rps = 300;
-  Dispatcher dispatcher(sim, router, plan, payloads, options,
-                        [](const surge::v1::RequestRecord&) {});
+  DispatchRig rig(ConstantPlan(1000, 20), options);
   surge::v1::Welcome seen[2];
-  LocalWorker w[2];
   for (int k = 0; k < 2; ++k) {
-    StartWorker(
-        sim, router, k == 0 ? "a" : "b", k, w[k],
+    rig.AddWorker(
+        k == 0 ? "a" : "b", k,
         {.on_welcome = [&seen, k](const surge::v1::Welcome& welcome) { seen[k] = welcome; }});
   }
-  auto outcome = dispatcher.Run();
-  for (auto& x : w) sim.Join(x.thread);
+  const auto& outcome = rig.Run();
   ASSERT_TRUE(outcome.ok()) << outcome.status();
   EXPECT_EQ(outcome->records, 20u);
   for (int k = 0; k < 2; ++k) {
@@ -166,16 +139,9 @@ class FloodOnStart final : public surge::Transport {
 };
 
 TEST(DispatcherRunTest, TheMessageTakenWhenATurnEndsIsHandled) {
-  const ArrivalSchedule plan = ConstantPlan(10, 1);
-  FixedPayloads payloads;
-  SimulatedClock sim;
-  InMemoryRouter router(sim);
-  FloodOnStart transport(router);
-  DispatcherOptions options = TestOptions(1);
-  std::vector<surge::v1::RequestRecord> records;
-  Dispatcher dispatcher(sim, transport, plan, payloads, options,
-                        [&](const surge::v1::RequestRecord& r) { records.push_back(r); });
-  auto peer = router.Connect("w");
+  DispatchRig rig(ConstantPlan(10, 1), TestOptions(1),
+                  [](InMemoryRouter& router) { return std::make_unique<FloodOnStart>(router); });
+  auto peer = rig.router.Connect("w");
   surge::v1::Envelope hello;
   hello.set_protocol_version(surge::v1::PROTOCOL_VERSION_CURRENT);
   hello.mutable_hello()->set_requested_index(0);
@@ -185,7 +151,8 @@ TEST(DispatcherRunTest, TheMessageTakenWhenATurnEndsIsHandled) {
   ready.set_protocol_version(surge::v1::PROTOCOL_VERSION_CURRENT);
   ready.mutable_heartbeat()->set_hb_seq(0);
   ASSERT_TRUE(peer->Send("", ready).ok());
-  auto outcome = dispatcher.Run();
+  const auto& outcome = rig.Run();
+  const auto& records = rig.records;
   ASSERT_TRUE(outcome.ok()) << outcome.status();
   ASSERT_EQ(records.size(), 1u);
   EXPECT_EQ(records[0].status(), surge::v1::OK) << records[0].error();

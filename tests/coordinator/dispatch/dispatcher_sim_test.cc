@@ -27,56 +27,38 @@ namespace {
 
 using std::chrono::milliseconds;
 using surge::testing::AutoAdvanceClock;
+using surge::testing::ConstantPlan;
 using surge::testing::InMemoryRouter;
-using surge::testing::ScriptedWorker;
+using surge::testing::kSimulatedStart;
+using surge::testing::TestOptions;
 
 constexpr int64_t kMs = 1000 * 1000;
-const Clock::TimePoint kStart = Clock::TimePoint(std::chrono::seconds(1000));
+const Clock::TimePoint kStart = kSimulatedStart;
 
-using surge::testing::ConstantPlan;
-using surge::testing::FixedPayloads;
+// A dispatcher and scripted workers on one AutoAdvanceClock.
+using SimRig = surge::testing::DispatchRig<AutoAdvanceClock>;
 
-DispatcherOptions SimOptions(int num_workers) {
-  DispatcherOptions options;
-  options.num_workers = num_workers;
-  options.run_id = "sim";
-  options.start_lead = milliseconds(100);
-  return options;
-}
-
-struct SimRun {
-  absl::StatusOr<DispatchOutcome> outcome;
-  std::vector<surge::v1::RequestRecord> records;
-  std::vector<std::unique_ptr<ScriptedWorker>> workers;
-  Clock::TimePoint ended;
-};
-
-// Runs `plan` with `num_workers` scripted workers; `before_step(clock, workers)`
-// runs before the workers step and returns false to skip their step.
-SimRun RunSimulated(const ArrivalSchedule& plan, DispatcherOptions options,
-                    std::function<bool(AutoAdvanceClock&, SimRun&)> before_step = nullptr) {
-  AutoAdvanceClock clock(kStart);
-  InMemoryRouter router(clock);
-  FixedPayloads payloads;
-  SimRun run;
-  for (int k = 0; k < options.num_workers; ++k) {
-    run.workers.push_back(std::make_unique<ScriptedWorker>(
-        clock, router.Connect(absl::StrCat("w", k)), static_cast<int32_t>(k)));
-  }
-  clock.set_world([&] {
-    if (before_step && !before_step(clock, run)) return;
-    for (auto& w : run.workers) w->Step();
+// Runs `plan` with `options.num_workers` scripted workers ("w0", "w1", ...);
+// `before_step(clock, rig)` runs before the workers step and returns false
+// to skip their step.
+std::unique_ptr<SimRig> RunSimulated(
+    const ArrivalSchedule& plan, DispatcherOptions options,
+    std::function<bool(AutoAdvanceClock&, SimRig&)> before_step = nullptr) {
+  const int num_workers = options.num_workers;
+  auto rig = std::make_unique<SimRig>(plan, std::move(options));
+  for (int k = 0; k < num_workers; ++k) rig->AddScriptedWorker(absl::StrCat("w", k), k);
+  rig->clock.set_world([&rig = *rig, before_step] {
+    if (before_step && !before_step(rig.clock, rig)) return;
+    for (auto& w : rig.scripted) w->Step();
   });
-  Dispatcher dispatcher(clock, router, plan, payloads, options,
-                        [&](const surge::v1::RequestRecord& r) { run.records.push_back(r); });
-  run.outcome = dispatcher.Run();
-  run.ended = clock.Now();
-  return run;
+  rig->Run();
+  return rig;
 }
 
 TEST(DispatcherSimTest, StripedRunWithExactTimestamps) {
   const ArrivalSchedule plan = ConstantPlan(100, 200);  // 10 ms apart, 2 s
-  SimRun run = RunSimulated(plan, SimOptions(2));
+  const std::unique_ptr<SimRig> owner = RunSimulated(plan, TestOptions(2));
+  SimRig& run = *owner;
   ASSERT_TRUE(run.outcome.ok()) << run.outcome.status();
   // Both workers were ready at the first instant: t0 = start + lead exactly.
   EXPECT_EQ(run.outcome->t0_ns, ToNanos(kStart) + 100 * kMs);
@@ -94,7 +76,7 @@ TEST(DispatcherSimTest, StripedRunWithExactTimestamps) {
     // is released exactly at its planned instant.
     EXPECT_EQ(r.sent_ns(), r.planned_ns()) << r.index();
   }
-  for (const auto& w : run.workers) {
+  for (const auto& w : run.scripted) {
     EXPECT_EQ(w->stop_reason(), "done");
     EXPECT_EQ(w->sent().size(), 100u);
     EXPECT_GT(w->acks(), 7u);  // about one per 250 ms of the 2.1 s
@@ -113,12 +95,13 @@ TEST(DispatcherSimTest, SilentWorkerIsTakenOverAtTheLeaseBoundary) {
   const ArrivalSchedule plan = ConstantPlan(100, 500);  // 10 ms apart, 5 s
   const Clock::TimePoint silence_at = kStart + milliseconds(100) + milliseconds(1000);
   auto run_once = [&] {
-    return RunSimulated(plan, SimOptions(2), [&](AutoAdvanceClock& clock, SimRun& run) {
-      if (clock.Now() >= silence_at) run.workers[1]->Silence();
+    return RunSimulated(plan, TestOptions(2), [&](AutoAdvanceClock& clock, SimRig& run) {
+      if (clock.Now() >= silence_at) run.scripted[1]->Silence();
       return true;
     });
   };
-  SimRun run = run_once();
+  const std::unique_ptr<SimRig> owner = run_once();
+  SimRig& run = *owner;
   ASSERT_TRUE(run.outcome.ok()) << run.outcome.status();
   EXPECT_EQ(run.outcome->workers_lost, 1u);
   ASSERT_EQ(run.records.size(), 500u);
@@ -189,18 +172,18 @@ TEST(DispatcherSimTest, SilentWorkerIsTakenOverAtTheLeaseBoundary) {
   // Fencing in practice: the silent worker sent nothing after it fell
   // silent, and no index was sent by both workers.
   std::set<uint64_t> by_silent;
-  for (const auto& s : run.workers[1]->sent()) {
+  for (const auto& s : run.scripted[1]->sent()) {
     EXPECT_LT(s.sent_ns, 1000 * kMs);
     by_silent.insert(s.index);
   }
-  for (const auto& s : run.workers[0]->sent()) EXPECT_EQ(by_silent.count(s.index), 0u);
+  for (const auto& s : run.scripted[0]->sent()) EXPECT_EQ(by_silent.count(s.index), 0u);
 
-  SimRun again = run_once();
-  ASSERT_EQ(again.records.size(), run.records.size());
+  const std::unique_ptr<SimRig> again = run_once();
+  ASSERT_EQ(again->records.size(), run.records.size());
   for (size_t k = 0; k < run.records.size(); ++k) {
-    EXPECT_EQ(again.records[k].SerializeAsString(), run.records[k].SerializeAsString()) << k;
+    EXPECT_EQ(again->records[k].SerializeAsString(), run.records[k].SerializeAsString()) << k;
   }
-  EXPECT_EQ(again.ended, run.ended);
+  EXPECT_EQ(again->ended, run.ended);
 }
 
 // R-DIST-6/7: worker 1 is frozen at 1.0 s
@@ -214,25 +197,27 @@ TEST(DispatcherSimTest, WorkerThatWakesAfterItsDeathIsToldToStop) {
   const Clock::TimePoint woken_at = frozen_at + milliseconds(2000);
   size_t sent_when_frozen = 0;
   bool woken = false;
-  SimRun run = RunSimulated(plan, SimOptions(2), [&](AutoAdvanceClock& clock, SimRun& r) {
-    if (clock.Now() >= frozen_at && !woken && clock.Now() < woken_at) {
-      if (sent_when_frozen == 0) sent_when_frozen = r.workers[1]->sent().size();
-      r.workers[1]->Silence();
-    } else if (clock.Now() >= woken_at && !woken) {
-      woken = true;
-      r.workers[1]->Wake();
-    }
-    return true;
-  });
+  const std::unique_ptr<SimRig> owner =
+      RunSimulated(plan, TestOptions(2), [&](AutoAdvanceClock& clock, SimRig& r) {
+        if (clock.Now() >= frozen_at && !woken && clock.Now() < woken_at) {
+          if (sent_when_frozen == 0) sent_when_frozen = r.scripted[1]->sent().size();
+          r.scripted[1]->Silence();
+        } else if (clock.Now() >= woken_at && !woken) {
+          woken = true;
+          r.scripted[1]->Wake();
+        }
+        return true;
+      });
+  SimRig& run = *owner;
   ASSERT_TRUE(run.outcome.ok()) << run.outcome.status();
   EXPECT_TRUE(woken);
   EXPECT_EQ(run.outcome->workers_lost, 1u);
   EXPECT_EQ(run.outcome->workers_fenced, 1u);
-  EXPECT_EQ(run.workers[1]->stop_reason(), "fenced");
-  EXPECT_TRUE(run.workers[1]->gone());
-  EXPECT_EQ(run.workers[1]->sent().size(), sent_when_frozen);
+  EXPECT_EQ(run.scripted[1]->stop_reason(), "fenced");
+  EXPECT_TRUE(run.scripted[1]->gone());
+  EXPECT_EQ(run.scripted[1]->sent().size(), sent_when_frozen);
   EXPECT_GT(sent_when_frozen, 40u);  // about 50 in its first second
-  EXPECT_EQ(run.workers[0]->stop_reason(), "done");
+  EXPECT_EQ(run.scripted[0]->stop_reason(), "done");
   ASSERT_EQ(run.records.size(), 500u);
   std::set<uint64_t> seen;
   for (const auto& r : run.records) EXPECT_TRUE(seen.insert(r.index()).second) << r.index();
@@ -245,14 +230,16 @@ TEST(DispatcherSimTest, WorkerThatWakesAfterItsDeathIsToldToStop) {
 TEST(DispatcherSimTest, CoordinatorStallOfTwoSecondsEvictsNobody) {
   const ArrivalSchedule plan = ConstantPlan(100, 300);  // 3 s
   bool jumped = false;
-  SimRun run = RunSimulated(plan, SimOptions(2), [&](AutoAdvanceClock& clock, SimRun&) {
-    if (!jumped && clock.Now() >= kStart + milliseconds(1100)) {
-      jumped = true;
-      clock.AdvanceBy(std::chrono::seconds(2));
-      return false;
-    }
-    return true;
-  });
+  const std::unique_ptr<SimRig> owner =
+      RunSimulated(plan, TestOptions(2), [&](AutoAdvanceClock& clock, SimRig&) {
+        if (!jumped && clock.Now() >= kStart + milliseconds(1100)) {
+          jumped = true;
+          clock.AdvanceBy(std::chrono::seconds(2));
+          return false;
+        }
+        return true;
+      });
+  SimRig& run = *owner;
   ASSERT_TRUE(jumped);
   ASSERT_TRUE(run.outcome.ok()) << run.outcome.status();
   EXPECT_EQ(run.outcome->workers_lost, 0u);
@@ -271,9 +258,10 @@ TEST(DispatcherSimTest, CoordinatorStallOfTwoSecondsEvictsNobody) {
 // stripes like round-robin, and every request still ends exactly once.
 TEST(DispatcherSimTest, LeastLoadedPolicyRunsAPlanToTheEnd) {
   const ArrivalSchedule plan = ConstantPlan(100, 120);
-  DispatcherOptions options = SimOptions(3);
+  DispatcherOptions options = TestOptions(3);
   options.assign = AssignPolicyKind::kLeastLoaded;
-  SimRun run = RunSimulated(plan, options);
+  const std::unique_ptr<SimRig> owner = RunSimulated(plan, options);
+  SimRig& run = *owner;
   ASSERT_TRUE(run.outcome.ok()) << run.outcome.status();
   ASSERT_EQ(run.records.size(), 120u);
   std::map<int32_t, int> per_worker;
@@ -306,21 +294,16 @@ TEST(DispatcherSimTest, LateExtraAndForeignWorkersAreRefusedWithTheirReason) {
       if ((*in)->message.has_reject()) got.push_back((*in)->message.reject());
     }
   };
-  AutoAdvanceClock clock(kStart);
-  InMemoryRouter router(clock);
-  FixedPayloads payloads;
-  SimRun run;
-  for (int k = 0; k < 2; ++k) {
-    run.workers.push_back(std::make_unique<ScriptedWorker>(
-        clock, router.Connect(absl::StrCat("w", k)), static_cast<int32_t>(k)));
-  }
-  extra = router.Connect("extra");
-  foreign = router.Connect("foreign");
-  late = router.Connect("late");
+  SimRig run(plan, TestOptions(2));
+  AutoAdvanceClock& clock = run.clock;
+  for (int k = 0; k < 2; ++k) run.AddScriptedWorker(absl::StrCat("w", k), k);
+  extra = run.router.Connect("extra");
+  foreign = run.router.Connect("foreign");
+  late = run.router.Connect("late");
   hello(*foreign, surge::v1::PROTOCOL_VERSION_CURRENT + 7);
   bool extra_sent = false;
   clock.set_world([&] {
-    for (auto& w : run.workers) w->Step();
+    for (auto& w : run.scripted) w->Step();
     // Once the two have said Hello (their first step), a third one does.
     if (!extra_sent) {
       hello(*extra, surge::v1::PROTOCOL_VERSION_CURRENT);
@@ -335,9 +318,7 @@ TEST(DispatcherSimTest, LateExtraAndForeignWorkersAreRefusedWithTheirReason) {
     drain(*late, late_got);
     drain(*foreign, foreign_got);
   });
-  Dispatcher dispatcher(clock, router, plan, payloads, SimOptions(2),
-                        [&](const surge::v1::RequestRecord& r) { run.records.push_back(r); });
-  run.outcome = dispatcher.Run();
+  run.Run();
   drain(*extra, extra_got);
   drain(*late, late_got);
   drain(*foreign, foreign_got);
@@ -362,18 +343,12 @@ TEST(DispatcherSimTest, LateExtraAndForeignWorkersAreRefusedWithTheirReason) {
 // A run without workers fails at once (it used to wait for records that no
 // one would ever send).
 TEST(DispatcherSimTest, NoWorkersIsAnErrorNotAHang) {
-  const ArrivalSchedule plan = ConstantPlan(100, 5);
-  AutoAdvanceClock clock(kStart);
-  InMemoryRouter router(clock);
-  FixedPayloads payloads;
-  std::vector<surge::v1::RequestRecord> records;
-  Dispatcher dispatcher(clock, router, plan, payloads, SimOptions(0),
-                        [&](const surge::v1::RequestRecord& r) { records.push_back(r); });
-  auto outcome = dispatcher.Run();
+  SimRig rig(ConstantPlan(100, 5), TestOptions(0));
+  const auto& outcome = rig.Run();
   EXPECT_EQ(outcome.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(outcome.status().message()), ::testing::HasSubstr("at least one worker"));
-  EXPECT_TRUE(records.empty());
-  EXPECT_EQ(clock.Now(), kStart);
+  EXPECT_TRUE(rig.records.empty());
+  EXPECT_EQ(rig.clock.Now(), kStart);
 }
 
 // The lateness alarm on simulated time. A worker's pacer, modelled: its
@@ -421,7 +396,7 @@ struct ModelledPacer {
 };
 
 struct AlarmRun {
-  SimRun run;
+  std::unique_ptr<SimRig> run;
   std::vector<std::string> lines;
   std::vector<std::unique_ptr<ModelledPacer>> pacers;
 };
@@ -432,7 +407,7 @@ AlarmRun RunWithAlarm(double rate_rps, uint64_t n, int64_t saturate_at_ns, doubl
                       bool stop_on_alarm) {
   AlarmRun out;
   const ArrivalSchedule plan = ConstantPlan(rate_rps, n);
-  DispatcherOptions options = SimOptions(2);
+  DispatcherOptions options = TestOptions(2);
   options.stop_on_alarm = stop_on_alarm;
   options.log_writer = [&out](LogLevel, std::string_view line) { out.lines.emplace_back(line); };
   const int64_t step = static_cast<int64_t>(1e9 / rate_rps);
@@ -448,11 +423,11 @@ AlarmRun RunWithAlarm(double rate_rps, uint64_t n, int64_t saturate_at_ns, doubl
     out.pacers.push_back(std::move(p));
   }
   bool wired = false;
-  out.run = RunSimulated(plan, options, [&](AutoAdvanceClock&, SimRun& run) {
+  out.run = RunSimulated(plan, options, [&](AutoAdvanceClock&, SimRig& run) {
     if (!wired) {
       for (int k = 0; k < 2; ++k) {
         ModelledPacer* p = out.pacers[k].get();
-        run.workers[k]->set_send_health([p](int64_t now) { return p->ReportAt(now); });
+        run.scripted[k]->set_send_health([p](int64_t now) { return p->ReportAt(now); });
       }
       wired = true;
     }
@@ -462,12 +437,12 @@ AlarmRun RunWithAlarm(double rate_rps, uint64_t n, int64_t saturate_at_ns, doubl
 }
 
 // The alarm fires at the first report after worker 1's lateness crossed
-// 10 ms (within 0.5 s, the issue asks 2 s), names worker 1 and the in-flight
+// 10 ms (within 0.5 s; 2 s is the bound it must keep), names worker 1 and the in-flight
 // cap; --stop-on-alarm then ends the run within 3 s with one record per
 // planned request; the warning is one line.
 TEST(DispatcherSimTest, SaturatedWorkerTriggersTheAlarmAndStopOnAlarmEndsTheRun) {
   AlarmRun a = RunWithAlarm(1000, 20000, 3 * 1000 * kMs, 1.25, /*stop_on_alarm=*/true);
-  SimRun& run = a.run;
+  SimRig& run = *a.run;
   ASSERT_TRUE(run.outcome.ok()) << run.outcome.status();
   const DispatchOutcome& o = *run.outcome;
   const int64_t crossed = a.pacers[1]->crossed_at_ns;
@@ -505,8 +480,8 @@ TEST(DispatcherSimTest, SaturatedWorkerTriggersTheAlarmAndStopOnAlarmEndsTheRun)
 // the count of those it stands for), and every report is counted.
 TEST(DispatcherSimTest, RepeatedAlarmsAreRateLimitedAndCounted) {
   AlarmRun a = RunWithAlarm(200, 12000, 3 * 1000 * kMs, 1.25, /*stop_on_alarm=*/false);
-  ASSERT_TRUE(a.run.outcome.ok()) << a.run.outcome.status();
-  const DispatchOutcome& o = *a.run.outcome;
+  ASSERT_TRUE(a.run->outcome.ok()) << a.run->outcome.status();
+  const DispatchOutcome& o = *a.run->outcome;
   EXPECT_FALSE(o.stopped_on_alarm);
   EXPECT_FALSE(o.schedule.kept);
   // Worker 1 is behind from about 3.4 s to the end of the 60 s plan and its
@@ -527,13 +502,13 @@ TEST(DispatcherSimTest, RepeatedAlarmsAreRateLimitedAndCounted) {
 // Both workers on schedule: no alarm, no line, schedule kept.
 TEST(DispatcherSimTest, HealthyRunNeverTriggersTheAlarm) {
   AlarmRun a = RunWithAlarm(1000, 5000, INT64_MAX, 0, /*stop_on_alarm=*/true);
-  ASSERT_TRUE(a.run.outcome.ok()) << a.run.outcome.status();
-  EXPECT_FALSE(a.run.outcome->stopped_on_alarm);
-  EXPECT_TRUE(a.run.outcome->schedule.kept);
-  EXPECT_EQ(a.run.outcome->schedule.over_reports, 0u);
-  EXPECT_EQ(a.run.outcome->schedule.worst_p99_ns, 0);
+  ASSERT_TRUE(a.run->outcome.ok()) << a.run->outcome.status();
+  EXPECT_FALSE(a.run->outcome->stopped_on_alarm);
+  EXPECT_TRUE(a.run->outcome->schedule.kept);
+  EXPECT_EQ(a.run->outcome->schedule.over_reports, 0u);
+  EXPECT_EQ(a.run->outcome->schedule.worst_p99_ns, 0);
   EXPECT_TRUE(a.lines.empty());
-  for (const auto& r : a.run.records) EXPECT_EQ(r.status(), surge::v1::OK);
+  for (const auto& r : a.run->records) EXPECT_EQ(r.status(), surge::v1::OK);
 }
 
 }  // namespace

@@ -20,12 +20,8 @@ namespace surge::coordinator {
 namespace {
 
 using surge::testing::ConstantPlan;
-using surge::testing::FakeRequestSender;
-using surge::testing::FixedPayloads;
-using surge::testing::InMemoryRouter;
+using surge::testing::DispatchRig;
 using surge::testing::LocalWorker;
-using surge::testing::SimulatedClock;
-using surge::testing::StartWorker;
 using surge::testing::TestOptions;
 
 // How far a send time may come out before its planned time after the
@@ -38,23 +34,15 @@ constexpr int64_t kClockToleranceNs = 200'000;
 // coordinator names the worker and the descriptor limit, and
 // --stop-on-alarm ends the run with one record per planned request.
 TEST(DispatcherStopTest, DescriptorCapacityCapsTheWorkerAndStopOnAlarmEndsTheRun) {
-  const ArrivalSchedule plan = ConstantPlan(100, 300);  // 3 s
-  FixedPayloads payloads;
-  SimulatedClock sim;
-  InMemoryRouter router(sim);
   DispatcherOptions options = TestOptions(1);
   options.stop_on_alarm = true;
   std::vector<std::string> lines;
   options.log_writer = [&lines](LogLevel, std::string_view line) { lines.emplace_back(line); };
-  std::vector<surge::v1::RequestRecord> records;
-  Dispatcher dispatcher(sim, router, plan, payloads, options,
-                        [&](const surge::v1::RequestRecord& r) { records.push_back(r); });
-  LocalWorker w0;
-  StartWorker(sim, router, "a", 0, w0, {.fd_limit = 66, .latency = std::chrono::milliseconds(400)});
-  const auto started = sim.Now();
-  auto outcome = dispatcher.Run();
-  const auto took = sim.Now() - started;
-  sim.Join(w0.thread);
+  DispatchRig rig(ConstantPlan(100, 300), options);  // 3 s
+  rig.AddWorker("a", 0, {.fd_limit = 66, .latency = std::chrono::milliseconds(400)});
+  const auto& outcome = rig.Run();
+  const auto took = rig.ended - rig.started;
+  const auto& records = rig.records;
   ASSERT_TRUE(outcome.ok()) << outcome.status();
   EXPECT_TRUE(outcome->stopped_on_alarm);
   const ScheduleVerdict& v = outcome->schedule;
@@ -90,33 +78,24 @@ TEST(DispatcherStopTest, DescriptorCapacityCapsTheWorkerAndStopOnAlarmEndsTheRun
 // never-released ones are not_sent, and the run ends within cut_wait of the
 // second stop.
 TEST(DispatcherStopTest, SecondStopCutsOffInflightRequestsAsInterrupted) {
-  const ArrivalSchedule plan = ConstantPlan(100, 300);  // 3 s
-  FixedPayloads payloads;
-  SimulatedClock sim;
-  InMemoryRouter router(sim);
   DispatcherOptions options = TestOptions(2);
   options.drain = std::chrono::milliseconds(10000);
   options.cut_wait = std::chrono::milliseconds(1000);
-  std::vector<surge::v1::RequestRecord> records;
-  Dispatcher dispatcher(sim, router, plan, payloads, options,
-                        [&](const surge::v1::RequestRecord& r) { records.push_back(r); });
-  LocalWorker w0, w1;
+  DispatchRig rig(ConstantPlan(100, 300), options);  // 3 s
   // Answers never come: every sent request stays in flight.
-  StartWorker(sim, router, "a", 0, w0, {.complete_at_once = false});
-  StartWorker(sim, router, "b", 1, w1, {.complete_at_once = false});
+  LocalWorker& w0 = rig.AddWorker("a", 0, {.complete_at_once = false});
+  LocalWorker& w1 = rig.AddWorker("b", 1, {.complete_at_once = false});
   Clock::TimePoint second_stop;
-  std::thread user = sim.StartThread([&] {
-    sim.SleepUntil(sim.Now() + std::chrono::milliseconds(900));
-    dispatcher.RequestStop();
-    sim.SleepUntil(sim.Now() + std::chrono::milliseconds(500));
-    second_stop = sim.Now();
-    dispatcher.RequestStop();
+  rig.StartThread([&] {
+    rig.clock.SleepUntil(rig.clock.Now() + std::chrono::milliseconds(900));
+    rig.dispatcher.RequestStop();
+    rig.clock.SleepUntil(rig.clock.Now() + std::chrono::milliseconds(500));
+    second_stop = rig.clock.Now();
+    rig.dispatcher.RequestStop();
   });
-  auto outcome = dispatcher.Run();
-  const auto ended = sim.Now();
-  sim.Join(user);
-  sim.Join(w0.thread);
-  sim.Join(w1.thread);
+  const auto& outcome = rig.Run();
+  const auto ended = rig.ended;
+  const auto& records = rig.records;
   ASSERT_TRUE(outcome.ok()) << outcome.status();
   EXPECT_LT(ended - second_stop, std::chrono::milliseconds(1000));  // not the 10 s drain
   EXPECT_TRUE(outcome->interrupted);
@@ -149,15 +128,9 @@ TEST(DispatcherStopTest, SecondStopCutsOffInflightRequestsAsInterrupted) {
 // When the first K records are all connection failures the
 // target is unreachable: the run stops at once, the rest is not_sent.
 TEST(DispatcherStopTest, ConnectFailuresAtTheStartStopTheRun) {
-  const ArrivalSchedule plan = ConstantPlan(100, 500);  // 5 s
-  FixedPayloads payloads;
-  SimulatedClock sim;
-  InMemoryRouter router(sim);
   DispatcherOptions options = TestOptions(2);
   options.abort_after_connect_failures = 10;
-  std::vector<surge::v1::RequestRecord> records;
-  Dispatcher dispatcher(sim, router, plan, payloads, options,
-                        [&](const surge::v1::RequestRecord& r) { records.push_back(r); });
+  DispatchRig rig(ConstantPlan(100, 500), options);  // 5 s
   auto refused = [](surge::v1::RequestRecord& r) {
     r.set_sent(false);
     r.set_sent_ns(0);
@@ -165,14 +138,12 @@ TEST(DispatcherStopTest, ConnectFailuresAtTheStartStopTheRun) {
     r.set_http_status(0);
     r.set_error("connect: Connection refused");
   };
-  LocalWorker w0, w1;
-  StartWorker(sim, router, "a", 0, w0, {.result = refused});
-  StartWorker(sim, router, "b", 1, w1, {.result = refused});
-  const auto start = sim.Now();
-  auto outcome = dispatcher.Run();
-  const auto ended = sim.Now();
-  sim.Join(w0.thread);
-  sim.Join(w1.thread);
+  rig.AddWorker("a", 0, {.result = refused});
+  rig.AddWorker("b", 1, {.result = refused});
+  const auto& outcome = rig.Run();
+  const auto start = rig.started;
+  const auto ended = rig.ended;
+  const auto& records = rig.records;
   ASSERT_TRUE(outcome.ok()) << outcome.status();
   EXPECT_TRUE(outcome->target_unreachable);
   EXPECT_FALSE(outcome->interrupted);
@@ -198,18 +169,9 @@ TEST(DispatcherStopTest, ConnectFailuresAtTheStartStopTheRun) {
 // connection failures are ordinary failed records; 0 turns the rule off.
 TEST(DispatcherStopTest, ConnectFailuresAfterAnAnswerOrWithRuleOffDoNotStopTheRun) {
   for (const uint32_t k : {10u, 0u}) {
-    const ArrivalSchedule plan = ConstantPlan(200, 60);
-    FixedPayloads payloads;
-    SimulatedClock sim;
-    InMemoryRouter router(sim);
-    DispatcherOptions options;
-    options.num_workers = 1;
-    options.run_id = "test";
-    options.start_lead = std::chrono::milliseconds(100);
+    DispatcherOptions options = TestOptions(1);
     options.abort_after_connect_failures = k;
-    std::vector<surge::v1::RequestRecord> records;
-    Dispatcher dispatcher(sim, router, plan, payloads, options,
-                          [&](const surge::v1::RequestRecord& r) { records.push_back(r); });
+    DispatchRig rig(ConstantPlan(200, 60), options);
     // k = 10: request 0 is answered, all later ones are refused;
     // k = 0: all are refused.
     auto result = [k](surge::v1::RequestRecord& r) {
@@ -220,14 +182,12 @@ TEST(DispatcherStopTest, ConnectFailuresAfterAnAnswerOrWithRuleOffDoNotStopTheRu
       r.set_http_status(0);
       r.set_error("connect: Connection refused");
     };
-    LocalWorker w;
-    StartWorker(sim, router, "a", 0, w, {.result = result});
-    auto outcome = dispatcher.Run();
-    sim.Join(w.thread);
+    rig.AddWorker("a", 0, {.result = result});
+    const auto& outcome = rig.Run();
     ASSERT_TRUE(outcome.ok()) << outcome.status();
     EXPECT_FALSE(outcome->target_unreachable) << "k=" << k;
-    ASSERT_EQ(records.size(), 60u);
-    for (const auto& r : records) EXPECT_NE(r.status(), surge::v1::NOT_SENT) << "k=" << k;
+    ASSERT_EQ(rig.records.size(), 60u);
+    for (const auto& r : rig.records) EXPECT_NE(r.status(), surge::v1::NOT_SENT) << "k=" << k;
   }
 }
 

@@ -19,31 +19,21 @@ namespace surge::coordinator {
 namespace {
 
 using surge::testing::ConstantPlan;
+using surge::testing::DispatchRig;
 using surge::testing::FixedPayloads;
-using surge::testing::InMemoryRouter;
 using surge::testing::LocalWorker;
-using surge::testing::SimulatedClock;
-using surge::testing::StartWorker;
 using surge::testing::TestOptions;
 
 TEST(DispatcherWarmupTest, WarmupsGoBeforeT0AtTheirOffsetsOverEveryWorker) {
-  const ArrivalSchedule plan = ConstantPlan(100, 20);  // 10 ms apart, from 10 ms
-  FixedPayloads payloads;
   FixedPayloads warmup_payloads;
-  SimulatedClock sim;
-  InMemoryRouter router(sim);
   DispatcherOptions options = TestOptions(2);
   options.warmup_offsets_ns = WarmupOffsetsNs(6, 100.0);  // -60 .. -10 ms
   options.warmup_payloads = &warmup_payloads;
-  std::vector<surge::v1::RequestRecord> records;
-  Dispatcher dispatcher(sim, router, plan, payloads, options,
-                        [&](const surge::v1::RequestRecord& r) { records.push_back(r); });
-  LocalWorker w0, w1;
-  StartWorker(sim, router, "a", 0, w0);
-  StartWorker(sim, router, "b", 1, w1);
-  auto outcome = dispatcher.Run();
-  sim.Join(w0.thread);
-  sim.Join(w1.thread);
+  DispatchRig rig(ConstantPlan(100, 20), options);  // 10 ms apart, from 10 ms
+  LocalWorker& w0 = rig.AddWorker("a", 0);
+  LocalWorker& w1 = rig.AddWorker("b", 1);
+  const auto& outcome = rig.Run();
+  const auto& records = rig.records;
   ASSERT_TRUE(outcome.ok()) << outcome.status();
   EXPECT_EQ(outcome->records, 20u);
   EXPECT_EQ(outcome->warmup_records, 6u);
@@ -80,30 +70,22 @@ TEST(DispatcherWarmupTest, WarmupsGoBeforeT0AtTheirOffsetsOverEveryWorker) {
 }
 
 TEST(DispatcherWarmupTest, AStopDuringTheWarmupsLeavesOneRecordEach) {
-  const ArrivalSchedule plan = ConstantPlan(100, 20);
-  FixedPayloads payloads;
-  SimulatedClock sim;
-  InMemoryRouter router(sim);
+  FixedPayloads warmup_payloads;
   DispatcherOptions options = TestOptions(2);
   options.warmup_offsets_ns = WarmupOffsetsNs(100, 100.0);  // -1 s .. -10 ms
-  options.warmup_payloads = &payloads;
+  options.warmup_payloads = &warmup_payloads;
   options.drain = std::chrono::milliseconds(0);
-  std::vector<surge::v1::RequestRecord> records;
-  Dispatcher dispatcher(sim, router, plan, payloads, options,
-                        [&](const surge::v1::RequestRecord& r) { records.push_back(r); });
-  LocalWorker w0, w1;
-  StartWorker(sim, router, "a", 0, w0);
-  StartWorker(sim, router, "b", 1, w1);
-  // t0 is the start + 0.5 s + 1 s of warm-ups: stop 1 s after the start,
+  DispatchRig rig(ConstantPlan(100, 20), options);
+  rig.AddWorker("a", 0);
+  rig.AddWorker("b", 1);
+  // t0 is the start + 0.1 s + 1 s of warm-ups: stop 1 s after the start,
   // in the middle of the warm-ups.
-  std::thread user = sim.StartThread([&] {
-    sim.SleepUntil(sim.Now() + std::chrono::milliseconds(1000));
-    dispatcher.RequestStop();
+  rig.StartThread([&rig] {
+    rig.clock.SleepUntil(rig.clock.Now() + std::chrono::milliseconds(1000));
+    rig.dispatcher.RequestStop();
   });
-  auto outcome = dispatcher.Run();
-  sim.Join(user);
-  sim.Join(w0.thread);
-  sim.Join(w1.thread);
+  const auto& outcome = rig.Run();
+  const auto& records = rig.records;
   ASSERT_TRUE(outcome.ok()) << outcome.status();
   EXPECT_TRUE(outcome->interrupted);
   EXPECT_LT(outcome->interrupted_at_ns, 0);

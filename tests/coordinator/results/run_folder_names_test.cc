@@ -10,16 +10,16 @@
 #include <string>
 
 #include "coordinator/results/run_files.h"
+#include "tests/testing/temp_dir.h"
 
 namespace surge::coordinator {
 namespace {
 
 namespace fs = std::filesystem;
 
-fs::path FreshDir(const std::string& name) {
-  const fs::path dir = fs::path(::testing::TempDir()) / (name + "_" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  return dir;
+// A folder of this process's own that the code under test must make.
+fs::path OutDir(const std::string& name) {
+  return surge::testing::AbsentDir(name + "_" + std::to_string(getpid()));
 }
 
 TEST(SafeFileNameTest, UserNamesBecomeOneSafeComponent) {
@@ -43,7 +43,7 @@ TEST(SafeFileNameTest, UserNamesBecomeOneSafeComponent) {
 }
 
 TEST(SafeFileNameTest, RunFolderStaysUnderPerformances) {
-  const fs::path out = FreshDir("run_folder_names");
+  const fs::path out = OutDir("run_folder_names");
   const auto now = std::chrono::system_clock::now();
   for (const std::string model : {"..", "a/../../b", "/abs", "", "../../../../tmp/x"}) {
     auto folder = CreateRunFolder(out, model, now);
@@ -56,7 +56,7 @@ TEST(SafeFileNameTest, RunFolderStaysUnderPerformances) {
 }
 
 TEST(CheckOutputDirTest, AcceptsACreatableFolderAndNamesAnUnusableOne) {
-  const fs::path out = FreshDir("check_output_dir");
+  const fs::path out = OutDir("check_output_dir");
   EXPECT_TRUE(CheckOutputDir(out / "a" / "b").ok());
   EXPECT_FALSE(fs::exists(out));  // nothing created
   fs::create_directories(out / "a");
@@ -86,7 +86,7 @@ TEST(WritePlanCsvTest, ReportsProgressUpToEveryRow) {
   t.request_rate_rps = t.target_rate_rps = 1000;
   auto plan = BuildArrivalSchedule(t, (1u << 20) + 5, 0);
   ASSERT_TRUE(plan.ok());
-  const fs::path out = FreshDir("plan_csv_progress");
+  const fs::path out = OutDir("plan_csv_progress");
   fs::create_directories(out);
   std::vector<uint64_t> calls;
   ASSERT_TRUE(
