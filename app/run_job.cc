@@ -25,6 +25,7 @@
 #include "coordinator/results/live_metrics.h"
 #include "coordinator/results/prefix_reuse_summary.h"
 #include "coordinator/results/progress.h"
+#include "coordinator/results/redirect_notice.h"
 #include "coordinator/results/run_facts.h"
 #include "coordinator/results/run_files.h"
 #include "coordinator/results/run_results.h"
@@ -291,7 +292,9 @@ absl::StatusOr<DispatchOutcome> Job::Dispatch(DispatcherOptions& options,
   auto details = DetailsWriter::Create(prepared_.folder / (prepared_.dataset + "_details.jsonl"),
                                        details_options);
   if (!details.ok()) return AsRuntimeFailure(details.status());
-  RecordFanOut sinks({details->get(), &summary, &page, &progress});
+  // surge does not follow redirects: the first one is named, once.
+  coordinator::RedirectNotice redirects;
+  RecordFanOut sinks({details->get(), &summary, &page, &progress, &redirects});
   if (live) sinks.Attach(&live_metrics_);
   Dispatcher dispatcher(
       clock_, **transport, prepared_.plan, *prepared_.payloads, options,

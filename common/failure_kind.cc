@@ -60,6 +60,29 @@ FailureKind FailureKindOf(const surge::v1::RequestRecord& record) {
   return FailureKindFromError(record.error());
 }
 
+namespace {
+constexpr std::string_view kRedirectTo = ": redirect to ";
+constexpr std::string_view kNotFollowed = " (not followed)";
+
+bool EndsWith(std::string_view text, std::string_view suffix) {
+  return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
+}
+}  // namespace
+
+std::string RedirectError(uint32_t http_status, std::string_view location) {
+  return absl::StrCat("http_", http_status, std::string(kRedirectTo), std::string(location),
+                      std::string(kNotFollowed));
+}
+
+std::string RedirectLocation(std::string_view error) {
+  if (error.substr(0, 5) != "http_" || !EndsWith(error, kNotFollowed)) return "";
+  const size_t at = error.find(kRedirectTo);
+  if (at == std::string_view::npos) return "";
+  const size_t begin = at + kRedirectTo.size();
+  if (begin + kNotFollowed.size() > error.size()) return "";
+  return std::string(error.substr(begin, error.size() - kNotFollowed.size() - begin));
+}
+
 void SetFailure(surge::v1::RequestRecord& record, surge::v1::RequestStatus status, FailureKind kind,
                 std::string error) {
   record.set_status(status);

@@ -36,6 +36,14 @@ surge::v1::FailureKind FailureKindFromError(std::string_view error);
 // empty). Pure.
 surge::v1::FailureKind FailureKindOf(const surge::v1::RequestRecord& record);
 
+// The error text of a 3xx answer that names where it points (its Location
+// header, quoted as it is): "http_307: redirect to /v2/completions (not
+// followed)". Pure.
+std::string RedirectError(uint32_t http_status, std::string_view location);
+
+// The location a RedirectError text names; "" for any other text. Pure.
+std::string RedirectLocation(std::string_view error);
+
 // Sets `record`'s status, failure kind and human-readable error in one go
 // (the places that decide a failure use it). Pure.
 void SetFailure(surge::v1::RequestRecord& record, surge::v1::RequestStatus status,

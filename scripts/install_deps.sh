@@ -33,6 +33,7 @@ APT_PACKAGES=(
   libcli11-dev
   libssl-dev
   libsentencepiece-dev
+  zlib1g-dev
 )
 # Only for the tests (unit, integration and browser): iproute2 makes the
 # network namespaces of the multi-host test (tests/integration/netns_test.cc);

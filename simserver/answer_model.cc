@@ -149,6 +149,43 @@ absl::Status ReadAnswerShape(const Json& json, CompletionRequest* req) {
   return absl::OkStatus();
 }
 
+// holder["function"]["name"] when it is a string, else "".
+std::string FunctionName(const Json& holder) {
+  if (!holder.is_object()) return "";
+  auto function = holder.find("function");
+  if (function == holder.end() || !function->is_object()) return "";
+  auto name = function->find("name");
+  return name != function->end() && name->is_string() ? name->get<std::string>() : "";
+}
+
+// "tools" and "tool_choice" of a chat request into `req`.
+absl::Status ReadTools(const Json& json, CompletionRequest* req) {
+  auto tools = json.find("tools");
+  if (tools == json.end() || tools->is_null()) return absl::OkStatus();
+  if (!tools->is_array()) return absl::InvalidArgumentError("'tools' must be an array");
+  if (tools->empty()) return absl::OkStatus();
+  std::string name;
+  if (auto choice = json.find("tool_choice"); choice != json.end()) {
+    if (choice->is_string() && choice->get_ref<const std::string&>() == "none") {
+      return absl::OkStatus();
+    }
+    name = FunctionName(*choice);
+  }
+  if (name.empty()) name = FunctionName((*tools)[0]);
+  req->tool_calls = true;
+  req->tool_name = name.empty() ? kDefaultToolName : std::move(name);
+  return absl::OkStatus();
+}
+
+// The arguments of a tool call of `n` tokens, as its stream's pieces add
+// up: {"text":"` + (n-1)·kTokenText + `"}, or {} for one token.
+std::string ToolArguments(int64_t n) {
+  if (n <= 1) return "{}";
+  std::string text = "{\"text\":\"";
+  for (int64_t i = 1; i < n; ++i) text += kTokenText;
+  return text + "\"}";
+}
+
 Json UsageJson(const CompletionRequest& req) {
   Json usage = {{"prompt_tokens", req.prompt_tokens},
                 {"completion_tokens", req.max_tokens},
@@ -203,6 +240,9 @@ absl::StatusOr<CompletionRequest> ParseCompletionRequest(bool chat, const std::s
   req.prompt_token_ids = *std::move(ids);
   req.prompt_tokens = static_cast<uint32_t>(req.prompt_token_ids.size());
   if (absl::Status s = ReadAnswerShape(json, &req); !s.ok()) return s;
+  if (chat) {
+    if (absl::Status s = ReadTools(json, &req); !s.ok()) return s;
+  }
   return req;
 }
 
@@ -214,7 +254,31 @@ std::string ErrorBody(const std::string& message, const char* type, unsigned cod
 AnswerWriter::AnswerWriter(const CompletionRequest& req, uint64_t serial, int64_t created_unix_s)
     : req_(req),
       id_(absl::StrCat(req.chat ? "chatcmpl-sim-" : "cmpl-sim-", serial)),
+      call_id_(absl::StrCat("call_sim_", serial)),
       created_(created_unix_s) {}
+
+Json AnswerWriter::TokenDelta(int64_t k) const {
+  if (!req_.tool_calls) return Json{{"content", kTokenText}};
+  const int64_t n = req_.max_tokens;
+  Json call = {{"index", 0}};
+  if (k == 0) {
+    call["id"] = call_id_;
+    call["type"] = "function";
+    call["function"] = {{"name", req_.tool_name}, {"arguments", n == 1 ? "{}" : "{\"text\":\""}};
+  } else {
+    std::string piece = kTokenText;
+    if (k == n - 1) piece += "\"}";
+    call["function"] = {{"arguments", std::move(piece)}};
+  }
+  return Json{{"tool_calls", Json::array({std::move(call)})}};
+}
+
+Json AnswerWriter::ToolCall() const {
+  return Json{
+      {"id", call_id_},
+      {"type", "function"},
+      {"function", {{"name", req_.tool_name}, {"arguments", ToolArguments(req_.max_tokens)}}}};
+}
 
 std::string AnswerWriter::Chunk(const Json& delta, bool last) const {
   Json choice = {{"index", 0}};
@@ -225,7 +289,7 @@ std::string AnswerWriter::Chunk(const Json& delta, bool last) const {
     choice["text"] = delta.value("content", "");
     choice["logprobs"] = nullptr;
   }
-  choice["finish_reason"] = last ? Json("length") : Json(nullptr);
+  choice["finish_reason"] = last ? Json(FinishReason()) : Json(nullptr);
   return Base(req_.chat ? "chat.completion.chunk" : "text_completion", Json::array({choice}))
       .dump();
 }
@@ -240,8 +304,11 @@ std::string AnswerWriter::Whole() const {
   std::string text;
   text.reserve(sizeof(kTokenText) * req_.max_tokens);
   for (int64_t i = 0; i < req_.max_tokens; ++i) text += kTokenText;
-  Json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", "length"}};
-  if (req_.chat) {
+  Json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", FinishReason()}};
+  if (req_.tool_calls) {
+    choice["message"] = {
+        {"role", "assistant"}, {"content", nullptr}, {"tool_calls", Json::array({ToolCall()})}};
+  } else if (req_.chat) {
     choice["message"] = {{"role", "assistant"}, {"content", text}};
   } else {
     choice["text"] = text;
@@ -257,6 +324,17 @@ Json AnswerWriter::Base(const char* object, Json choices) const {
               {"created", created_},
               {"model", req_.model},
               {"choices", std::move(choices)}};
+}
+
+TokenEvents::TokenEvents(const AnswerWriter& writer, int64_t max_tokens) : n_(max_tokens) {
+  first_ = writer.Chunk(writer.TokenDelta(0), n_ == 1);
+  if (n_ > 2) middle_ = writer.Chunk(writer.TokenDelta(1), false);
+  if (n_ > 1) last_ = writer.Chunk(writer.TokenDelta(n_ - 1), true);
+}
+
+const std::string& TokenEvents::Event(int64_t k) const {
+  if (k == 0) return first_;
+  return k + 1 == n_ ? last_ : middle_;
 }
 
 bool IsMidStream(Fault fault) {

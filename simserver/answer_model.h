@@ -26,6 +26,8 @@ inline constexpr int64_t kDefaultMaxTokens = 16;
 inline constexpr int64_t kMaxMaxTokens = 1 << 20;
 // The text of every generated token: 4 characters = 1 token by EstimateTokens.
 inline constexpr char kTokenText[] = " tok";
+// The function a tool-call answer calls when the request's tools name none.
+inline constexpr char kDefaultToolName[] = "sim_tool";
 // Fault injection: the payload of a malformed event and the message of an
 // error event.
 inline constexpr char kMalformedPayload[] = "surge-sim malformed chunk";
@@ -55,12 +57,19 @@ struct CompletionRequest {
   // set by the server when its cache is on: then the usage carries
   // prompt_tokens_details.cached_tokens. Unset = no cache, no details.
   std::optional<uint32_t> cached_tokens;
+  // A chat request with "tools" (and "tool_choice" not "none"): the answer
+  // is one call of `tool_name` instead of text (AnswerWriter).
+  bool tool_calls = false;
+  std::string tool_name;
 };
 
 // Reads a completion request's body: "messages" (chat) or "prompt",
 // max_tokens / max_completion_tokens (1..kMaxMaxTokens, the latter wins),
 // stream, stream_options.include_usage, model (default `default_model`);
-// the prompt's tokens counted by `tokenizer`.
+// the prompt's tokens counted by `tokenizer`. For chat, a non-empty "tools"
+// array asks for a tool call (unless "tool_choice" is "none"): of the
+// function "tool_choice" names ({"type":"function","function":{"name"}}),
+// else of the first tool's function.name, else kDefaultToolName.
 // Errors: INVALID_ARGUMENT saying what is wrong (the 400 answer's message).
 absl::StatusOr<CompletionRequest> ParseCompletionRequest(bool chat, const std::string& body,
                                                          const std::string& default_model,
@@ -71,13 +80,27 @@ std::string ErrorBody(const std::string& message, const char* type, unsigned cod
 
 // Builds the JSON documents of one answer: id from the request's serial
 // number, "created" = `created_unix_s` (seconds since the epoch).
+//
+// A text answer of n tokens is n times kTokenText, finish_reason "length".
+// A tool-call answer (req.tool_calls) of n tokens is one call, id
+// "call_sim_<serial>", of req.tool_name with the arguments
+// {"text":"<(n-1) times kTokenText>"} ("{}" for n = 1), finish_reason
+// "tool_calls", message.content null. Streamed, token 0's delta carries
+// the call's index, id, type, name and the arguments' opening {"text":"
+// ("{}" when n = 1), tokens 1..n-2 one kTokenText of the arguments each,
+// and token n-1 the last kTokenText with the closing "}: n events, so the
+// stream keeps the text answer's timing.
 class AnswerWriter {
  public:
   AnswerWriter(const CompletionRequest& req, uint64_t serial, int64_t created_unix_s);
 
   // Stream chunk: for chat `delta` is the delta object; for completions the
-  // text is delta["content"]. finish_reason is null unless `last`.
+  // text is delta["content"]. finish_reason is null unless `last` ("length",
+  // or "tool_calls" for a tool-call answer).
   std::string Chunk(const nlohmann::json& delta, bool last) const;
+  // The delta object of token k (0 <= k < max_tokens) of a chat stream:
+  // {"content": kTokenText}, or the tool call's piece.
+  nlohmann::json TokenDelta(int64_t k) const;
   // The last chunk of a stream with include_usage: no choices, the usage.
   std::string UsageChunk() const;
   // The whole non-streamed answer with its usage.
@@ -85,9 +108,26 @@ class AnswerWriter {
 
  private:
   nlohmann::json Base(const char* object, nlohmann::json choices) const;
+  const char* FinishReason() const { return req_.tool_calls ? "tool_calls" : "length"; }
+  // The whole tool call of a non-streamed answer.
+  nlohmann::json ToolCall() const;
   const CompletionRequest& req_;
   std::string id_;
+  std::string call_id_;
   int64_t created_;
+};
+
+// The stream's token events, each built once: token k's chunk
+// (AnswerWriter::Chunk of TokenDelta(k), the last one with its
+// finish_reason). Tokens 1..n-2 share one text.
+class TokenEvents {
+ public:
+  TokenEvents(const AnswerWriter& writer, int64_t max_tokens);
+  const std::string& Event(int64_t k) const;
+
+ private:
+  int64_t n_;
+  std::string first_, middle_, last_;
 };
 
 // The fault kinds, in the order they take their slices of [0, 1).

@@ -539,11 +539,8 @@ class SimServer::Impl {
         IsMidStream(fault) ? std::min<int64_t>(options_.fault_after_tokens(), req.max_tokens) : -1;
     std::chrono::nanoseconds shift(0);
     bool finish_early = false;
-    Json token_delta = Json::object();
-    token_delta["content"] = std::string(kTokenText);
-    // Every token event but the last is the same text: build it once.
-    const std::string token_event = writer.Chunk(token_delta, false);
-    const std::string last_token_event = writer.Chunk(token_delta, true);
+    // Each kind of token event is built once.
+    const TokenEvents token_events(writer, req.max_tokens);
     net::steady_timer timer(stream.get_executor());
     for (int64_t k = 0; k <= req.max_tokens; ++k) {
       if (k == fault_at) {
@@ -559,7 +556,7 @@ class SimServer::Impl {
       timer.expires_at(start + ttft_ + k * itl_ + shift);
       co_await timer.async_wait(net::redirect_error(net::use_awaitable, ec));
       if (ec) co_return false;
-      std::string event = k + 1 == req.max_tokens ? last_token_event : token_event;
+      std::string event = token_events.Event(k);
       const bool written = co_await WriteEvent(stream, std::move(event), split);
       if (!written) co_return false;
     }

@@ -26,7 +26,11 @@ namespace surge::simserver {
 //    "choices": [] and usage; then "data: [DONE]". Without streaming, one
 //    JSON answer at start + ttft_ms + (n-1)·itl_ms, with usage.
 //    prompt_tokens = EstimateTokens(prompt, or the concatenated message
-//    contents); completion_tokens = n.
+//    contents); completion_tokens = n. A chat request with a non-empty
+//    "tools" array (and "tool_choice" not "none") is answered with one tool
+//    call instead of text, on the same timing: token 0's event carries the
+//    function's name, the others the arguments' pieces, finish_reason
+//    "tool_calls" (AnswerWriter, answer_model.h).
 //  - bad JSON or fields → 400, unknown path → 404, wrong method → 405, all
 //    with an OpenAI-style {"error":{"message":...}} body.
 // Deadlines are absolute (start + offset), so delays do not accumulate.

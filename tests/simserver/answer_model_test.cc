@@ -109,6 +109,112 @@ TEST(AnswerWriterTest, CachedTokensOnlyWhenTheCacheIsOn) {
   EXPECT_EQ(Json::parse(on.Whole())["usage"]["prompt_tokens_details"]["cached_tokens"], 32);
 }
 
+TEST(ParseCompletionRequestTest, ToolsAskForAToolCall) {
+  const std::string tools = R"("tools":[{"type":"function","function":{"name":"get_weather"}},)"
+                            R"({"type":"function","function":{"name":"get_time"}}])";
+  const std::string messages = R"("messages":[{"role":"user","content":"hi"}])";
+  auto first =
+      ParseCompletionRequest(true, "{" + messages + "," + tools + "}", "m", SimTokenizer());
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_TRUE(first->tool_calls);
+  EXPECT_EQ(first->tool_name, "get_weather");
+
+  auto named = ParseCompletionRequest(
+      true,
+      "{" + messages + "," + tools +
+          R"(,"tool_choice":{"type":"function","function":{"name":"get_time"}}})",
+      "m", SimTokenizer());
+  ASSERT_TRUE(named.ok()) << named.status();
+  EXPECT_EQ(named->tool_name, "get_time");
+
+  auto none = ParseCompletionRequest(
+      true, "{" + messages + "," + tools + R"(,"tool_choice":"none"})", "m", SimTokenizer());
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->tool_calls);
+
+  auto unnamed = ParseCompletionRequest(true, "{" + messages + R"(,"tools":[{"type":"function"}]})",
+                                        "m", SimTokenizer());
+  ASSERT_TRUE(unnamed.ok());
+  EXPECT_EQ(unnamed->tool_name, kDefaultToolName);
+
+  auto empty =
+      ParseCompletionRequest(true, "{" + messages + R"(,"tools":[]})", "m", SimTokenizer());
+  ASSERT_TRUE(empty.ok());
+  EXPECT_FALSE(empty->tool_calls);
+
+  // Tools belong to chat; /v1/completions ignores them.
+  auto completion =
+      ParseCompletionRequest(false, R"({"prompt":"p",)" + tools + "}", "m", SimTokenizer());
+  ASSERT_TRUE(completion.ok());
+  EXPECT_FALSE(completion->tool_calls);
+
+  EXPECT_EQ(ParseCompletionRequest(true, "{" + messages + R"(,"tools":{}})", "m", SimTokenizer())
+                .status()
+                .message(),
+            "'tools' must be an array");
+}
+
+TEST(AnswerWriterTest, ToolCallStreamPiecesAddUpToTheWholeCall) {
+  CompletionRequest req;
+  req.chat = true;
+  req.max_tokens = 4;
+  req.prompt_tokens = 5;
+  req.tool_calls = true;
+  req.tool_name = "get_weather";
+  const AnswerWriter writer(req, 7, 0);
+  const TokenEvents events(writer, req.max_tokens);
+  std::string name;
+  std::string arguments;
+  for (int64_t k = 0; k < req.max_tokens; ++k) {
+    const Json chunk = Json::parse(events.Event(k));
+    const Json& choice = chunk["choices"][0];
+    EXPECT_FALSE(choice["delta"].contains("content")) << k;
+    const Json& call = choice["delta"]["tool_calls"][0];
+    EXPECT_EQ(call["index"], 0);
+    if (k == 0) {
+      EXPECT_EQ(call["id"], "call_sim_7");
+      EXPECT_EQ(call["type"], "function");
+      name = call["function"]["name"];
+    } else {
+      EXPECT_FALSE(call["function"].contains("name")) << k;
+    }
+    arguments += call["function"]["arguments"].get<std::string>();
+    EXPECT_EQ(choice["finish_reason"], k == 3 ? Json("tool_calls") : Json(nullptr)) << k;
+  }
+  EXPECT_EQ(name, "get_weather");
+  EXPECT_EQ(arguments, R"({"text":" tok tok tok"})");
+
+  const Json whole = Json::parse(writer.Whole());
+  const Json& choice = whole["choices"][0];
+  EXPECT_EQ(choice["finish_reason"], "tool_calls");
+  EXPECT_TRUE(choice["message"]["content"].is_null());
+  EXPECT_EQ(choice["message"]["tool_calls"][0]["id"], "call_sim_7");
+  EXPECT_EQ(choice["message"]["tool_calls"][0]["function"]["name"], "get_weather");
+  EXPECT_EQ(choice["message"]["tool_calls"][0]["function"]["arguments"], arguments);
+  EXPECT_EQ(whole["usage"]["completion_tokens"], 4);
+
+  // One token: the name with empty-object arguments, the last event too.
+  req.max_tokens = 1;
+  const AnswerWriter one(req, 8, 0);
+  const Json only = Json::parse(TokenEvents(one, 1).Event(0));
+  EXPECT_EQ(only["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"], "{}");
+  EXPECT_EQ(only["choices"][0]["finish_reason"], "tool_calls");
+  EXPECT_EQ(
+      Json::parse(one.Whole())["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"],
+      "{}");
+}
+
+TEST(AnswerWriterTest, TextTokenEventsAreTheSameButTheLast) {
+  CompletionRequest req;
+  req.chat = true;
+  req.max_tokens = 3;
+  const AnswerWriter writer(req, 1, 0);
+  const TokenEvents events(writer, 3);
+  EXPECT_EQ(events.Event(0), events.Event(1));
+  EXPECT_EQ(Json::parse(events.Event(2))["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(Json::parse(events.Event(2))["choices"][0]["delta"]["content"], " tok");
+}
+
 TEST(CheckSimServerConfigTest, NamesTheBadField) {
   EXPECT_TRUE(CheckSimServerConfig(TestSimServerConfig()).ok());
   auto config = TestSimServerConfig();

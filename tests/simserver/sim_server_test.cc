@@ -243,6 +243,32 @@ TEST_F(SimServerTest, StreamingChatFollowsTheOpenAiChunkFormat) {
   EXPECT_EQ(events[5], "[DONE]");
 }
 
+TEST_F(SimServerTest, ToolsInTheRequestGetAStreamedToolCall) {
+  StartServer();
+  const Json request = {
+      {"messages", {{{"role", "user"}, {"content", "weather?"}}}},
+      {"tools", {{{"type", "function"}, {"function", {{"name", "get_weather"}}}}}},
+      {"max_tokens", 3},
+      {"stream", true},
+      {"stream_options", {{"include_usage", true}}}};
+  const Response r = Exchange(server_->port(), Post("/v1/chat/completions", request.dump()));
+  ASSERT_EQ(r.status, 200);
+  const std::vector<std::string> events = SseData(r.body);
+  ASSERT_EQ(events.size(), 6u);  // role, name, 2 argument pieces, usage, [DONE]
+  EXPECT_EQ(Json::parse(events[1])["choices"][0]["delta"]["tool_calls"][0]["function"]["name"],
+            "get_weather");
+  std::string arguments;
+  for (int k = 1; k <= 3; ++k) {
+    const Json chunk = Json::parse(events[k]);
+    const Json& choice = chunk["choices"][0];
+    arguments += choice["delta"]["tool_calls"][0]["function"]["arguments"].get<std::string>();
+    EXPECT_EQ(choice["finish_reason"], k == 3 ? Json("tool_calls") : Json(nullptr));
+  }
+  EXPECT_EQ(arguments, R"({"text":" tok tok"})");
+  EXPECT_EQ(Json::parse(events[4])["usage"]["completion_tokens"], 3);
+  EXPECT_EQ(events[5], "[DONE]");
+}
+
 TEST_F(SimServerTest, StreamingCompletionsWithoutUsage) {
   StartServer();
   const Response r =

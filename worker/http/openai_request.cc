@@ -40,6 +40,21 @@ bool AppendString(const Json& object, const char* key, std::string& out) {
   return true;
 }
 
+// Appends the generated text of a delta's or message's "tool_calls": each
+// call's function name and arguments (a stream sends the name first, then
+// the arguments in pieces). Ids and types are not generated text.
+void AppendToolCalls(const Json& inner, std::string& out) {
+  auto calls = inner.find("tool_calls");
+  if (calls == inner.end() || !calls->is_array()) return;
+  for (const Json& call : *calls) {
+    if (!call.is_object()) continue;
+    auto function = call.find("function");
+    if (function == call.end() || !function->is_object()) continue;
+    AppendString(*function, "name", out);
+    AppendString(*function, "arguments", out);
+  }
+}
+
 // Shared by events and whole answers: `field` is "delta" for chunks and
 // "message" for chat answers.
 absl::StatusOr<ParsedAnswer> Parse(ApiKind kind, std::string_view text, const char* field,
@@ -77,6 +92,7 @@ absl::StatusOr<ParsedAnswer> Parse(ApiKind kind, std::string_view text, const ch
           }
           const size_t reasoning_bytes = answer.content.size();
           AppendString(*inner, "content", answer.content);
+          AppendToolCalls(*inner, answer.content);
           answer.answer_bytes = answer.content.size() - reasoning_bytes;
         }
       } else {

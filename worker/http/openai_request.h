@@ -60,12 +60,15 @@ struct Usage {
 struct ParsedAnswer {
   // Generated text of choices[0], every channel: for chat, the reasoning
   // (delta/message .reasoning_content, else .reasoning, which reasoning
-  // models stream first) followed by .content; text for completions. Empty
-  // when the event carries none (role-only delta, usage-only chunk with no
-  // choices). Used for TTFT, ITL and the output-token estimate.
+  // models stream first) followed by .content and then the tool calls'
+  // text (.tool_calls[i].function .name and .arguments, in order); text for
+  // completions. Empty when the event carries none (role-only delta,
+  // usage-only chunk with no choices). Used for TTFT, ITL and the
+  // output-token estimate.
   std::string content;
-  // Bytes of `content` that are the answer itself (chat .content, or text):
-  // the rest is reasoning. 0 for a reasoning-only event. Used for TTFC.
+  // Bytes of `content` that are the answer itself (chat .content and tool
+  // calls, or text): the rest is reasoning. 0 for a reasoning-only event.
+  // Used for TTFC.
   size_t answer_bytes = 0;
   // Present when the JSON has a "usage" object with token counts.
   std::optional<Usage> usage;

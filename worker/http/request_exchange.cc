@@ -82,6 +82,14 @@ BodyEnd EndOfBody(const RequestState& st, const error_code& ec, bool accepted, b
   return end;
 }
 
+// The value of `header`'s field `name`; "" when it has none. Valid while
+// the header lives.
+template <class Header>
+std::string_view HeaderValue(const Header& header, http::field name) {
+  const auto value = header[name];
+  return std::string_view(value.data(), value.size());
+}
+
 // Builds the request's bytes when nothing was prepared.
 void BuildRequest(const RequestFormat& format, RequestState& st) {
   if (st.built) return;
@@ -233,12 +241,16 @@ template <class Stream>
 net::awaitable<bool> RequestExchange::ReadBody(std::shared_ptr<RequestState> st, Connection& conn,
                                                Stream& stream, Parser& parser,
                                                RequestRecord& record) {
-  ResponseReader reader(ReaderSetup{.kind = format_.kind,
-                                    .stream = format_.stream,
-                                    .http_status = parser.get().result_int(),
-                                    .sent_ns = st->first_sent_ns,
-                                    .estimated_input = st->estimated_input,
-                                    .api_key = format_.api_key});
+  const auto& header = parser.get();
+  ResponseReader reader(
+      ReaderSetup{.kind = format_.kind,
+                  .stream = format_.stream,
+                  .http_status = header.result_int(),
+                  .sent_ns = st->first_sent_ns,
+                  .estimated_input = st->estimated_input,
+                  .api_key = format_.api_key,
+                  .content_encoding = HeaderValue(header, http::field::content_encoding),
+                  .location = HeaderValue(header, http::field::location)});
   error_code ec;
   std::vector<char> buf(kReadChunk);
   bool accepted = true;

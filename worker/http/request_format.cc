@@ -86,6 +86,9 @@ std::string HeaderBlock(const client::ParsedUrl& url, bool stream, const std::st
   if (!overridden("Accept")) {
     absl::StrAppend(&block, "Accept: ", stream ? "text/event-stream" : "application/json", "\r\n");
   }
+  // Uncompressed answers: each event's time is its arrival, and no decoding
+  // (a server that compresses anyway is decoded: body_decoder.h).
+  if (!overridden("Accept-Encoding")) absl::StrAppend(&block, "Accept-Encoding: identity\r\n");
   if (!api_key.empty()) absl::StrAppend(&block, "Authorization: Bearer ", api_key, "\r\n");
   for (const client::HeaderLine& h : extra) absl::StrAppend(&block, h.name, ": ", h.value, "\r\n");
   return block;

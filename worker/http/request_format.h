@@ -48,9 +48,9 @@ absl::StatusOr<RequestFormat> MakeRequestFormat(const surge::v1::TargetConfig& t
                                                 client::ParsedUrl url);
 
 // The headers of every request but Content-Length, each ending in CRLF:
-// Host, User-Agent: surge, Content-Type and Accept (unless `extra` names
-// them, case-insensitively), Authorization: Bearer <key> when there is a
-// key, then `extra` in order.
+// Host, User-Agent: surge, Content-Type, Accept and Accept-Encoding:
+// identity (unless `extra` names them, case-insensitively), Authorization: Bearer <key> when there
+// is a key, then `extra` in order.
 std::string HeaderBlock(const client::ParsedUrl& url, bool stream, const std::string& api_key,
                         const std::vector<client::HeaderLine>& extra);
 

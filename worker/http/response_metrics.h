@@ -23,7 +23,7 @@ class ResponseMetrics {
   explicit ResponseMetrics(int64_t sent_ns) : sent_ns_(sent_ns) {}
 
   // A streamed event with `content_bytes` > 0 bytes of generated text (any
-  // channel: reasoning or answer) arrived at `now_ns`. The first one sets
+  // channel: reasoning, answer content or tool calls) arrived at `now_ns`. The first one sets
   // TTFT; each later one adds an ITL sample (the gap to the previous such
   // event). The bytes add up for the output-token estimate. `has_answer`:
   // some of the bytes are the answer itself (content, not reasoning); the
@@ -49,6 +49,8 @@ class ResponseMetrics {
   // Bytes of generated content so far (all events together).
   uint64_t content_bytes() const { return content_bytes_; }
   bool has_usage() const { return usage_.has_value(); }
+  // The server's usage.completion_tokens; 0 without usage.
+  uint32_t usage_output_tokens() const { return usage_ ? usage_->completion_tokens : 0; }
 
   // Writes sent_ns, ttft_ns, ttfc_ns, itl_ns, e2el_ns, finish_reason,
   // input_tokens, output_tokens and output_tokens_estimated, and cached_tokens with

@@ -29,20 +29,46 @@ ResponseReader::ResponseReader(const ReaderSetup& setup)
       sse_(ok_status_ && setup.stream),
       estimated_input_(setup.estimated_input),
       api_key_(setup.api_key),
-      metrics_(setup.sent_ns) {}
+      location_(setup.location),
+      decoder_(setup.content_encoding),
+      metrics_(setup.sent_ns) {
+  if (ok_status_ && !decoder_.supported()) {
+    // Nothing of it can be read: refused before its first byte.
+    Refuse(surge::v1::FAILURE_KIND_UNSUPPORTED_CONTENT_ENCODING,
+           absl::StrCat("unsupported_content_encoding: ",
+                        ToValidUtf8(decoder_.name(), kErrorBodyChars)));
+  }
+}
 
 bool ResponseReader::OnRead(std::string_view body_bytes, int64_t now_ns, bool read_ok) {
-  if (!body_bytes.empty()) {
+  if (!body_bytes.empty() && refusal_.empty()) {
+    const std::string_view text = DecodedBytes(body_bytes);
     if (sse_) {
-      for (std::string& event : sse_parser_.Feed(body_bytes)) {
+      for (std::string& event : sse_parser_.Feed(text)) {
         if (!OnEvent(event, now_ns)) break;
       }
     } else if (ok_status_ || body_.size() < kErrorBodyKeep) {
-      body_.append(body_bytes);
+      body_.append(text);
     }
   }
   if (read_ok) metrics_.OnLastByte(now_ns);
   return refusal_.empty();
+}
+
+std::string_view ResponseReader::DecodedBytes(std::string_view body_bytes) {
+  if (decoder_.identity()) return body_bytes;
+  decoded_.clear();
+  // An error answer in a coding surge does not decode: its body is not quoted.
+  if (!decoder_.supported()) return {};
+  absl::Status decoded = decoder_.Decode(body_bytes, decoded_);
+  if (!decoded.ok() && ok_status_) {
+    const char* prefix = sse_ ? "bad_chunk: " : "bad_response: ";
+    Refuse(sse_ ? surge::v1::FAILURE_KIND_BAD_CHUNK : surge::v1::FAILURE_KIND_BAD_RESPONSE,
+           absl::StrCat(prefix, ToValidUtf8(std::string(decoded.message()), kErrorBodyChars)));
+    return {};
+  }
+  // An error answer keeps what decoded before any error.
+  return decoded_;
 }
 
 void ResponseReader::Refuse(surge::v1::FailureKind kind, std::string error) {
@@ -143,7 +169,16 @@ void ResponseReader::FinishCut(RequestRecord& record) const {
 void ResponseReader::FinishErrorStatus(RequestRecord& record) const {
   metrics_.FillRecord(estimated_input_, record);
   // Redacted before it is cut short, so no piece of the key survives.
-  std::string quoted = body_;
+  if (http_status_ >= 300 && http_status_ < 400 && !location_.empty()) {
+    // surge does not follow redirects: say where the server points.
+    std::string location = location_;
+    client::RedactApiKey(&location, api_key_);
+    SetFailure(record, surge::v1::FAILED, HttpFailureKind(http_status_),
+               RedirectError(http_status_, ToValidUtf8(location, kErrorBodyChars)));
+    return;
+  }
+  std::string quoted =
+      decoder_.supported() ? body_ : absl::StrCat("(body in ", decoder_.name(), ", not decoded)");
   client::RedactApiKey(&quoted, api_key_);
   SetFailure(record, surge::v1::FAILED, HttpFailureKind(http_status_),
              absl::StrCat("http_", http_status_, ": ", ToValidUtf8(quoted, kErrorBodyChars)));
@@ -160,6 +195,12 @@ void ResponseReader::FinishStream(RequestRecord& record) const {
     record.set_e2el_ns(0);
     SetFailure(record, surge::v1::FAILED, surge::v1::FAILURE_KIND_INCOMPLETE_STREAM,
                "incomplete_stream");
+  } else if (metrics_.content_events() == 0 && metrics_.usage_output_tokens() > 0) {
+    // The server generated tokens but streamed none of them (e.g. a kind of
+    // delta surge does not read): no TTFT or ITL to measure.
+    SetFailure(record, surge::v1::FAILED, surge::v1::FAILURE_KIND_NO_STREAMED_TOKENS,
+               absl::StrCat("no_streamed_tokens: usage counts ", metrics_.usage_output_tokens(),
+                            " output tokens, but no event carried generated text"));
   } else if (metrics_.content_events() == 0) {
     SetFailure(record, surge::v1::FAILED, surge::v1::FAILURE_KIND_NO_CONTENT, "no_content");
   } else {

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "surge/v1/record.pb.h"
+#include "worker/http/body_decoder.h"
 #include "worker/http/openai_request.h"
 #include "worker/http/response_metrics.h"
 #include "worker/http/sse_parser.h"
@@ -62,27 +63,41 @@ struct ReaderSetup {
   uint32_t estimated_input = 0;
   // Redacted from the quoted error body (never quote the key back).
   std::string_view api_key;
+  // The answer's Content-Encoding header ("" when none): the body is
+  // decoded (BodyDecoder) before anything reads it.
+  std::string_view content_encoding = {};
+  // The answer's Location header ("" when none): quoted for a 3xx.
+  std::string_view location = {};
 };
 
-// Reads one answer. A 200 answer to a streamed request is read as Server-
-// Sent Events: every event with generated text is stamped with the time of
-// the read that completed it (TTFT, TTFC, ITL); "data: [DONE]" and a
-// finish_reason mark the stream's end; a bad event refuses the body. Any
-// other answer is kept (whole for a 200, its first 4096 bytes otherwise) and
-// parsed at the end. Not thread-safe: one reader per answer.
+// Reads one answer. A gzip or deflate body is decoded as it arrives (the
+// decoded bytes of a read count at that read's time). A 200 answer to a
+// streamed request is read as Server-Sent Events: every event with
+// generated text (content, reasoning or tool calls: ParsedAnswer.content)
+// is stamped with the time of the read that completed it (TTFT, TTFC,
+// ITL); "data: [DONE]" and a finish_reason mark the stream's end; a bad
+// event refuses the body. Any other answer is kept (whole for a 200, its
+// first 4096 bytes otherwise) and parsed at the end. Not thread-safe: one
+// reader per answer.
 //
 // Outcomes (Finish), in this order:
-//  - a refused event: FAILED "bad_chunk: <msg>" (data not a JSON object),
-//    "stream_error: <msg>" (an {"error": ...} event), "multiple_choices:
-//    ..." (an event of a choice other than 0); e2el_ns 0;
+//  - a refused body: FAILED "unsupported_content_encoding: <name>" (a 200
+//    answer in a coding BodyDecoder does not decode, refused at the first
+//    read), "bad_chunk: <msg>" (data not a JSON object, or a stream whose
+//    gzip/deflate does not decode), "bad_response: <msg>" (a whole answer
+//    whose gzip/deflate does not decode), "stream_error: <msg>" (an
+//    {"error": ...} event), "multiple_choices: ..." (an event of a choice
+//    other than 0); e2el_ns 0;
 //  - kCut after [DONE] and some content: OK (only the chunked terminator
 //    is missing), E2EL to the last clean read;
 //  - kCut otherwise: "incomplete_body" (a non-streamed 200 answer),
 //    else "closed_mid_stream"; e2el_ns 0;
 //  - kBroken: the end's own failure; e2el_ns 0;
-//  - a non-200 status: "http_<code>: <first 200 chars of the body>";
+//  - a non-200 status: "http_<code>: <first 200 chars of the body>"; a 3xx
+//    with a Location: "http_<code>: redirect to <location> (not followed)";
 //  - a stream: "incomplete_stream" when neither [DONE] nor a finish_reason
-//    came (e2el_ns 0), "no_content" when no event had text, else OK;
+//    came (e2el_ns 0); when no event had text, "no_streamed_tokens: ..."
+//    if its usage counts output tokens, else "no_content"; else OK;
 //  - a whole answer: "bad_response: <msg>" for bad JSON, "no_content"
 //    when it has neither text nor output tokens, else OK.
 // Timings, tokens (usage, else estimated) and the finish reason so far are
@@ -108,6 +123,9 @@ class ResponseReader {
   // An SSE event's data: [DONE], or a JSON chunk; false (and refusal_ set)
   // for a bad one.
   bool OnEvent(const std::string& event, int64_t now_ns);
+  // The body bytes of one read as the answer's text: `body_bytes` itself,
+  // or decoded into decoded_. Refuses a 200 body that does not decode.
+  std::string_view DecodedBytes(std::string_view body_bytes);
   void Refuse(surge::v1::FailureKind kind, std::string error);
   void FinishCut(surge::v1::RequestRecord& record) const;
   void FinishErrorStatus(surge::v1::RequestRecord& record) const;
@@ -120,6 +138,9 @@ class ResponseReader {
   const bool sse_;
   const uint32_t estimated_input_;
   const std::string api_key_;
+  const std::string location_;
+  BodyDecoder decoder_;
+  std::string decoded_;  // the current read's bytes, decoded (unless identity)
   ResponseMetrics metrics_;
   SseParser sse_parser_;
   std::string body_;  // non-SSE body (kept whole for 200, a prefix otherwise)

@@ -45,7 +45,7 @@ TEST(RequestFormatTest, DefaultsToChatUnderThePathPrefix) {
   EXPECT_TRUE(format->verify_peer);
   EXPECT_EQ(format->header_block,
             "Host: 127.0.0.1:8000\r\nUser-Agent: surge\r\nContent-Type: application/json\r\n"
-            "Accept: text/event-stream\r\n");
+            "Accept: text/event-stream\r\nAccept-Encoding: identity\r\n");
 }
 
 TEST(RequestFormatTest, CompletionsEndpointExtraBodyAndInsecure) {
@@ -93,13 +93,15 @@ TEST(RequestFormatTest, RefusesBadSettingsInOrder) {
 }
 
 TEST(RequestFormatTest, HeaderBlockKeyAndOverrides) {
-  const std::vector<client::HeaderLine> extra = {{"accept", "text/plain"}, {"X-Team", "a b"}};
+  const std::vector<client::HeaderLine> extra = {
+      {"accept", "text/plain"}, {"X-Team", "a b"}, {"accept-encoding", "gzip"}};
   EXPECT_EQ(HeaderBlock(Url("https://example.com/"), /*stream=*/false, "sk-1", extra),
             "Host: example.com\r\nUser-Agent: surge\r\nContent-Type: application/json\r\n"
-            "Authorization: Bearer sk-1\r\naccept: text/plain\r\nX-Team: a b\r\n");
+            "Authorization: Bearer sk-1\r\naccept: text/plain\r\nX-Team: a b\r\n"
+            "accept-encoding: gzip\r\n");
   EXPECT_EQ(HeaderBlock(Url("http://h:81"), /*stream=*/false, "", {}),
             "Host: h:81\r\nUser-Agent: surge\r\nContent-Type: application/json\r\n"
-            "Accept: application/json\r\n");
+            "Accept: application/json\r\nAccept-Encoding: identity\r\n");
 }
 
 TEST(RequestFormatTest, RequestBytesNameTheRequestAndCountTheBody) {

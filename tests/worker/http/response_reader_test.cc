@@ -9,6 +9,7 @@
 #include "common/failure_kind.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/worker/http/gzip_pieces.h"
 
 namespace surge::worker {
 namespace {
@@ -34,6 +35,12 @@ BodyEnd Whole(bool keep_alive = true) {
   BodyEnd end;
   end.how = BodyEnd::How::kWhole;
   end.keep_alive = keep_alive;
+  return end;
+}
+
+BodyEnd Refused() {
+  BodyEnd end;
+  end.how = BodyEnd::How::kRefused;
   return end;
 }
 
@@ -343,7 +350,9 @@ TEST(ResponseReaderTest, ErrorAnswerKeepsOnlyTheStartOfALongBody) {
 
 TEST(ResponseReaderTest, EveryFailureKindMatchesItsText) {
   std::vector<RequestRecord> records;
-  for (const char* body : {"data: {oops\n\n", "data: [DONE]\n\n", "data: {}\n\n"}) {
+  for (const char* body : {"data: {oops\n\n", "data: [DONE]\n\n", "data: {}\n\n",
+                           "data: {\"choices\":[],\"usage\":{\"completion_tokens\":3}}\n\n"
+                           "data: [DONE]\n\n"}) {
     ResponseReader reader(AnswerOf());
     reader.OnRead(body, kSent + 1, true);
     records.emplace_back();
@@ -352,6 +361,197 @@ TEST(ResponseReaderTest, EveryFailureKindMatchesItsText) {
   for (const RequestRecord& r : records) {
     EXPECT_EQ(r.failure_kind(), FailureKindFromError(r.error())) << r.error();
   }
+}
+
+constexpr int64_t kMsNs = 1'000'000;
+
+// A chat stream that calls a tool: a role delta, the function's name at
+// 0.40 s, its arguments in two pieces at 0.50 and 0.60 s, finish_reason
+// tool_calls and usage with 9 completion tokens. No delta has content.
+const std::string kToolName =
+    "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"call_1\","
+    "\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"arguments\":\"\"}}]},"
+    "\"finish_reason\":null}]}\n\n";
+const std::string kToolArgs1 =
+    "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":"
+    "{\"arguments\":\"{\\\"city\\\":\"}}]},\"finish_reason\":null}]}\n\n";
+const std::string kToolArgs2 =
+    "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":"
+    "{\"arguments\":\"\\\"Paris\\\"}\"}}]},\"finish_reason\":null}]}\n\n";
+const std::string kToolFinish =
+    "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n";
+const std::string kUsage9 =
+    "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":9}}\n\n";
+
+TEST(ResponseReaderTest, ToolCallDeltasAreGeneratedOutput) {
+  ResponseReader reader(AnswerOf());
+  reader.OnRead(kRole, kSent + 20 * kMsNs, true);
+  reader.OnRead(kToolName, kSent + 400 * kMsNs, true);
+  reader.OnRead(kToolArgs1, kSent + 500 * kMsNs, true);
+  reader.OnRead(kToolArgs2, kSent + 600 * kMsNs, true);
+  reader.OnRead(kToolFinish + kUsage9 + kDone, kSent + 610 * kMsNs, true);
+  RequestRecord record;
+  EXPECT_TRUE(reader.Finish(Whole(), record));
+  EXPECT_EQ(record.status(), surge::v1::OK) << record.error();
+  EXPECT_EQ(record.ttft_ns(), 400 * kMsNs);
+  // A tool call is the answer itself, not reasoning: TTFC too.
+  EXPECT_EQ(record.ttfc_ns(), 400 * kMsNs);
+  EXPECT_THAT(record.itl_ns(), ElementsAre(100 * kMsNs, 100 * kMsNs));
+  EXPECT_EQ(record.e2el_ns(), 610 * kMsNs);
+  EXPECT_EQ(record.output_tokens(), 9u);
+  EXPECT_FALSE(record.output_tokens_estimated());
+  EXPECT_EQ(record.finish_reason(), "tool_calls");
+}
+
+TEST(ResponseReaderTest, ToolCallTextIsEstimatedWithoutUsage) {
+  ResponseReader reader(AnswerOf());
+  reader.OnRead(kToolName + kToolArgs1 + kToolArgs2 + kToolFinish + kDone, kSent + 10, true);
+  RequestRecord record;
+  reader.Finish(Whole(), record);
+  EXPECT_EQ(record.status(), surge::v1::OK) << record.error();
+  // "get_weather" + "{\"city\":" + "\"Paris\"}": 11 + 8 + 8 bytes, ceil(27 / 4).
+  EXPECT_EQ(record.output_tokens(), 7u);
+  EXPECT_TRUE(record.output_tokens_estimated());
+}
+
+TEST(ResponseReaderTest, WholeAnswerWithToolCallsIsGeneratedOutput) {
+  ResponseReader reader(AnswerOf(200, /*stream=*/false));
+  reader.OnRead(
+      R"({"choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[)"
+      R"({"id":"call_1","type":"function","function":{"name":"get_weather",)"
+      R"("arguments":"{\"city\":\"Paris\"}"}}]},"finish_reason":"tool_calls"}]})",
+      kSent + 600 * kMsNs, true);
+  RequestRecord record;
+  reader.Finish(Whole(), record);
+  EXPECT_EQ(record.status(), surge::v1::OK) << record.error();
+  EXPECT_EQ(record.ttft_ns(), 600 * kMsNs);
+  EXPECT_EQ(record.ttfc_ns(), 600 * kMsNs);
+  EXPECT_EQ(record.finish_reason(), "tool_calls");
+  // No usage: ceil(("get_weather" + "{\"city\":\"Paris\"}") 27 bytes / 4).
+  EXPECT_EQ(record.output_tokens(), 7u);
+}
+
+TEST(ResponseReaderTest, UsageWithoutAnyStreamedTokenIsNoStreamedTokens) {
+  // Tool-call-like deltas of a shape surge does not read (no function):
+  // the usage says 9 tokens came, none was streamed as a token event.
+  ResponseReader reader(AnswerOf());
+  reader.OnRead(kRole + "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0}]}}]}\n\n",
+                kSent + 400 * kMsNs, true);
+  reader.OnRead(kToolFinish + kUsage9 + kDone, kSent + 600 * kMsNs, true);
+  RequestRecord record;
+  reader.Finish(Whole(), record);
+  EXPECT_EQ(record.status(), surge::v1::FAILED);
+  EXPECT_EQ(record.failure_kind(), surge::v1::FAILURE_KIND_NO_STREAMED_TOKENS);
+  EXPECT_EQ(record.error(),
+            "no_streamed_tokens: usage counts 9 output tokens, but no event carried generated "
+            "text");
+  EXPECT_EQ(record.ttft_ns(), 0);
+  EXPECT_EQ(record.output_tokens(), 9u);
+  EXPECT_EQ(record.finish_reason(), "tool_calls");
+
+  // [DONE] alone (or a usage of 0 tokens): nothing generated, no_content.
+  for (const std::string& body :
+       {kDone,
+        std::string("data: {\"choices\":[],\"usage\":{\"completion_tokens\":0}}\n\n") + kDone}) {
+    ResponseReader empty(AnswerOf());
+    empty.OnRead(body, kSent + 10, true);
+    RequestRecord r;
+    empty.Finish(Whole(), r);
+    EXPECT_EQ(r.failure_kind(), surge::v1::FAILURE_KIND_NO_CONTENT) << body;
+    EXPECT_EQ(r.error(), "no_content");
+  }
+}
+
+ReaderSetup Encoded(const char* content_encoding, bool stream = true, unsigned http_status = 200) {
+  ReaderSetup setup = AnswerOf(http_status, stream);
+  setup.content_encoding = content_encoding;
+  return setup;
+}
+
+TEST(ResponseReaderTest, GzipStreamIsDecodedAndTimedByItsEvents) {
+  const std::vector<std::string> gz = surge::testing::CompressPieces(
+      {kRole + Content("a"), Content("b"), Content("c"), kFinish + kUsage + kDone});
+  ResponseReader reader(Encoded("gzip"));
+  reader.OnRead(gz[0], kSent + 200 * kMsNs, true);
+  reader.OnRead(gz[1], kSent + 400 * kMsNs, true);
+  reader.OnRead(gz[2], kSent + 600 * kMsNs, true);
+  reader.OnRead(gz[3], kSent + 610 * kMsNs, true);
+  RequestRecord record;
+  EXPECT_TRUE(reader.Finish(Whole(), record));
+  EXPECT_EQ(record.status(), surge::v1::OK) << record.error();
+  EXPECT_EQ(record.ttft_ns(), 200 * kMsNs);
+  EXPECT_THAT(record.itl_ns(), ElementsAre(200 * kMsNs, 200 * kMsNs));
+  EXPECT_EQ(record.e2el_ns(), 610 * kMsNs);
+  EXPECT_EQ(record.output_tokens(), 3u);
+}
+
+TEST(ResponseReaderTest, GzipAndDeflateWholeAnswersParse) {
+  const std::string body =
+      R"({"choices":[{"message":{"content":"abcdefgh"},"finish_reason":"stop"}],)"
+      R"("usage":{"prompt_tokens":5,"completion_tokens":2}})";
+  for (const auto& [coding, wrapper] : std::vector<std::pair<const char*, surge::testing::Wrapper>>{
+           {"gzip", surge::testing::Wrapper::kGzip},
+           {"deflate", surge::testing::Wrapper::kZlib},
+           {"deflate", surge::testing::Wrapper::kRaw}}) {
+    ResponseReader reader(Encoded(coding, /*stream=*/false));
+    const std::string compressed = surge::testing::Compress(body, wrapper);
+    reader.OnRead(compressed.substr(0, 5), kSent + 10, true);
+    reader.OnRead(compressed.substr(5), kSent + 20, true);
+    RequestRecord record;
+    reader.Finish(Whole(), record);
+    EXPECT_EQ(record.status(), surge::v1::OK) << coding << ": " << record.error();
+    EXPECT_EQ(record.output_tokens(), 2u);
+    EXPECT_EQ(record.finish_reason(), "stop");
+    EXPECT_EQ(record.ttft_ns(), 20);
+  }
+}
+
+TEST(ResponseReaderTest, UndecodableCodingsFailByName) {
+  ResponseReader br(Encoded("br"));
+  EXPECT_FALSE(br.OnRead("abc", kSent + 10, true));
+  RequestRecord record;
+  EXPECT_FALSE(br.Finish(Refused(), record));
+  EXPECT_EQ(record.status(), surge::v1::FAILED);
+  EXPECT_EQ(record.failure_kind(), surge::v1::FAILURE_KIND_UNSUPPORTED_CONTENT_ENCODING);
+  EXPECT_EQ(record.error(), "unsupported_content_encoding: br");
+
+  // gzip named, something else sent: the stream is a bad chunk, not bad JSON.
+  ResponseReader corrupt(Encoded("gzip"));
+  EXPECT_FALSE(corrupt.OnRead(kRole + Content("a"), kSent + 10, true));
+  RequestRecord bad;
+  corrupt.Finish(Refused(), bad);
+  EXPECT_EQ(bad.failure_kind(), surge::v1::FAILURE_KIND_BAD_CHUNK);
+  EXPECT_THAT(bad.error(), ::testing::StartsWith("bad_chunk: gzip body does not decode: "));
+
+  // An error answer in br keeps its status; its body is not quoted.
+  ResponseReader error(Encoded("br", true, 503));
+  EXPECT_TRUE(error.OnRead("abc", kSent + 10, true));
+  RequestRecord failed;
+  error.Finish(Whole(), failed);
+  EXPECT_EQ(failed.failure_kind(), surge::v1::FAILURE_KIND_HTTP_5XX);
+  EXPECT_EQ(failed.error(), "http_503: (body in br, not decoded)");
+}
+
+TEST(ResponseReaderTest, RedirectNamesItsLocation) {
+  ReaderSetup setup = AnswerOf(307);
+  setup.location = "/v2/completions";
+  ResponseReader reader(setup);
+  reader.OnRead("<html>moved</html>", kSent + 10, true);
+  RequestRecord record;
+  reader.Finish(Whole(), record);
+  EXPECT_EQ(record.status(), surge::v1::FAILED);
+  EXPECT_EQ(record.http_status(), 307u);
+  EXPECT_EQ(record.failure_kind(), surge::v1::FAILURE_KIND_HTTP_OTHER);
+  EXPECT_EQ(record.error(), "http_307: redirect to /v2/completions (not followed)");
+  EXPECT_EQ(RedirectLocation(record.error()), "/v2/completions");
+
+  // Without a Location, the body as for any other status.
+  ResponseReader bare(AnswerOf(302));
+  bare.OnRead("moved", kSent + 10, true);
+  RequestRecord plain;
+  bare.Finish(Whole(), plain);
+  EXPECT_EQ(plain.error(), "http_302: moved");
+  EXPECT_EQ(RedirectLocation(plain.error()), "");
 }
 
 }  // namespace
