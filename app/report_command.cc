@@ -42,6 +42,7 @@ using coordinator::ResolveTraffic;
 using coordinator::RunContextItems;
 using coordinator::RunFactsFromJson;
 using coordinator::RunStartFromFolder;
+using coordinator::RunStartUtcFromFolder;
 using coordinator::SummaryAccumulator;
 using coordinator::WriteRunResults;
 
@@ -163,6 +164,8 @@ surge::v1::RunFacts ReportFacts(const fs::path& folder, const std::string& datas
   std::error_code ec;
   if (facts.started_at().empty()) {
     facts.set_started_at(RunStartFromFolder(fs::absolute(folder, ec)));
+    const std::string utc = RunStartUtcFromFolder(fs::absolute(folder, ec));
+    if (!utc.empty()) facts.set_started_at_utc(utc);
   }
   if (facts.surge_version().empty()) facts.set_surge_version(kSurgeVersion);
   facts.set_report_surge_version(kSurgeVersion);

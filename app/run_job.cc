@@ -172,6 +172,7 @@ absl::Status Job::Run() {
   if (!prepared.ok()) return prepared.status();
   prepared_ = *std::move(prepared);
   std::cout << "seed: " << config_.seed() << "\nresults: " << prepared_.folder.string()
+            << "\nstarted: " << prepared_.started_at << " (" << prepared_.started_at_utc << ")"
             << std::endl;
   if (g_interrupted.load()) return Interrupted();
 
@@ -324,6 +325,7 @@ void Job::WriteResults(const absl::StatusOr<DispatchOutcome>& outcome,
   surge::v1::RunFacts facts = ConfiguredRunFacts(config_, p.plan.traffic, p.dataset);
   facts.set_run_id(options.run_id);
   facts.set_started_at(p.started_at);
+  facts.set_started_at_utc(p.started_at_utc);
   facts.set_surge_version(kSurgeVersion);
   if (!plan_file_.empty()) facts.set_plan_file(fs::absolute(plan_file_).string());
   if (p.planned_reuse.has_value()) {
