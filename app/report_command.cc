@@ -188,6 +188,13 @@ absl::Status Report(const std::string& folder_arg) {
   auto window = ResolveSteadyStateOption(*config, *plan);
   if (!window.ok()) return window.status();
   if (*window) summary.SetSteadyState(**window);
+  // An older run_config.json has no metric_percentiles: the default set.
+  auto percentiles = ParseMetricPercentiles(config->metric_percentiles());
+  if (!percentiles.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("run_config.json: metric_percentiles: ", percentiles.status().message()));
+  }
+  summary.SetPercentiles(*percentiles);
   ActualPageInputs page(plan->size());
   RecordFanOut sinks({&summary, &page});
   StreamRecords(folder / (*dataset + "_details.jsonl"), *plan, sinks);
