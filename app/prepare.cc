@@ -41,6 +41,7 @@ using coordinator::CreateRunFolder;
 using coordinator::DefaultRunConfig;
 using coordinator::ExpectedPlotFileName;
 using coordinator::FormatLocalTime;
+using coordinator::FormatUtcTime;
 using coordinator::LoadYamlConfig;
 using coordinator::MakePayloadSource;
 using coordinator::PayloadSource;
@@ -50,7 +51,6 @@ using coordinator::ReadPlanCsv;
 using coordinator::ResolvedTraffic;
 using coordinator::ResolveReplayTraffic;
 using coordinator::RunContextItems;
-using coordinator::RunStartFromFolder;
 using coordinator::SafeFileName;
 using coordinator::SavedConfigJson;
 using coordinator::TraceTimeScale;
@@ -253,10 +253,10 @@ absl::Status WriteRunFolder(const RunConfig& config, const std::string& model,
   // this run left out), so `surge report` shows the same from run_config.json.
   RunConfig used = saved;
   used.mutable_target()->set_model(model);
-  // The start as the folder's name gives it, so that `surge report` shows
-  // the same from the folder alone (FormatLocalTime if the name differs).
-  p->started_at = RunStartFromFolder(p->folder);
-  if (p->started_at.empty()) p->started_at = FormatLocalTime(wall_now);
+  // The start in local time with its UTC offset, and in UTC (the folder's
+  // name, RunFolderStamp, is the same UTC second).
+  p->started_at = FormatLocalTime(wall_now);
+  p->started_at_utc = FormatUtcTime(wall_now);
   p->context = RunContextItems(used, p->plan, p->dataset, p->started_at, kSurgeVersion);
   if (absl::Status s = SaveRunConfig(saved, p->folder); !s.ok()) return AsRuntimeFailure(s);
   const std::function<void(uint64_t)> csv_progress =

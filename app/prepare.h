@@ -26,7 +26,8 @@ struct Prepared {
   coordinator::ArrivalSchedule plan;
   std::filesystem::path folder;
   std::string dataset;               // file-name stem, R-PLOT-1
-  std::string started_at;            // local time, FormatLocalTime
+  std::string started_at;            // local time with offset, FormatLocalTime
+  std::string started_at_utc;        // UTC, FormatUtcTime
   coordinator::PageContext context;  // shown on both pages
   // Warm-ups before t0 (num_warmups) and the steady-state window
   // (steady_state_s; nullopt = the whole run): docs/DATASETS.md.

@@ -40,6 +40,7 @@ using coordinator::ResolveTraffic;
 using coordinator::RunContextItems;
 using coordinator::RunFactsFromJson;
 using coordinator::RunStartFromFolder;
+using coordinator::RunStartUtcFromFolder;
 using coordinator::SummaryAccumulator;
 using coordinator::WriteRunResults;
 
@@ -159,6 +160,8 @@ surge::v1::RunFacts ReportFacts(const fs::path& folder, const std::string& datas
   std::error_code ec;
   if (facts.started_at().empty()) {
     facts.set_started_at(RunStartFromFolder(fs::absolute(folder, ec)));
+    const std::string utc = RunStartUtcFromFolder(fs::absolute(folder, ec));
+    if (!utc.empty()) facts.set_started_at_utc(utc);
   }
   if (facts.surge_version().empty()) facts.set_surge_version(kSurgeVersion);
   facts.set_report_surge_version(kSurgeVersion);
@@ -181,6 +184,13 @@ absl::Status Report(const std::string& folder_arg) {
   auto window = ResolveSteadyStateOption(*config, *plan);
   if (!window.ok()) return window.status();
   if (*window) summary.SetSteadyState(**window);
+  // An older run_config.json has no metric_percentiles: the default set.
+  auto percentiles = ParseMetricPercentiles(config->metric_percentiles());
+  if (!percentiles.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("run_config.json: metric_percentiles: ", percentiles.status().message()));
+  }
+  summary.SetPercentiles(*percentiles);
   ActualPageInputs page(plan->size());
   RecordFanOut sinks({&summary, &page});
   StreamRecords(folder / (*dataset + "_details.jsonl"), *plan, sinks);

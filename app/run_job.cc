@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <random>
@@ -56,6 +57,12 @@ namespace {
 
 namespace fs = std::filesystem;
 using surge::v1::RunConfig;
+
+// The percentiles the summary shows (validated with the configuration).
+MetricPercentiles MetricPercentilesOf(const RunConfig& config) {
+  auto ps = ParseMetricPercentiles(config.metric_percentiles());
+  return ps.ok() ? *ps : MetricPercentiles{};
+}
 
 std::atomic<bool> g_interrupted{false};
 // The first stop signal (SIGINT or SIGTERM): the exit status is 128 + it.
@@ -136,6 +143,7 @@ class Job {
   absl::Status ResolveWorkers();
   absl::StatusOr<DispatchOutcome> Dispatch(DispatcherOptions& options, SummaryAccumulator& summary,
                                            ActualPageInputs& page, bool* nothing_recorded);
+  coordinator::RunSummary ExactSummary(SummaryAccumulator& summary);
   void WriteResults(const absl::StatusOr<DispatchOutcome>& outcome,
                     const DispatcherOptions& options, SummaryAccumulator& summary,
                     const ActualPageInputs& page);
@@ -172,6 +180,7 @@ absl::Status Job::Run() {
   if (!prepared.ok()) return prepared.status();
   prepared_ = *std::move(prepared);
   std::cout << "seed: " << config_.seed() << "\nresults: " << prepared_.folder.string()
+            << "\nstarted: " << prepared_.started_at << " (" << prepared_.started_at_utc << ")"
             << std::endl;
   if (g_interrupted.load()) return Interrupted();
 
@@ -180,6 +189,7 @@ absl::Status Job::Run() {
   // page's send list; none keeps the records themselves.
   SummaryAccumulator summary(&config_.goodput());
   if (prepared_.steady_state) summary.SetSteadyState(*prepared_.steady_state);
+  summary.SetPercentiles(MetricPercentilesOf(config_));
   options.warmup_offsets_ns = prepared_.warmups.offsets_ns;
   options.warmup_payloads = prepared_.warmups.payloads.get();
   ActualPageInputs page(prepared_.plan.size());
@@ -317,6 +327,32 @@ absl::StatusOr<DispatchOutcome> Job::Dispatch(DispatcherOptions& options,
   return outcome;
 }
 
+// The run's summary with every percentile exact: the accumulator's own
+// when each metric stayed within its exact limit, else the same summary
+// recomputed from the details file with no limit (as `surge report` does).
+// Keeps the accumulator's estimates, with a warning, when the details file
+// does not give back every record.
+coordinator::RunSummary Job::ExactSummary(SummaryAccumulator& summary) {
+  coordinator::RunSummary s = summary.Finish();
+  if (s.percentiles_exact) return s;
+  const fs::path details = prepared_.folder / (prepared_.dataset + "_details.jsonl");
+  SummaryAccumulator exact(&config_.goodput(), StreamingStats::kUnlimited);
+  if (prepared_.steady_state) exact.SetSteadyState(*prepared_.steady_state);
+  exact.SetPercentiles(s.percentiles);
+  std::ifstream in(details);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (auto r = coordinator::ParseDetailsLine(line); r.ok()) exact.Add(*r);
+  }
+  if (exact.records() != summary.records()) {
+    LogWarning(absl::StrCat(details.string(), " gave back ", exact.records(), " of ",
+                            summary.records(),
+                            " records: the summary keeps its histogram percentile estimates"));
+    return s;
+  }
+  return exact.Finish();
+}
+
 // Summary and the actual page, also after an interrupt or worker loss
 // (R-ACT-1), and the last scrape of the live metrics.
 void Job::WriteResults(const absl::StatusOr<DispatchOutcome>& outcome,
@@ -326,6 +362,7 @@ void Job::WriteResults(const absl::StatusOr<DispatchOutcome>& outcome,
   surge::v1::RunFacts facts = ConfiguredRunFacts(config_, p.plan.traffic, p.dataset);
   facts.set_run_id(options.run_id);
   facts.set_started_at(p.started_at);
+  facts.set_started_at_utc(p.started_at_utc);
   facts.set_surge_version(kSurgeVersion);
   if (!plan_file_.empty()) facts.set_plan_file(fs::absolute(plan_file_).string());
   if (p.planned_reuse.has_value()) {
@@ -339,7 +376,7 @@ void Job::WriteResults(const absl::StatusOr<DispatchOutcome>& outcome,
         outcome->undecodable_frames, " undecodable messages from workers were skipped (",
         outcome->records_lost_in_transit, " requests recorded as record_lost)"));
   }
-  WriteRunResults(p.folder, p.dataset, p.plan, summary.Finish(), page, facts, p.context);
+  WriteRunResults(p.folder, p.dataset, p.plan, ExactSummary(summary), page, facts, p.context);
   if (metrics_server_ != nullptr) {
     // The metrics as a last scrape would read them, beside the summary.
     const fs::path last = p.folder / (p.dataset + "_metrics.prom");

@@ -2,8 +2,15 @@
 
 #include <algorithm>
 #include <boost/histogram.hpp>
+#include <charconv>
 #include <cmath>
 #include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 
 namespace surge {
 namespace {
@@ -62,6 +69,34 @@ std::vector<double> Percentiles(std::span<double> values, std::span<const double
     out[i] = (lo + 1 >= n || frac == 0) ? a : a + frac * (values[lo + 1] - a);
   }
   return out;
+}
+
+absl::StatusOr<MetricPercentiles> ParseMetricPercentiles(const std::string& text) {
+  MetricPercentiles out;
+  if (absl::StripAsciiWhitespace(text).empty()) return out;
+  out.values.clear();
+  out.given = true;
+  for (absl::string_view entry : absl::StrSplit(text, ',')) {
+    entry = absl::StripAsciiWhitespace(entry);
+    double p = 0;
+    if (!absl::SimpleAtod(entry, &p) || !std::isfinite(p) || !(p > 0 && p < 100)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("\"", entry,
+                       "\" is not a percentile: each entry must be a number in (0, 100), e.g. "
+                       "50,90,99,99.9"));
+    }
+    out.values.push_back(p);
+  }
+  std::sort(out.values.begin(), out.values.end());
+  out.values.erase(std::unique(out.values.begin(), out.values.end()), out.values.end());
+  return out;
+}
+
+std::string PercentileName(double p) {
+  if (p == std::floor(p) && std::fabs(p) < 1e15) return absl::StrCat(static_cast<int64_t>(p));
+  char text[32];
+  const auto result = std::to_chars(text, text + sizeof(text), p);
+  return std::string(text, result.ptr);
 }
 
 double Mean(std::span<const double> values) {

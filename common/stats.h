@@ -16,7 +16,10 @@
 #include <limits>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
+
+#include "absl/status/statusor.h"
 
 namespace surge {
 
@@ -28,6 +31,23 @@ double PercentileOfSorted(std::span<const double> sorted, double p);
 // selection (nth_element) in O(n log k) for k distinct ranks: no full sort.
 // Reorders `values`. Each NaN when empty.
 std::vector<double> Percentiles(std::span<double> values, std::span<const double> ps);
+
+// The percentiles the outputs show (RunConfig.metric_percentiles,
+// --metric-percentiles, vLLM's flag): ascending, without repeats. When the
+// user gave none (`given` false): 50, 75, 90, 99, 99.9 — the console and
+// the CSV then show what they always did (p50/p99; Median/P75/P90/P99) and
+// the JSON adds p99.9.
+struct MetricPercentiles {
+  std::vector<double> values = {50, 75, 90, 99, 99.9};
+  bool given = false;
+};
+// Parses a comma list of numbers in (0, 100), e.g. "50,90,99,99.9" (spaces
+// allowed); "" is the default set. Errors: INVALID_ARGUMENT saying which
+// entry is wrong and what is allowed. Pure.
+absl::StatusOr<MetricPercentiles> ParseMetricPercentiles(const std::string& text);
+// A percentile's name in keys and headers, as vLLM writes it: "99" for a
+// whole number, else the shortest decimal that reads back ("99.9"). Pure.
+std::string PercentileName(double p);
 
 // Arithmetic mean, summed in order; NaN when empty.
 double Mean(std::span<const double> values);

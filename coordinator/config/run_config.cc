@@ -447,6 +447,10 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
     errors.Add("steady_state_s", absl::StrCat("\"", ToValidUtf8(c.steady_state_s()), "\""),
                absl::StrCat(spec.status().message(), " (flag --steady-state-s)"));
   }
+  if (auto ps = ParseMetricPercentiles(c.metric_percentiles()); !ps.ok()) {
+    errors.Add("metric_percentiles", absl::StrCat("\"", ToValidUtf8(c.metric_percentiles()), "\""),
+               absl::StrCat(ps.status().message(), " (flag --metric-percentiles)"));
+  }
   CheckDatasetRules(c, errors);
   CheckRequestRules(c, errors);
   return errors.ToStatus();

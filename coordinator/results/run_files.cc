@@ -13,10 +13,12 @@
 #include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "common/failure_kind.h"
 #include "common/log.h"
@@ -87,11 +89,8 @@ absl::Status CheckOutputDir(const fs::path& output_dir) {
 
 absl::StatusOr<fs::path> CreateRunFolder(const fs::path& output_dir, const std::string& model,
                                          std::chrono::system_clock::time_point wall_now) {
-  const std::time_t t = std::chrono::system_clock::to_time_t(wall_now);
-  std::tm local{};
-  localtime_r(&t, &local);
-  char stamp[32];
-  std::strftime(stamp, sizeof(stamp), "%Y%m%d_%H%M%S", &local);
+  // UTC, so that names sort by time also across a daylight-saving change.
+  const std::string stamp = RunFolderStamp(wall_now);
   const std::string model_dir = SafeFileName(model);
   std::error_code ec;
   fs::create_directories(output_dir, ec);
@@ -492,30 +491,90 @@ absl::StatusOr<RequestRecord> ParseDetailsLine(const std::string& line) {
   return r;
 }
 
+std::string RunFolderStamp(std::chrono::system_clock::time_point wall) {
+  const std::time_t t = std::chrono::system_clock::to_time_t(wall);
+  std::tm utc{};
+  gmtime_r(&t, &utc);
+  char stamp[32];
+  std::strftime(stamp, sizeof(stamp), "%Y%m%d_%H%M%SZ", &utc);
+  return stamp;
+}
+
 std::string FormatLocalTime(std::chrono::system_clock::time_point wall) {
   const std::time_t t = std::chrono::system_clock::to_time_t(wall);
   std::tm local{};
   localtime_r(&t, &local);
   char text[48];
-  std::strftime(text, sizeof(text), "%Y-%m-%d %H:%M:%S %z", &local);
+  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%S", &local);
+  // ISO 8601 writes the offset "+08:00"; strftime's %z gives "+0800".
+  const long offset_min = local.tm_gmtoff / 60;  // NOLINT(runtime/int): tm's type
+  const long magnitude = offset_min < 0 ? -offset_min : offset_min;  // NOLINT(runtime/int)
+  return absl::StrFormat("%s%c%02d:%02d", text, offset_min < 0 ? '-' : '+', magnitude / 60,
+                         magnitude % 60);
+}
+
+std::string FormatUtcTime(std::chrono::system_clock::time_point wall) {
+  const std::time_t t = std::chrono::system_clock::to_time_t(wall);
+  std::tm utc{};
+  gmtime_r(&t, &utc);
+  char text[48];
+  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &utc);
   return text;
 }
 
-std::string RunStartFromFolder(const fs::path& run_folder) {
+namespace {
+
+// The run folder's timestamp folder name: "YYYYMMDD_HHMMSS" followed by
+// "Z" (UTC, this release) or nothing (local time, older releases), then
+// optionally "_k". Its digits and whether it is UTC; nullopt for another
+// shape.
+struct FolderStamp {
+  std::string digits;  // YYYYMMDD_HHMMSS
+  bool utc = false;
+};
+std::optional<FolderStamp> ParseFolderStamp(const fs::path& run_folder) {
   fs::path folder = run_folder;
   if (folder.filename().empty()) folder = folder.parent_path();  // trailing '/'
   const fs::path performances = folder.parent_path();
-  if (performances.filename() != "performances") return "";
+  if (performances.filename() != "performances") return std::nullopt;
   const std::string stamp = performances.parent_path().filename().string();
-  // YYYYMMDD_HHMMSS, optionally _k.
-  if (stamp.size() < 15 || stamp[8] != '_') return "";
+  if (stamp.size() < 15 || stamp[8] != '_') return std::nullopt;
   for (size_t i = 0; i < 15; ++i) {
-    if (i != 8 && (stamp[i] < '0' || stamp[i] > '9')) return "";
+    if (i != 8 && (stamp[i] < '0' || stamp[i] > '9')) return std::nullopt;
   }
-  if (stamp.size() > 15 && stamp[15] != '_') return "";
-  return absl::StrCat(stamp.substr(0, 4), "-", stamp.substr(4, 2), "-", stamp.substr(6, 2), " ",
-                      stamp.substr(9, 2), ":", stamp.substr(11, 2), ":", stamp.substr(13, 2),
-                      " (local time)");
+  FolderStamp out{stamp.substr(0, 15), stamp.size() > 15 && stamp[15] == 'Z'};
+  const size_t rest = out.utc ? 16 : 15;
+  if (stamp.size() > rest && stamp[rest] != '_') return std::nullopt;
+  return out;
+}
+
+// The UTC instant of a "YYYYMMDD_HHMMSS" read as UTC.
+std::chrono::system_clock::time_point UtcStampTime(const std::string& d) {
+  std::tm utc{};
+  utc.tm_year = std::stoi(d.substr(0, 4)) - 1900;
+  utc.tm_mon = std::stoi(d.substr(4, 2)) - 1;
+  utc.tm_mday = std::stoi(d.substr(6, 2));
+  utc.tm_hour = std::stoi(d.substr(9, 2));
+  utc.tm_min = std::stoi(d.substr(11, 2));
+  utc.tm_sec = std::stoi(d.substr(13, 2));
+  return std::chrono::system_clock::from_time_t(timegm(&utc));
+}
+
+}  // namespace
+
+std::string RunStartFromFolder(const fs::path& run_folder) {
+  const std::optional<FolderStamp> stamp = ParseFolderStamp(run_folder);
+  if (!stamp.has_value()) return "";
+  if (stamp->utc) return FormatLocalTime(UtcStampTime(stamp->digits));
+  const std::string& d = stamp->digits;
+  return absl::StrCat(d.substr(0, 4), "-", d.substr(4, 2), "-", d.substr(6, 2), " ", d.substr(9, 2),
+                      ":", d.substr(11, 2), ":", d.substr(13, 2), " (local time)");
+}
+
+std::string RunStartUtcFromFolder(const fs::path& run_folder) {
+  const std::optional<FolderStamp> stamp = ParseFolderStamp(run_folder);
+  if (!stamp.has_value() || !stamp->utc) return "";
+  return FormatUtcTime(UtcStampTime(stamp->digits));
 }
 
 }  // namespace surge::coordinator

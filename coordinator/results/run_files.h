@@ -30,24 +30,36 @@ std::string SafeFileName(const std::string& name);
 // and the reason.
 absl::Status CheckOutputDir(const std::filesystem::path& output_dir);
 
-// `{output_dir}/{YYYYMMDD_HHMMSS}/performances/{SafeFileName(model)}/` in
-// local time, with `_1`, `_2`, … appended to the timestamp folder when it
-// exists (R-PLOT-1). Creates the folders. Errors: INTERNAL
-// naming the path when it cannot be created.
+// `{output_dir}/{YYYYMMDD_HHMMSSZ}/performances/{SafeFileName(model)}/`, the
+// timestamp in UTC (RunFolderStamp) so that run folders sort by time, also
+// across a daylight-saving change, with `_1`, `_2`, … appended to the
+// timestamp folder when it exists (R-PLOT-1). Creates the folders. Errors:
+// INTERNAL naming the path when it cannot be created.
 absl::StatusOr<std::filesystem::path> CreateRunFolder(
     const std::filesystem::path& output_dir, const std::string& model,
     std::chrono::system_clock::time_point wall_now);
 
-// `wall` in local time as "YYYY-MM-DD HH:MM:SS +hhmm" (the run's start on
-// the pages and in the summary's "run.started_at").
+// The run folder's timestamp name: `wall` in UTC as "YYYYMMDD_HHMMSSZ"
+// ("20261202_043327Z"). Older releases wrote local time without the "Z".
+std::string RunFolderStamp(std::chrono::system_clock::time_point wall);
+
+// `wall` in local time ($TZ) with its UTC offset, ISO 8601:
+// "2026-12-02T04:33:27+08:00" (the run's start on the pages and in the
+// summary's "run.started_at").
 std::string FormatLocalTime(std::chrono::system_clock::time_point wall);
 
+// `wall` in UTC, ISO 8601: "2026-12-01T20:33:27Z" ("run.started_at_utc").
+std::string FormatUtcTime(std::chrono::system_clock::time_point wall);
+
 // The run's start read back from a run folder's path
-// `.../{YYYYMMDD_HHMMSS[_k]}/performances/{model}` (R-PLOT-1) as
-// "YYYY-MM-DD HH:MM:SS (local time)": what `surge run` shows on the pages,
-// so that `surge report` gives the same text from the folder alone; "" when
-// the path does not have that shape.
+// `.../{stamp}/performances/{model}` (R-PLOT-1), for `surge report` on a
+// folder without its summary: for a UTC name ("YYYYMMDD_HHMMSSZ[_k]") that
+// instant as FormatLocalTime gives it; for an older local-time name
+// ("YYYYMMDD_HHMMSS[_k]", offset unknown) "YYYY-MM-DD HH:MM:SS (local
+// time)"; "" when the path does not have that shape.
 std::string RunStartFromFolder(const std::filesystem::path& run_folder);
+// The same start in UTC (FormatUtcTime) for a UTC name; "" otherwise.
+std::string RunStartUtcFromFolder(const std::filesystem::path& run_folder);
 
 // Writes `{dataset}_plan.csv`: header `index,rate_rps,interval_s,offset_s,anomaly`,
 // one row per request in index order, numbers with 17 significant digits so

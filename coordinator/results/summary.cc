@@ -137,7 +137,7 @@ int64_t FromPlannedNs(const surge::v1::RequestRecord& r, int64_t metric_ns) {
   return metric_ns + (r.sent_ns() - r.planned_ns());
 }
 
-MetricStats StatsOf(StreamingStats& values) {
+MetricStats StatsOf(StreamingStats& values, const std::vector<double>& percentiles) {
   MetricStats s;
   s.count = values.count();
   s.exact = values.exact();
@@ -148,13 +148,14 @@ MetricStats StatsOf(StreamingStats& values) {
   s.p75 = values.Percentile(75);
   s.p90 = values.Percentile(90);
   s.p99 = values.Percentile(99);
+  for (double p : percentiles) s.at.emplace_back(p, values.Percentile(p));
   return s;
 }
 
-MetricStats ComputeStats(std::vector<double> values) {
+MetricStats ComputeStats(std::vector<double> values, const std::vector<double>& percentiles) {
   StreamingStats all(StreamingStats::kUnlimited);
   for (double v : values) all.Add(v);
-  return StatsOf(all);
+  return StatsOf(all, percentiles);
 }
 
 SummaryAccumulator::SummaryAccumulator(const surge::v1::GoodputConfig* goodput,
@@ -292,17 +293,17 @@ RunSummary SummaryAccumulator::Finish() {
   // The plan's rate, over every planned request (sent or not): a run whose
   // sends collapsed must not report a collapsed intent (R-MET-2).
   s.intended_rate_rps = RateOverSpan(s.total, planned_min_s_, planned_max_s_);
-  s.lateness_s = StatsOf(lateness_);
-  s.ttft_s = StatsOf(ttft_);
-  s.ttfc_s = StatsOf(ttfc_);
-  s.e2el_s = StatsOf(e2el_);
-  s.ttft_from_planned_s = StatsOf(ttft_planned_);
-  s.e2el_from_planned_s = StatsOf(e2el_planned_);
-  s.tpot_s = StatsOf(tpot_);
-  s.itl_s = StatsOf(itl_);
-  s.input_tokens_stats = StatsOf(in_tokens_);
-  s.output_tokens_stats = StatsOf(out_tokens_);
-  s.output_token_throughput_stats = StatsOf(out_throughput_);
+  s.lateness_s = StatsOf(lateness_, s.percentiles.values);
+  s.ttft_s = StatsOf(ttft_, s.percentiles.values);
+  s.ttfc_s = StatsOf(ttfc_, s.percentiles.values);
+  s.e2el_s = StatsOf(e2el_, s.percentiles.values);
+  s.ttft_from_planned_s = StatsOf(ttft_planned_, s.percentiles.values);
+  s.e2el_from_planned_s = StatsOf(e2el_planned_, s.percentiles.values);
+  s.tpot_s = StatsOf(tpot_, s.percentiles.values);
+  s.itl_s = StatsOf(itl_, s.percentiles.values);
+  s.input_tokens_stats = StatsOf(in_tokens_, s.percentiles.values);
+  s.output_tokens_stats = StatsOf(out_tokens_, s.percentiles.values);
+  s.output_token_throughput_stats = StatsOf(out_throughput_, s.percentiles.values);
   for (const MetricStats* m : {&s.lateness_s, &s.ttft_s, &s.ttfc_s, &s.e2el_s,
                                &s.ttft_from_planned_s, &s.e2el_from_planned_s, &s.tpot_s, &s.itl_s,
                                &s.input_tokens_stats, &s.output_tokens_stats,
@@ -321,10 +322,12 @@ RunSummary Summarize(const std::vector<surge::v1::RequestRecord>& records,
 
 nlohmann::json SummaryToJson(const RunSummary& s, const nlohmann::json& context) {
   auto seconds = [](const MetricStats& m) {
-    return nlohmann::json{{"count", m.count},    {"mean", Number(m.mean)}, {"min", Number(m.min)},
-                          {"max", Number(m.max)}, {"p50", Number(m.p50)},   {"p75", Number(m.p75)},
-                          {"p90", Number(m.p90)}, {"p99", Number(m.p99)},
-                          {"exact", m.exact}};
+    nlohmann::json j{{"count", m.count},    {"mean", Number(m.mean)}, {"min", Number(m.min)},
+                     {"max", Number(m.max)}, {"p50", Number(m.p50)},   {"p75", Number(m.p75)},
+                     {"p90", Number(m.p90)}, {"p99", Number(m.p99)},   {"exact", m.exact}};
+    // The --metric-percentiles set beyond the four keys above ("p99.9").
+    for (const auto& [p, v] : m.at) j.emplace("p" + PercentileName(p), Number(v));
+    return j;
   };
   nlohmann::json j;
   j["run"] = context;
@@ -409,11 +412,15 @@ nlohmann::json SummaryToJson(const RunSummary& s, const nlohmann::json& context)
                          {"P90", Number(m.p90 * row.scale)},
                          {"P99", Number(m.p99 * row.scale)},
                          {"N", m.count}};
+    for (const auto& [p, v] : m.at) {
+      if (p != 50) metrics[row.name].emplace("P" + PercentileName(p), Number(v * row.scale));
+    }
   }
   j["metrics"] = std::move(metrics);
   nlohmann::json common = nlohmann::json::object();
   for (auto& [name, value] : CommonRows(s)) common[name] = value;
   j["common"] = std::move(common);
+  j["metric_percentiles"] = s.percentiles.values;
   j["percentile_method"] =
       s.percentiles_exact
           ? "linear interpolation between closest ranks (numpy default)"
@@ -425,15 +432,43 @@ nlohmann::json SummaryToJson(const RunSummary& s, const nlohmann::json& context)
   return j;
 }
 
+namespace {
+
+// The percentiles a table shows: the given --metric-percentiles, else
+// `fallback` (what the table always showed).
+std::vector<double> ShownPercentiles(const RunSummary& s, std::initializer_list<double> fallback) {
+  return s.percentiles.given ? s.percentiles.values : std::vector<double>(fallback);
+}
+
+// `m`'s p-th percentile: from its --metric-percentiles set, or one of the
+// four it always holds; NaN for another.
+double PercentileOf(const MetricStats& m, double p) {
+  for (const auto& [q, v] : m.at) {
+    if (q == p) return v;
+  }
+  if (p == 50) return m.p50;
+  if (p == 75) return m.p75;
+  if (p == 90) return m.p90;
+  if (p == 99) return m.p99;
+  return kNaN;
+}
+
+}  // namespace
+
 std::string SummaryToCsv(const RunSummary& s) {
-  std::string out = "Performance Parameters,Average,Min,Max,Median,P75,P90,P99,N\n";
+  const std::vector<double> shown = ShownPercentiles(s, {50, 75, 90, 99});
+  std::string out = "Performance Parameters,Average,Min,Max,";
+  for (double p : shown) {
+    absl::StrAppend(&out, p == 50 ? std::string("Median") : "P" + PercentileName(p), ",");
+  }
+  absl::StrAppend(&out, "N\n");
   auto cell = [](double v) { return std::isfinite(v) ? absl::StrFormat("%.4f", v) : std::string(); };
   for (const MetricRow& row : MetricRows(s)) {
     const MetricStats& m = *row.stats;
     absl::StrAppend(&out, row.name, " (", row.unit, "),", cell(m.mean * row.scale), ",",
-                    cell(m.min * row.scale), ",", cell(m.max * row.scale), ",",
-                    cell(m.p50 * row.scale), ",", cell(m.p75 * row.scale), ",",
-                    cell(m.p90 * row.scale), ",", cell(m.p99 * row.scale), ",", m.count, "\n");
+                    cell(m.min * row.scale), ",", cell(m.max * row.scale), ",");
+    for (double p : shown) absl::StrAppend(&out, cell(PercentileOf(m, p) * row.scale), ",");
+    absl::StrAppend(&out, m.count, "\n");
   }
   absl::StrAppend(&out, "\nCommon Metric,Value\n");
   auto rows = CommonRows(s);
@@ -455,8 +490,17 @@ std::string FormatSummaryTable(const RunSummary& s) {
   auto row = [&](const std::string& name, const std::string& value) {
     absl::StrAppend(&out, absl::StrFormat("  %-36s %s\n", name, value));
   };
-  auto ms = [](const MetricStats& m) {
-    return absl::StrCat(Fixed(m.mean * 1e3), " / ", Fixed(m.p50 * 1e3), " / ", Fixed(m.p99 * 1e3));
+  // "mean/p50/p99", or mean and the given --metric-percentiles.
+  std::string names = "mean";
+  const std::vector<double> shown = ShownPercentiles(s, {50, 99});
+  for (double p : shown) absl::StrAppend(&names, "/p", PercentileName(p));
+  auto ms = [&shown](const MetricStats& m) {
+    std::string text = Fixed(m.mean * 1e3);
+    for (double p : shown) absl::StrAppend(&text, " / ", Fixed(PercentileOf(m, p) * 1e3));
+    return text;
+  };
+  auto name = [&names](const std::string& metric, const std::string& unit) {
+    return absl::StrCat(metric, " ", names, unit);
   };
   absl::StrAppend(&out, "============== surge run summary ==============\n");
   row("Requests (total)", absl::StrCat(s.total));
@@ -489,21 +533,27 @@ std::string FormatSummaryTable(const RunSummary& s) {
   }
   if (s.input_lengths.shown()) absl::StrAppend(&out, InputLengthLines(s.input_lengths));
   if (s.has_goodput) row("Goodput (RPS)", absl::StrCat(Fixed(s.goodput_rps), " (", s.good_requests, " good)"));
-  row("Send lateness p50/p99/max (ms)", absl::StrCat(Fixed(s.lateness_s.p50 * 1e3), " / ",
-                                                     Fixed(s.lateness_s.p99 * 1e3), " / ",
-                                                     Fixed(s.lateness_s.max * 1e3)));
-  row("TTFT mean/p50/p99 (ms)", ms(s.ttft_s));
+  {
+    std::string late_names = "Send lateness ", late_values;
+    for (double p : shown) {
+      absl::StrAppend(&late_names, "p", PercentileName(p), "/");
+      absl::StrAppend(&late_values, Fixed(PercentileOf(s.lateness_s, p) * 1e3), " / ");
+    }
+    row(absl::StrCat(late_names, "max (ms)"),
+        absl::StrCat(late_values, Fixed(s.lateness_s.max * 1e3)));
+  }
+  row(name("TTFT", " (ms)"), ms(s.ttft_s));
   // Only when it says something TTFT does not: reasoning came first, or
   // some answers had no content at all.
   if (s.ttfc_s.count != s.ttft_s.count || (s.ttfc_s.count > 0 && s.ttfc_s.mean != s.ttft_s.mean)) {
-    row("TTFC (first content) mean/p50/p99", ms(s.ttfc_s));
+    row(name("TTFC (first content)", ""), ms(s.ttfc_s));
   }
-  row("TPOT mean/p50/p99 (ms)", ms(s.tpot_s));
-  row("ITL mean/p50/p99 (ms)", ms(s.itl_s));
-  row("E2EL mean/p50/p99 (ms)", ms(s.e2el_s));
+  row(name("TPOT", " (ms)"), ms(s.tpot_s));
+  row(name("ITL", " (ms)"), ms(s.itl_s));
+  row(name("E2EL", " (ms)"), ms(s.e2el_s));
   // The same from each request's planned send (its lateness added).
-  row("TTFT from planned send mean/p50/p99", ms(s.ttft_from_planned_s));
-  row("E2EL from planned send mean/p50/p99", ms(s.e2el_from_planned_s));
+  row(name("TTFT from planned send", ""), ms(s.ttft_from_planned_s));
+  row(name("E2EL from planned send", ""), ms(s.e2el_from_planned_s));
   if (s.warmups > 0) {
     absl::StrAppend(&out, "  Warm-ups: ", s.warmups, " sent before t0, in no count or metric\n");
   }

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -27,16 +28,19 @@ namespace surge::coordinator {
 // exact; the percentiles are exact (linear interpolation between closest
 // ranks, numpy's default) when `exact`, else log-linear histogram estimates
 // within kStreamingRelativeError (the metric held more values than the
-// accumulator's exact limit). All NaN when count is 0.
+// accumulator's exact limit). All NaN when count is 0. `at` holds the
+// percentiles of the run's --metric-percentiles set (MetricPercentiles), as
+// (p, value) in ascending p; p50..p99 are always filled.
 struct MetricStats {
   size_t count = 0;
   double mean = 0, min = 0, max = 0, p50 = 0, p75 = 0, p90 = 0, p99 = 0;
+  std::vector<std::pair<double, double>> at;
   bool exact = true;
 };
-// Exact statistics of `values`.
-MetricStats ComputeStats(std::vector<double> values);
+// Exact statistics of `values`, with `percentiles` in `at`.
+MetricStats ComputeStats(std::vector<double> values, const std::vector<double>& percentiles = {});
 // The statistics `values` holds (exact or estimated, see StreamingStats).
-MetricStats StatsOf(StreamingStats& values);
+MetricStats StatsOf(StreamingStats& values, const std::vector<double>& percentiles = {});
 
 // A latency of a sent request counted from its planned send instead of its
 // actual one: metric_ns + (sent_ns − planned_ns), ns — what a user arriving
@@ -140,6 +144,8 @@ struct RunSummary {
   double goodput_rps = 0;
   // True when every metric's percentiles are exact (MetricStats::exact).
   bool percentiles_exact = true;
+  // The percentiles each metric's MetricStats::at holds.
+  MetricPercentiles percentiles;
   // Asked against server-reported prompt lengths (input_lengths.h); shown
   // when the server counted prompts surge sized (input_lengths.shown()).
   InputLengthSummary input_lengths;
@@ -182,6 +188,8 @@ class SummaryAccumulator : public RecordSink {
   // Counts only requests planned inside `window` in the OK-request metrics
   // and the throughputs (RunSummary::steady_state). Before the first Add.
   void SetSteadyState(const SteadyStateWindow& window) { s_.steady_state = window; }
+  // The percentiles the outputs show (default: MetricPercentiles{}).
+  void SetPercentiles(const MetricPercentiles& percentiles) { s_.percentiles = percentiles; }
   // The summary of every record added so far. Sorts kept values in place.
   RunSummary Finish();
   // Records added so far.
@@ -211,7 +219,9 @@ RunSummary Summarize(const std::vector<surge::v1::RequestRecord>& records,
 nlohmann::json SummaryToJson(const RunSummary& summary, const nlohmann::json& context);
 
 // AISBench's per-metric table `{dataset}.csv`: header
-// `Performance Parameters,Average,Min,Max,Median,P75,P90,P99,N`, one row per
+// `Performance Parameters,Average,Min,Max,Median,P75,P90,P99,N` (with
+// --metric-percentiles: `Average,Min,Max`, then `Median` for 50 and `P<p>`
+// for each other percentile given, then `N`), one row per
 // per-request metric (latencies in ms), then the run-wide values as
 // `name,value` rows after an empty line.
 std::string SummaryToCsv(const RunSummary& summary);

@@ -42,7 +42,7 @@ TEST(EndToEndTest, TwoWorkersAgainstBuiltInServer) {
   EXPECT_EQ(folder.parent_path().filename(), "performances");
   EXPECT_EQ(folder.filename(), "surge-sim");
   EXPECT_TRUE(std::regex_match(folder.parent_path().parent_path().filename().string(),
-                               std::regex("\\d{8}_\\d{6}(_\\d+)?")));
+                               std::regex("\\d{8}_\\d{6}Z(_\\d+)?")));
   EXPECT_TRUE(fs::exists(folder / "synthetic_rps_distribution_plot.html"));
   const RunFolderReport report = CheckRunFolder(folder, "synthetic");
   EXPECT_TRUE(report.problems.empty()) << report.Describe();

@@ -52,17 +52,37 @@ constexpr std::chrono::seconds kAbortGrace{5};
 // The error of a request cut off by Shutdown before its first byte.
 constexpr char kNotSentInterruptedError[] = "not_sent: stopped_before_first_byte";
 
+// An injected resolver's addresses as endpoints at `port`.
+Resolve AddressesFrom(BeastRequestSender::AddressResolver resolver, std::string host,
+                      uint16_t port) {
+  return [resolver = std::move(resolver), host = std::move(host),
+          port]() -> absl::StatusOr<std::vector<tcp::endpoint>> {
+    absl::StatusOr<std::vector<std::string>> texts = resolver(host);
+    if (!texts.ok()) return texts.status();
+    std::vector<tcp::endpoint> out;
+    for (const std::string& text : *texts) {
+      error_code ec;
+      const net::ip::address address = net::ip::make_address(text, ec);
+      if (ec) return absl::UnavailableError(absl::StrCat("cannot resolve ", host, ": ", text));
+      out.emplace_back(address, port);
+    }
+    if (out.empty()) return absl::UnavailableError(absl::StrCat("cannot resolve ", host));
+    return out;
+  };
+}
+
 }  // namespace
 
 class BeastRequestSender::Impl {
  public:
   Impl(Clock& clock, RequestFormat format, std::shared_ptr<net::ssl::context> tls_context,
-       tcp::resolver::results_type endpoints, int io_threads)
+       std::vector<tcp::endpoint> endpoints, Resolve resolve, AddressPolicy policy, int io_threads)
       : clock_(clock),
         format_(std::move(format)),
         ignore_eos_(AsksIgnoreEos(format_.extra())),
         tls_context_(std::move(tls_context)),
-        connector_(clock, std::move(endpoints), format_.url.host, format_.verify_peer),
+        connector_(clock, std::move(endpoints), std::move(resolve), format_.url.host,
+                   format_.verify_peer, policy),
         exchange_(clock, format_, connector_, tls_context_.get()),
         ioc_(io_threads),
         work_(net::make_work_guard(ioc_)) {
@@ -464,7 +484,7 @@ class BeastRequestSender::Impl {
 };
 
 absl::StatusOr<std::unique_ptr<BeastRequestSender>> BeastRequestSender::Create(
-    Clock& clock, const surge::v1::TargetConfig& target, int io_threads) {
+    Clock& clock, const surge::v1::TargetConfig& target, int io_threads, AddressResolver resolver) {
   if (io_threads < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("io_threads: ", io_threads, " is not allowed; use 1 or more"));
@@ -481,18 +501,26 @@ absl::StatusOr<std::unique_ptr<BeastRequestSender>> BeastRequestSender::Create(
   absl::StatusOr<RequestFormat> format = MakeRequestFormat(target, *std::move(url));
   if (!format.ok()) return format.status();
 
-  // Resolve once: DNS stays out of every request's timing.
-  net::io_context resolve_ioc;
-  tcp::resolver resolver(resolve_ioc);
-  error_code ec;
-  tcp::resolver::results_type endpoints =
-      resolver.resolve(format->url.host, std::to_string(format->url.port), ec);
-  if (ec || endpoints.empty()) {
-    return absl::UnavailableError(absl::StrCat("cannot resolve ", format->url.host, " (base_url ",
-                                               target.base_url(), "): ", ec.message()));
+  const std::optional<AddressPolicy> policy = AddressPolicyFromName(target.address_policy());
+  if (!policy.has_value()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("address_policy: \"", ToValidUtf8(target.address_policy()),
+                     "\" is not allowed; use round-robin or first (flag --target-address-policy)"));
   }
-  auto impl = std::make_unique<Impl>(clock, *std::move(format), std::move(tls_context),
-                                     std::move(endpoints), io_threads);
+  const std::string host = format->url.host;
+  const uint16_t port = static_cast<uint16_t>(format->url.port);
+  Resolve resolve =
+      resolver ? AddressesFrom(std::move(resolver), host, port) : SystemResolver(host, port);
+  // Resolve once: DNS stays out of every request's timing.
+  absl::StatusOr<std::vector<tcp::endpoint>> endpoints = resolve();
+  if (!endpoints.ok()) {
+    return absl::UnavailableError(
+        absl::StrCat(endpoints.status().message(), " (base_url ", target.base_url(), ")"));
+  }
+  LogInfo(AddressesLine(host, port, *endpoints, *policy));
+  auto impl =
+      std::make_unique<Impl>(clock, *std::move(format), std::move(tls_context),
+                             *std::move(endpoints), std::move(resolve), *policy, io_threads);
   return std::unique_ptr<BeastRequestSender>(new BeastRequestSender(std::move(impl)));
 }
 

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "absl/status/statusor.h"
@@ -103,10 +104,21 @@ class BeastRequestSender final : public RequestSender {
   // endpoint that does not start with "/" ("endpoint: ..."), a bad header
   // ("headers[i]: ..."), bad extra_body_json ("extra_body_json: ..."), an
   // unreadable CA file ("ca_cert_path: ...") or key file ("api_key_file:
-  // ..."), io_threads < 1; UNAVAILABLE when the host cannot be resolved.
+  // ..."), io_threads < 1, an unknown address_policy ("address_policy:
+  // ..."); UNAVAILABLE when the host cannot be resolved.
   // An empty endpoint means "/v1/chat/completions".
+  //
+  // Addresses: every address the host resolves to is logged in one line at
+  // start; new connections spread over them by target.address_policy
+  // (round-robin, default; or first), and the host is resolved again when
+  // every known address refuses a connection (Connector). `resolver`, when
+  // given, replaces the system's resolver (tests): host → addresses as text
+  // ("127.0.0.2", "::1"), the base_url's port added.
+  using AddressResolver =
+      std::function<absl::StatusOr<std::vector<std::string>>(const std::string& host)>;
   static absl::StatusOr<std::unique_ptr<BeastRequestSender>> Create(
-      Clock& clock, const surge::v1::TargetConfig& target, int io_threads = 1);
+      Clock& clock, const surge::v1::TargetConfig& target, int io_threads = 1,
+      AddressResolver resolver = {});
 
   // Calls Shutdown(0ms).
   ~BeastRequestSender() override;

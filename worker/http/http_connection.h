@@ -1,6 +1,6 @@
 // The sender's connections (internal to worker/http: includes Asio): one
 // pooled TCP or TLS connection, the checks the pool makes on it, and the
-// Connector that opens connections to one resolved target.
+// Connector that opens connections to the target's resolved addresses.
 #ifndef SURGE_WORKER_HTTP_HTTP_CONNECTION_H_
 #define SURGE_WORKER_HTTP_HTTP_CONNECTION_H_
 
@@ -12,9 +12,13 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/ssl.hpp>
 #include <cstdint>
+#include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "absl/status/statusor.h"
 #include "common/clock.h"
 
 namespace surge::worker {
@@ -70,12 +74,47 @@ struct OpenCancel {
   }
 };
 
-// Opens connections to one resolved target and counts them. Thread-safe.
+// Which of the target host's addresses a new connection goes to
+// (TargetConfig.address_policy, --target-address-policy).
+enum class AddressPolicy {
+  // The next address in turn for each new connection (one counter per
+  // Connector), then, when it refuses, the others in order.
+  kRoundRobin,
+  // The first address for every connection, the others only when it refuses.
+  kFirst,
+};
+// "round-robin" (or "") and "first"; nullopt for another text.
+std::optional<AddressPolicy> AddressPolicyFromName(const std::string& name);
+
+// The target host's addresses, resolved (blocking): the port's endpoints in
+// the resolver's order, without repeats. Errors: UNAVAILABLE with the reason.
+using Resolve = std::function<absl::StatusOr<std::vector<boost::asio::ip::tcp::endpoint>>()>;
+// A Resolve that asks the system's resolver (getaddrinfo) for `host`:`port`.
+Resolve SystemResolver(std::string host, uint16_t port);
+
+// "3 addresses: 127.0.0.1, 127.0.0.2, 127.0.0.3" (IPv6 in brackets, no
+// port). Pure.
+std::string AddressList(const std::vector<boost::asio::ip::tcp::endpoint>& endpoints);
+
+// The line a sender logs at start: "target HOST:PORT resolves to 3
+// addresses: 127.0.0.1, 127.0.0.2, 127.0.0.3; new connections take them in
+// turn (--target-address-policy round-robin)". Pure.
+std::string AddressesLine(const std::string& host, uint16_t port,
+                          const std::vector<boost::asio::ip::tcp::endpoint>& endpoints,
+                          AddressPolicy policy);
+
+// Opens connections to the target's addresses and counts them. A new
+// connection tries the address `policy` picks, then the others in order;
+// when every known address refuses, the host is resolved again (at most
+// once a second; a changed list is logged) and the new list is tried once.
+// Thread-safe.
 class Connector {
  public:
-  // `clock` times the set-up; it must outlive the connector.
-  Connector(Clock& clock, boost::asio::ip::tcp::resolver::results_type endpoints, std::string host,
-            bool verify_peer);
+  // `endpoints`: the addresses resolved at start (not empty); `resolve`
+  // gives them again (may be empty: no re-resolution). `clock` times the
+  // set-up; it must outlive the connector.
+  Connector(Clock& clock, std::vector<boost::asio::ip::tcp::endpoint> endpoints, Resolve resolve,
+            std::string host, bool verify_peer, AddressPolicy policy = AddressPolicy::kRoundRobin);
 
   // Connects `conn` (TCP, no Nagle) and, for https, runs the TLS handshake
   // (SNI and verification for `host`); marks it connected. Gives up after a
@@ -88,14 +127,35 @@ class Connector {
   // (connect + handshake), ns.
   uint64_t opened() const { return opened_.load(); }
   int64_t connect_ns_total() const { return connect_ns_total_.load(); }
+  // Times the host was resolved again (every address refused).
+  uint64_t re_resolved() const { return re_resolved_.load(); }
+  // The addresses new connections go to now.
+  std::vector<boost::asio::ip::tcp::endpoint> endpoints() const;
 
  private:
+  using Endpoints = std::vector<boost::asio::ip::tcp::endpoint>;
+  // The addresses one new connection tries, in order.
+  Endpoints AttemptOrder();
+  // Connects the TCP socket to the first of `order` that accepts; false
+  // with `ec` (the last refusal) when none does or `cancel` says so.
+  boost::asio::awaitable<bool> ConnectAny(Connection& conn, const Endpoints& order,
+                                          const OpenCancel& cancel, boost::system::error_code& ec);
+  // Resolves the host again when allowed (a resolver, a second since the
+  // last time); true when it gave addresses, now the known ones.
+  bool ReResolve();
+
   Clock& clock_;
-  const boost::asio::ip::tcp::resolver::results_type endpoints_;
+  const Resolve resolve_;
   const std::string host_;
   const bool verify_peer_;
+  const AddressPolicy policy_;
+  mutable std::mutex mu_;
+  Endpoints endpoints_;                  // guarded by mu_
+  uint64_t next_ = 0;                    // guarded by mu_: round-robin counter
+  int64_t last_resolve_ns_ = INT64_MIN;  // guarded by mu_
   std::atomic<uint64_t> opened_{0};
   std::atomic<int64_t> connect_ns_total_{0};
+  std::atomic<uint64_t> re_resolved_{0};
 };
 
 }  // namespace surge::worker

@@ -175,40 +175,44 @@ TEST(OptionTableTest, RunConfigKeepsEveryFlagAndKey) {
     EXPECT_FALSE(f.help.empty()) << f.name;
   }
   std::sort(flags.begin(), flags.end());
-  EXPECT_EQ(absl::StrJoin(flags, " "),
-            "abort-after-connect-failures api-key-file assign base-url burstiness ca-cert "
-            "catch-up-rps dataset-name dataset-path endpoint extra-body header insecure "
-            "late-policy late-threshold-ms lateness-alarm-ms max-concurrency metrics-host "
-            "metrics-port model num-prompts num-warmups output-dir pacer-cpu pacer-realtime "
-            "prefix-block-tokens ramp-up-end-rps ramp-up-start-rps ramp-up-strategy "
-            "random-input-len random-len-dist random-len-stddev random-output-len "
-            "random-prefix-groups random-prefix-len random-range-ratio random-zipf-s "
-            "request-rate request-timeout-s sampler seed sim-block-tokens sim-cache-blocks "
-            "sim-fault-429 sim-fault-500 sim-fault-503 sim-fault-after-tokens "
-            "sim-fault-error-event sim-fault-malformed sim-fault-reset sim-fault-seed "
-            "sim-fault-split sim-fault-stall sim-fault-stall-ms sim-itl-ms "
-            "sim-prefill-ms-per-token sim-tokenizer-model sim-ttft-ms steady-state-s "
-            "stop-on-alarm tokenizer trace-replay trace-time-scale workers workers-force");
-  EXPECT_EQ(table.root().KeyList(),
-            "abort_after_connect_failures, api_key_file, assign, base_url, ca_cert_path, "
-            "catch_up_rps, dataset_name, dataset_path, endpoint, extra_body_json, headers, "
-            "insecure_skip_verify, late_policy, late_threshold_ms, lateness_alarm_ms, "
-            "max_concurrency, metrics_host, metrics_port, model, num_prompts, num_warmups, "
-            "output_dir, pacer_cpu, pacer_realtime, prefix_block_tokens, random_input_len, "
-            "random_len_dist, random_len_stddev, random_output_len, random_prefix_groups, "
-            "random_prefix_len, random_range_ratio, random_zipf_s, request_rate, "
-            "request_timeout_s, seed, sim_block_tokens, sim_cache_blocks, sim_fault_429, "
-            "sim_fault_500, sim_fault_503, sim_fault_after_tokens, sim_fault_error_event, "
-            "sim_fault_malformed, sim_fault_reset, sim_fault_seed, sim_fault_split, "
-            "sim_fault_stall, sim_fault_stall_ms, sim_itl_ms, sim_prefill_ms_per_token, "
-            "sim_tokenizer_model, sim_ttft_ms, steady_state_s, stop_on_alarm, stream, "
-            "tokenizer, trace_replay, trace_time_scale, workers, workers_force, traffic_cfg: "
-            "{burstiness, ramp_up_end_rps, ramp_up_start_rps, ramp_up_strategy, sampler, "
-            "stages: [{amplitude_rps, burstiness, duration_s, max_rps, mean_rps, min_rps, "
-            "num_requests, peak_at_s, period_s, phase_s, profile, ramp_up_end_rps, "
-            "ramp_up_start_rps, ramp_up_strategy, rate_rps}], spikes: [{at_s, duration_s, "
-            "rate_multiplier}], mmpp_states: [{mean_dwell_s, rate_multiplier}]}, goodput: "
-            "{e2el_ms, tpot_ms, ttft_ms}");
+  EXPECT_EQ(
+      absl::StrJoin(flags, " "),
+      "abort-after-connect-failures api-key-file assign base-url burstiness ca-cert "
+      "catch-up-rps dataset-name dataset-path endpoint extra-body header insecure "
+      "late-policy late-threshold-ms lateness-alarm-ms max-concurrency metric-percentiles "
+      "metrics-host metrics-port model num-prompts num-warmups output-dir pacer-cpu pacer-realtime "
+      "prefix-block-tokens ramp-up-end-rps ramp-up-start-rps ramp-up-strategy "
+      "random-input-len random-len-dist random-len-stddev random-output-len "
+      "random-prefix-groups random-prefix-len random-range-ratio random-zipf-s "
+      "request-rate request-timeout-s sampler seed sim-block-tokens sim-cache-blocks "
+      "sim-fault-429 sim-fault-500 sim-fault-503 sim-fault-after-tokens "
+      "sim-fault-error-event sim-fault-malformed sim-fault-reset sim-fault-seed "
+      "sim-fault-split sim-fault-stall sim-fault-stall-ms sim-itl-ms "
+      "sim-prefill-ms-per-token sim-tokenizer-model sim-ttft-ms steady-state-s "
+      "stop-on-alarm target-address-policy tokenizer trace-replay trace-time-scale workers "
+      "workers-force");
+  EXPECT_EQ(
+      table.root().KeyList(),
+      "abort_after_connect_failures, address_policy, api_key_file, assign, base_url, ca_cert_path, "
+      "catch_up_rps, dataset_name, dataset_path, endpoint, extra_body_json, headers, "
+      "insecure_skip_verify, late_policy, late_threshold_ms, lateness_alarm_ms, "
+      "max_concurrency, metric_percentiles, metrics_host, metrics_port, model, num_prompts, "
+      "num_warmups, "
+      "output_dir, pacer_cpu, pacer_realtime, prefix_block_tokens, random_input_len, "
+      "random_len_dist, random_len_stddev, random_output_len, random_prefix_groups, "
+      "random_prefix_len, random_range_ratio, random_zipf_s, request_rate, "
+      "request_timeout_s, seed, sim_block_tokens, sim_cache_blocks, sim_fault_429, "
+      "sim_fault_500, sim_fault_503, sim_fault_after_tokens, sim_fault_error_event, "
+      "sim_fault_malformed, sim_fault_reset, sim_fault_seed, sim_fault_split, "
+      "sim_fault_stall, sim_fault_stall_ms, sim_itl_ms, sim_prefill_ms_per_token, "
+      "sim_tokenizer_model, sim_ttft_ms, steady_state_s, stop_on_alarm, stream, "
+      "tokenizer, trace_replay, trace_time_scale, workers, workers_force, traffic_cfg: "
+      "{burstiness, ramp_up_end_rps, ramp_up_start_rps, ramp_up_strategy, sampler, "
+      "stages: [{amplitude_rps, burstiness, duration_s, max_rps, mean_rps, min_rps, "
+      "num_requests, peak_at_s, period_s, phase_s, profile, ramp_up_end_rps, "
+      "ramp_up_start_rps, ramp_up_strategy, rate_rps}], spikes: [{at_s, duration_s, "
+      "rate_multiplier}], mmpp_states: [{mean_dwell_s, rate_multiplier}]}, goodput: "
+      "{e2el_ms, tpot_ms, ttft_ms}");
   // `surge sim-server` names the same options without the prefix, after its
   // own listen options (root_only: no keys of a run).
   std::vector<std::string> sim;

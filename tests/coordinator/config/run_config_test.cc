@@ -115,6 +115,19 @@ TEST(RunConfigTest, ValidatorRejectsOutOfRangeValues) {
   EXPECT_THAT(m, HasSubstr("dataset_path = \"\": must name a Mooncake trace"));
 }
 
+// --metric-percentiles: a comma list of numbers in (0, 100); a bad entry
+// is named with the field and the flag.
+TEST(RunConfigTest, MetricPercentilesMustBeInZeroToHundred) {
+  surge::v1::RunConfig c = DefaultRunConfig();
+  c.set_metric_percentiles("50,90,99,99.9");
+  EXPECT_TRUE(ValidateRunConfig(c).ok()) << ValidateRunConfig(c);
+  c.set_metric_percentiles("50,100");
+  const std::string m(ValidateRunConfig(c).message());
+  EXPECT_THAT(m, HasSubstr("metric_percentiles = \"50,100\": \"100\" is not a percentile: each "
+                           "entry must be a number in (0, 100), e.g. 50,90,99,99.9 (flag "
+                           "--metric-percentiles)"));
+}
+
 // Texts that travel to the workers in proto strings must be valid UTF-8: a
 // worker could not decode a Welcome carrying a raw 0xFF.
 TEST(RunConfigTest, ValidatorRejectsTextThatIsNotUtf8) {

@@ -598,5 +598,99 @@ TEST(SummaryTest, CountsLateSkippedAndDelayedRequests) {
   EXPECT_EQ(StatusName(surge::v1::SKIPPED), "skipped");
 }
 
+// --metric-percentiles 99.9,99.99 over 1,000,000 OK records with E2E
+// latencies 1, 2, ..., 1,000,000 µs: numpy's linear rule puts p99.9 at rank
+// position 0.999 × 999,999 = 998,999.001, i.e. 999,000.001 µs, and p99.99 at
+// 999,899.0001, i.e. 999,900.0001 µs. A million values is within the
+// accumulator's exact limit, so `surge run` computes these exactly too.
+TEST(SummaryTest, MetricPercentilesOverAMillionRecordsAreExact) {
+  auto percentiles = ParseMetricPercentiles("99.9,99.99");
+  ASSERT_TRUE(percentiles.ok()) << percentiles.status();
+  SummaryAccumulator summary;  // the default exact limit, as `surge run`
+  summary.SetPercentiles(*percentiles);
+  surge::v1::RequestRecord r = OkRecord(0, 0, 0, 0, 1);
+  for (int64_t i = 1; i <= 1'000'000; ++i) {
+    r.set_index(static_cast<uint64_t>(i - 1));
+    r.set_e2el_ns(i * 1000);
+    summary.Add(r);
+  }
+  const RunSummary s = summary.Finish();
+  ASSERT_TRUE(s.e2el_s.exact);
+  ASSERT_EQ(s.e2el_s.at.size(), 2u);
+  EXPECT_EQ(s.e2el_s.at[0].first, 99.9);
+  EXPECT_NEAR(s.e2el_s.at[0].second * 1e6, 999'000.001, 1e-6);
+  EXPECT_EQ(s.e2el_s.at[1].first, 99.99);
+  EXPECT_NEAR(s.e2el_s.at[1].second * 1e6, 999'900.0001, 1e-6);
+  const nlohmann::json j = SummaryToJson(s, nlohmann::json::object());
+  EXPECT_NEAR(j["e2el_s"]["p99.9"].get<double>() * 1e6, 999'000.001, 1e-6);
+  EXPECT_NEAR(j["e2el_s"]["p99.99"].get<double>() * 1e6, 999'900.0001, 1e-6);
+  EXPECT_NEAR(j["metrics"]["E2EL"]["P99.9"].get<double>() * 1e3, 999'000.001, 1e-6);
+  EXPECT_NEAR(j["metrics"]["E2EL"]["P99.99"].get<double>() * 1e3, 999'900.0001, 1e-6);
+  // The old keys stay.
+  EXPECT_NEAR(j["e2el_s"]["p99"].get<double>() * 1e6, 990'000.01, 1e-6);
+  EXPECT_EQ(j["metric_percentiles"], nlohmann::json::parse("[99.9, 99.99]"));
+  EXPECT_THAT(SummaryToCsv(s),
+              HasSubstr("Performance Parameters,Average,Min,Max,P99.9,P99.99,N\n"));
+  EXPECT_THAT(SummaryToCsv(s), HasSubstr("E2EL (ms),500.0005,0.0010,1000.0000,999.0000,999.9000,"
+                                         "1000000\n"));
+  EXPECT_THAT(FormatSummaryTable(s), HasSubstr("E2EL mean/p99.9/p99.99 (ms)"));
+}
+
+TEST(SummaryTest, MetricPercentilesParseAndName) {
+  auto given = ParseMetricPercentiles(" 99.9, 50,90 ,99,50");
+  ASSERT_TRUE(given.ok()) << given.status();
+  EXPECT_TRUE(given->given);
+  EXPECT_EQ(given->values, (std::vector<double>{50, 90, 99, 99.9}));
+  auto fallback = ParseMetricPercentiles("");
+  ASSERT_TRUE(fallback.ok());
+  EXPECT_FALSE(fallback->given);
+  EXPECT_EQ(fallback->values, (std::vector<double>{50, 75, 90, 99, 99.9}));
+  for (const char* bad : {"0", "100", "50,,90", "abc", "nan", "-1", "99.9,101", "inf"}) {
+    auto parsed = ParseMetricPercentiles(bad);
+    EXPECT_FALSE(parsed.ok()) << bad;
+    EXPECT_THAT(parsed.status().message(), HasSubstr("a number in (0, 100)")) << bad;
+  }
+  EXPECT_EQ(PercentileName(50), "50");
+  EXPECT_EQ(PercentileName(99.9), "99.9");
+  EXPECT_EQ(PercentileName(99.99), "99.99");
+  EXPECT_EQ(PercentileName(0.1), "0.1");
+}
+
+// Without --metric-percentiles the console and the CSV show what they
+// always did; the JSON adds p99.9 beside its old keys.
+TEST(SummaryTest, DefaultPercentilesKeepTheOldOutputsAndAddP999ToTheJson) {
+  std::vector<surge::v1::RequestRecord> records;
+  for (int i = 0; i < 10; ++i) records.push_back(OkRecord(i, i, 0.1, 0.001 * (i + 1), 5));
+  const RunSummary s = Summarize(records);
+  const nlohmann::json j = SummaryToJson(s, nlohmann::json::object());
+  // 1..10 ms: p99.9 at position 8.991 → 9.991 ms.
+  EXPECT_NEAR(j["e2el_s"]["p99.9"].get<double>(), 0.009991, 1e-12);
+  EXPECT_NEAR(j["metrics"]["E2EL"]["P99.9"].get<double>(), 9.991, 1e-9);
+  EXPECT_NEAR(j["metrics"]["E2EL"]["Median"].get<double>(), 5.5, 1e-9);
+  EXPECT_FALSE(j["metrics"]["E2EL"].contains("P50"));
+  for (const char* key : {"p50", "p75", "p90", "p99", "mean", "min", "max", "count", "exact"}) {
+    EXPECT_TRUE(j["e2el_s"].contains(key)) << key;
+  }
+  EXPECT_THAT(SummaryToCsv(s),
+              HasSubstr("Performance Parameters,Average,Min,Max,Median,P75,P90,P99,N\n"));
+  EXPECT_THAT(FormatSummaryTable(s), HasSubstr("E2EL mean/p50/p99 (ms)"));
+  EXPECT_THAT(FormatSummaryTable(s), HasSubstr("Send lateness p50/p99/max (ms)"));
+}
+
+TEST(SummaryTest, GivenPercentilesAreWhatTheConsoleAndCsvShow) {
+  std::vector<surge::v1::RequestRecord> records;
+  for (int i = 0; i < 10; ++i) records.push_back(OkRecord(i, i, 0.1, 0.001 * (i + 1), 5));
+  SummaryAccumulator summary(nullptr, StreamingStats::kUnlimited);
+  summary.SetPercentiles(*ParseMetricPercentiles("50,90,99,99.9"));
+  for (const auto& r : records) summary.Add(r);
+  const RunSummary s = summary.Finish();
+  const std::string csv = SummaryToCsv(s);
+  EXPECT_THAT(csv, HasSubstr("Performance Parameters,Average,Min,Max,Median,P90,P99,P99.9,N\n"));
+  EXPECT_THAT(csv, HasSubstr("E2EL (ms),5.5000,1.0000,10.0000,5.5000,9.1000,9.9100,9.9910,10\n"));
+  const std::string table = FormatSummaryTable(s);
+  EXPECT_THAT(table, HasSubstr("E2EL mean/p50/p90/p99/p99.9 (ms)"));
+  EXPECT_THAT(table, HasSubstr("Send lateness p50/p90/p99/p99.9/max (ms)"));
+}
+
 }  // namespace
 }  // namespace surge::coordinator
