@@ -16,6 +16,16 @@
 
 namespace surge::testing {
 
+// Request `index`, due `offset_ns` after t0, 3 output tokens: the pacer
+// tests' assignments.
+inline surge::v1::Assignment MakeAssignment(uint64_t index, int64_t offset_ns) {
+  surge::v1::Assignment a;
+  a.set_index(index);
+  a.set_offset_ns(offset_ns);
+  a.set_max_tokens(3);
+  return a;
+}
+
 class FakeRequestSender final : public surge::worker::RequestSender {
  public:
   struct Sent {

@@ -21,13 +21,7 @@ using surge::testing::SimulatedClock;
 constexpr int64_t kMs = 1000000;
 constexpr int64_t kS = 1000000000;
 
-surge::v1::Assignment Make(uint64_t index, int64_t offset_ns) {
-  surge::v1::Assignment a;
-  a.set_index(index);
-  a.set_offset_ns(offset_ns);
-  a.set_max_tokens(3);
-  return a;
-}
+constexpr auto& Make = surge::testing::MakeAssignment;
 
 // The late-send policy on simulated time. Ten requests
 // planned 10 ms apart (offsets 10..100 ms); the send of request 1 (at 20 ms)

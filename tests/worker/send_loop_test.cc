@@ -23,13 +23,7 @@ using surge::testing::AutoAdvanceClock;
 using surge::testing::FakeRequestSender;
 using surge::testing::SimulatedClock;
 
-surge::v1::Assignment Make(uint64_t index, int64_t offset_ns) {
-  surge::v1::Assignment a;
-  a.set_index(index);
-  a.set_offset_ns(offset_ns);
-  a.set_max_tokens(3);
-  return a;
-}
+constexpr auto& Make = surge::testing::MakeAssignment;
 
 TEST(SendLoopTest, ReleasesAtExactAbsoluteDeadlines) {
   AutoAdvanceClock clock;

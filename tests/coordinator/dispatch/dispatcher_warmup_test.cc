@@ -78,8 +78,9 @@ TEST(DispatcherWarmupTest, AStopDuringTheWarmupsLeavesOneRecordEach) {
   DispatchRig rig(ConstantPlan(100, 20), options);
   rig.AddWorker("a", 0);
   rig.AddWorker("b", 1);
-  // t0 is the start + 0.1 s + 1 s of warm-ups: stop 1 s after the start,
-  // in the middle of the warm-ups.
+  // t0 comes 1.175 s after the start (once the workers are ready, the
+  // 0.1 s lead and 1 s of warm-ups): stop 1 s after the start, in the
+  // middle of the warm-ups.
   rig.StartThread([&rig] {
     rig.clock.SleepUntil(rig.clock.Now() + std::chrono::milliseconds(1000));
     rig.dispatcher.RequestStop();

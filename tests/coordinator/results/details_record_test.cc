@@ -141,7 +141,7 @@ TEST(DetailsTest, NewRecordFieldsRoundTrip) {
   r.set_http_retries(1);
   r.set_retry_reason("keepalive_closed: end of stream");
   r.set_retry_sent_ns(1000600000);
-  const fs::path path = FreshDir("details_issue11") / "d.jsonl";
+  const fs::path path = FreshDir("details_retry_fields") / "d.jsonl";
   {
     auto w = DetailsWriter::Create(path);
     ASSERT_TRUE(w.ok());
