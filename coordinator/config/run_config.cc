@@ -20,6 +20,7 @@
 #include "absl/strings/strip.h"
 #include "client/target_checks.h"
 #include "client/url.h"
+#include "common/stats.h"
 #include "common/utf8.h"
 #include "coordinator/config/option_table.h"
 #include "coordinator/plan/traffic.h"
