@@ -21,6 +21,7 @@
 #include "client/target_checks.h"
 #include "client/url.h"
 #include "common/enum_spelling.h"
+#include "common/stats.h"
 #include "common/utf8.h"
 #include "coordinator/config/option_table.h"
 #include "coordinator/plan/steady_state.h"

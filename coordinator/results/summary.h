@@ -34,7 +34,7 @@ namespace surge::coordinator {
 struct MetricStats {
   size_t count = 0;
   double mean = 0, min = 0, max = 0, p50 = 0, p75 = 0, p90 = 0, p99 = 0;
-  std::vector<std::pair<double, double>> at;
+  std::vector<std::pair<double, double>> at = {};
   bool exact = true;
 };
 // Exact statistics of `values`, with `percentiles` in `at`.

@@ -84,8 +84,8 @@ colour: blue
   EXPECT_THAT(m, HasSubstr("num_prompts = \"-4\": must be a whole number >= 0"));
   EXPECT_THAT(m, HasSubstr("colour = \"blue\": unknown key\n"));
   // The allowed keys once, at the end, with the traffic_cfg ones.
-  EXPECT_THAT(
-      m, HasSubstr("(allowed keys: abort_after_connect_failures, api_key_file, assign, base_url,"));
+  EXPECT_THAT(m, HasSubstr("(allowed keys: abort_after_connect_failures, address_policy, "
+                           "api_key_file, assign, base_url,"));
   EXPECT_THAT(m, HasSubstr("traffic_cfg: {burstiness, ramp_up_end_rps, ramp_up_start_rps, "
                            "ramp_up_strategy, sampler, stages: [{amplitude_rps, burstiness, "));
 }
