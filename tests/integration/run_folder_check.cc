@@ -67,7 +67,7 @@ RunFolderReport CheckRunFolder(const fs::path& folder, const std::string& datase
     if (!strategy_text.empty()) {
       if (!surge::v1::RampUpStrategy_Parse(
               "RAMP_UP_STRATEGY_" + absl::AsciiStrToUpper(strategy_text), &strategy)) {
-        ADD_FAILURE() << "unknown ramp_up_strategy " << strategy_text;
+        problem(absl::StrCat("unknown ramp_up_strategy ", strategy_text));
       }
     }
     run.mutable_traffic_cfg()->set_ramp_up_strategy(strategy);
