@@ -158,8 +158,7 @@ MetricStats ComputeStats(std::vector<double> values, const std::vector<double>& 
   return StatsOf(all, percentiles);
 }
 
-SummaryAccumulator::SummaryAccumulator(const surge::v1::GoodputConfig* goodput,
-                                       size_t exact_limit)
+SummaryAccumulator::SummaryAccumulator(const surge::v1::GoodputConfig* goodput, size_t exact_limit)
     : goodput_(goodput),
       lateness_(exact_limit),
       ttft_(exact_limit),
@@ -172,8 +171,8 @@ SummaryAccumulator::SummaryAccumulator(const surge::v1::GoodputConfig* goodput,
       in_tokens_(exact_limit),
       out_tokens_(exact_limit),
       out_throughput_(exact_limit) {
-  s_.has_goodput = goodput != nullptr && (goodput->has_ttft_ms() || goodput->has_tpot_ms() ||
-                                          goodput->has_e2el_ms());
+  s_.has_goodput = goodput != nullptr &&
+                   (goodput->has_ttft_ms() || goodput->has_tpot_ms() || goodput->has_e2el_ms());
 }
 
 void SummaryAccumulator::Add(const surge::v1::RequestRecord& r) {
@@ -263,7 +262,8 @@ void SummaryAccumulator::Add(const surge::v1::RequestRecord& r) {
     if (goodput_->has_ttft_ms()) good &= ttft_r * 1e3 <= goodput_->ttft_ms();
     if (goodput_->has_e2el_ms()) good &= e2el_r * 1e3 <= goodput_->e2el_ms();
     // A request with one token has no TPOT; it meets a TPOT objective.
-    if (goodput_->has_tpot_ms() && std::isfinite(tpot_r)) good &= tpot_r * 1e3 <= goodput_->tpot_ms();
+    if (goodput_->has_tpot_ms() && std::isfinite(tpot_r))
+      good &= tpot_r * 1e3 <= goodput_->tpot_ms();
     s.good_requests += good;
   }
 }
@@ -277,7 +277,8 @@ RunSummary SummaryAccumulator::Finish() {
   size_t ended = 0;
   for (size_t started = 0; started < starts_s_.size(); ++started) {
     while (ended < ends_s_.size() && ends_s_[ended] <= starts_s_[started]) ++ended;
-    if (started + 1 > ended) s.max_concurrency = std::max<uint64_t>(s.max_concurrency, started + 1 - ended);
+    if (started + 1 > ended)
+      s.max_concurrency = std::max<uint64_t>(s.max_concurrency, started + 1 - ended);
   }
   s.duration_s = end_s_;
   // Throughputs: per second of the run, or of the steady-state window.
@@ -286,7 +287,8 @@ RunSummary SummaryAccumulator::Finish() {
       static_cast<double>(s.steady_state ? s.steady_state_succeeded : s.succeeded), end_s);
   s.input_token_throughput = PerSecond(static_cast<double>(s.input_tokens), end_s);
   s.output_token_throughput = PerSecond(static_cast<double>(s.output_tokens), end_s);
-  s.total_token_throughput = PerSecond(static_cast<double>(s.input_tokens + s.output_tokens), end_s);
+  s.total_token_throughput =
+      PerSecond(static_cast<double>(s.input_tokens + s.output_tokens), end_s);
   s.mean_concurrency = PerSecond(busy_s_, end_s_);
   s.goodput_rps = PerSecond(static_cast<double>(s.good_requests), end_s);
   s.achieved_rate_rps = RateOverSpan(s.sent, sent_min_s_, sent_max_s_);
@@ -304,10 +306,10 @@ RunSummary SummaryAccumulator::Finish() {
   s.input_tokens_stats = StatsOf(in_tokens_, s.percentiles.values);
   s.output_tokens_stats = StatsOf(out_tokens_, s.percentiles.values);
   s.output_token_throughput_stats = StatsOf(out_throughput_, s.percentiles.values);
-  for (const MetricStats* m : {&s.lateness_s, &s.ttft_s, &s.ttfc_s, &s.e2el_s,
-                               &s.ttft_from_planned_s, &s.e2el_from_planned_s, &s.tpot_s, &s.itl_s,
-                               &s.input_tokens_stats, &s.output_tokens_stats,
-                               &s.output_token_throughput_stats}) {
+  for (const MetricStats* m :
+       {&s.lateness_s, &s.ttft_s, &s.ttfc_s, &s.e2el_s, &s.ttft_from_planned_s,
+        &s.e2el_from_planned_s, &s.tpot_s, &s.itl_s, &s.input_tokens_stats, &s.output_tokens_stats,
+        &s.output_token_throughput_stats}) {
     s.percentiles_exact &= m->exact;
   }
   return s;
@@ -322,11 +324,11 @@ RunSummary Summarize(const std::vector<surge::v1::RequestRecord>& records,
 
 nlohmann::json SummaryToJson(const RunSummary& s, const nlohmann::json& context) {
   auto seconds = [](const MetricStats& m) {
-    nlohmann::json j{{"count", m.count},    {"mean", Number(m.mean)}, {"min", Number(m.min)},
+    nlohmann::json j{{"count", m.count},     {"mean", Number(m.mean)}, {"min", Number(m.min)},
                      {"max", Number(m.max)}, {"p50", Number(m.p50)},   {"p75", Number(m.p75)},
                      {"p90", Number(m.p90)}, {"p99", Number(m.p99)},   {"exact", m.exact}};
     // The --metric-percentiles set beyond the four keys above ("p99.9").
-    for (const auto& [p, v] : m.at) j.emplace("p" + PercentileName(p), Number(v));
+    for (const auto& [p, v] : m.at) j.emplace(absl::StrCat("p", PercentileName(p)), Number(v));
     return j;
   };
   nlohmann::json j;
@@ -413,7 +415,8 @@ nlohmann::json SummaryToJson(const RunSummary& s, const nlohmann::json& context)
                          {"P99", Number(m.p99 * row.scale)},
                          {"N", m.count}};
     for (const auto& [p, v] : m.at) {
-      if (p != 50) metrics[row.name].emplace("P" + PercentileName(p), Number(v * row.scale));
+      if (p != 50)
+        metrics[row.name].emplace(absl::StrCat("P", PercentileName(p)), Number(v * row.scale));
     }
   }
   j["metrics"] = std::move(metrics);
@@ -459,10 +462,13 @@ std::string SummaryToCsv(const RunSummary& s) {
   const std::vector<double> shown = ShownPercentiles(s, {50, 75, 90, 99});
   std::string out = "Performance Parameters,Average,Min,Max,";
   for (double p : shown) {
-    absl::StrAppend(&out, p == 50 ? std::string("Median") : "P" + PercentileName(p), ",");
+    absl::StrAppend(&out, p == 50 ? std::string("Median") : absl::StrCat("P", PercentileName(p)),
+                    ",");
   }
   absl::StrAppend(&out, "N\n");
-  auto cell = [](double v) { return std::isfinite(v) ? absl::StrFormat("%.4f", v) : std::string(); };
+  auto cell = [](double v) {
+    return std::isfinite(v) ? absl::StrFormat("%.4f", v) : std::string();
+  };
   for (const MetricRow& row : MetricRows(s)) {
     const MetricStats& m = *row.stats;
     absl::StrAppend(&out, row.name, " (", row.unit, "),", cell(m.mean * row.scale), ",",
@@ -477,7 +483,7 @@ std::string SummaryToCsv(const RunSummary& s) {
   }
   for (const auto& [name, value] : rows) {
     absl::StrAppend(&out, name, ",",
-                    value.is_null() ? std::string()
+                    value.is_null()           ? std::string()
                     : value.is_number_float() ? absl::StrFormat("%.4f", value.get<double>())
                                               : value.dump(),
                     "\n");
@@ -515,7 +521,8 @@ std::string FormatSummaryTable(const RunSummary& s) {
   row("Intended rate, plan (RPS)", Fixed(s.intended_rate_rps));
   row("Achieved rate, sent (RPS)", Fixed(s.achieved_rate_rps));
   row("Request throughput (RPS)", Fixed(s.request_throughput_rps));
-  row("Concurrency mean / max", absl::StrCat(Fixed(s.mean_concurrency, 2), " / ", s.max_concurrency));
+  row("Concurrency mean / max",
+      absl::StrCat(Fixed(s.mean_concurrency, 2), " / ", s.max_concurrency));
   row("Output token throughput (tok/s)", Fixed(s.output_token_throughput));
   row("Total token throughput (tok/s)", Fixed(s.total_token_throughput));
   if (s.output_tokens_estimated > 0) {
@@ -532,7 +539,8 @@ std::string FormatSummaryTable(const RunSummary& s) {
                     "any answer byte)\n");
   }
   if (s.input_lengths.shown()) absl::StrAppend(&out, InputLengthLines(s.input_lengths));
-  if (s.has_goodput) row("Goodput (RPS)", absl::StrCat(Fixed(s.goodput_rps), " (", s.good_requests, " good)"));
+  if (s.has_goodput)
+    row("Goodput (RPS)", absl::StrCat(Fixed(s.goodput_rps), " (", s.good_requests, " good)"));
   {
     std::string late_names = "Send lateness ", late_values;
     for (double p : shown) {
@@ -558,16 +566,17 @@ std::string FormatSummaryTable(const RunSummary& s) {
     absl::StrAppend(&out, "  Warm-ups: ", s.warmups, " sent before t0, in no count or metric\n");
   }
   if (s.steady_state) {
-    absl::StrAppend(&out, absl::StrFormat("  Steady state %s: [%.3f, %.3f%s s, %d planned, %d OK; "
-                                          "latency and throughput metrics over these only\n",
-                                          s.steady_state->spec, s.steady_state->start_s,
-                                          s.steady_state->end_s,
-                                          s.steady_state->includes_end ? "]" : ")",
-                                          s.steady_state->requests, s.steady_state_succeeded));
+    absl::StrAppend(
+        &out, absl::StrFormat("  Steady state %s: [%.3f, %.3f%s s, %d planned, %d OK; "
+                              "latency and throughput metrics over these only\n",
+                              s.steady_state->spec, s.steady_state->start_s, s.steady_state->end_s,
+                              s.steady_state->includes_end ? "]" : ")", s.steady_state->requests,
+                              s.steady_state_succeeded));
   }
   if (!s.reasons.empty()) {
     absl::StrAppend(&out, "  Requests not OK, by reason:\n");
-    for (const auto& [reason, count] : s.reasons) row(absl::StrCat("    ", reason), absl::StrCat(count));
+    for (const auto& [reason, count] : s.reasons)
+      row(absl::StrCat("    ", reason), absl::StrCat(count));
   }
   absl::StrAppend(&out, "===============================================\n");
   if (s.total > 0 && s.succeeded == 0) {
