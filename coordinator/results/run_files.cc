@@ -491,13 +491,22 @@ absl::StatusOr<RequestRecord> ParseDetailsLine(const std::string& line) {
   return r;
 }
 
-std::string RunFolderStamp(std::chrono::system_clock::time_point wall) {
+namespace {
+
+// `wall` in UTC, written by strftime's `format`.
+std::string FormatUtc(std::chrono::system_clock::time_point wall, const char* format) {
   const std::time_t t = std::chrono::system_clock::to_time_t(wall);
   std::tm utc{};
   gmtime_r(&t, &utc);
-  char stamp[32];
-  std::strftime(stamp, sizeof(stamp), "%Y%m%d_%H%M%SZ", &utc);
-  return stamp;
+  char text[48];
+  std::strftime(text, sizeof(text), format, &utc);
+  return text;
+}
+
+}  // namespace
+
+std::string RunFolderStamp(std::chrono::system_clock::time_point wall) {
+  return FormatUtc(wall, "%Y%m%d_%H%M%SZ");
 }
 
 std::string FormatLocalTime(std::chrono::system_clock::time_point wall) {
@@ -514,12 +523,7 @@ std::string FormatLocalTime(std::chrono::system_clock::time_point wall) {
 }
 
 std::string FormatUtcTime(std::chrono::system_clock::time_point wall) {
-  const std::time_t t = std::chrono::system_clock::to_time_t(wall);
-  std::tm utc{};
-  gmtime_r(&t, &utc);
-  char text[48];
-  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
+  return FormatUtc(wall, "%Y-%m-%dT%H:%M:%SZ");
 }
 
 namespace {
