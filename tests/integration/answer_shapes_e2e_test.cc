@@ -9,6 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "tests/integration/run_folder_check.h"
 #include "tests/integration/surge_process.h"
@@ -27,6 +28,16 @@ size_t Count(const std::string& text, const std::string& needle) {
   return n;
 }
 
+// The records of a run folder's synthetic_details.jsonl, in file order.
+std::vector<nlohmann::json> DetailsRecords(const fs::path& folder) {
+  std::ifstream details(folder / "synthetic_details.jsonl");
+  std::vector<nlohmann::json> records;
+  for (std::string line; std::getline(details, line);) {
+    records.push_back(nlohmann::json::parse(line));
+  }
+  return records;
+}
+
 TEST(AnswerShapesE2eTest, ToolCallsOfTheBuiltInServerAreOkRecords) {
   const fs::path out = FreshDir("surge_e2e_tool_calls");
   const std::string tools =
@@ -42,22 +53,18 @@ TEST(AnswerShapesE2eTest, ToolCallsOfTheBuiltInServerAreOkRecords) {
   const RunFolderReport report = CheckRunFolder(folder, "synthetic");
   EXPECT_TRUE(report.problems.empty()) << report.Describe();
   EXPECT_EQ(report.ok, 8u);
-  std::ifstream details(folder / "synthetic_details.jsonl");
-  std::string line;
-  int records = 0;
-  while (std::getline(details, line)) {
-    const nlohmann::json rec = nlohmann::json::parse(line);
-    ++records;
-    EXPECT_EQ(rec["status"], "ok") << line;
-    EXPECT_EQ(rec["finish_reason"], "tool_calls") << line;
-    EXPECT_EQ(rec["output_tokens"], 5) << line;
-    EXPECT_EQ(rec["output_tokens_estimated"], false) << line;
+  const std::vector<nlohmann::json> records = DetailsRecords(folder);
+  for (const nlohmann::json& rec : records) {
+    EXPECT_EQ(rec["status"], "ok") << rec;
+    EXPECT_EQ(rec["finish_reason"], "tool_calls") << rec;
+    EXPECT_EQ(rec["output_tokens"], 5) << rec;
+    EXPECT_EQ(rec["output_tokens_estimated"], false) << rec;
     // The name at the first token (ttft_ms 20), the arguments' four pieces after it.
-    ASSERT_TRUE(rec["ttft_s"].is_number()) << line;
-    EXPECT_GE(rec["ttft_s"].get<double>(), 0.020) << line;
-    EXPECT_EQ(rec["itl_s"].size(), 4u) << line;
+    ASSERT_TRUE(rec["ttft_s"].is_number()) << rec;
+    EXPECT_GE(rec["ttft_s"].get<double>(), 0.020) << rec;
+    EXPECT_EQ(rec["itl_s"].size(), 4u) << rec;
   }
-  EXPECT_EQ(records, 8);
+  EXPECT_EQ(records.size(), 8u);
 }
 
 TEST(AnswerShapesE2eTest, ARedirectingServerIsWarnedAboutOnce) {
@@ -84,16 +91,12 @@ TEST(AnswerShapesE2eTest, ARedirectingServerIsWarnedAboutOnce) {
   }
   EXPECT_EQ(posts, 5u);
   const fs::path folder = ResultsFolder(r.output);
-  std::ifstream details(folder / "synthetic_details.jsonl");
-  std::string line;
-  int records = 0;
-  while (std::getline(details, line)) {
-    const nlohmann::json rec = nlohmann::json::parse(line);
-    ++records;
-    EXPECT_EQ(rec["status"], "failed") << line;
-    EXPECT_EQ(rec["error"], "http_307: redirect to /v2/chat/completions (not followed)") << line;
+  const std::vector<nlohmann::json> records = DetailsRecords(folder);
+  for (const nlohmann::json& rec : records) {
+    EXPECT_EQ(rec["status"], "failed") << rec;
+    EXPECT_EQ(rec["error"], "http_307: redirect to /v2/chat/completions (not followed)") << rec;
   }
-  EXPECT_EQ(records, 5);
+  EXPECT_EQ(records.size(), 5u);
 }
 
 }  // namespace
