@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/worker/http/sender_test_util.h"
@@ -90,6 +91,23 @@ std::vector<RequestRecord> SendAll(BeastRequestSender& sender, int n) {
   return records;
 }
 
+// The server counts an answer when its last write completes, which can be
+// just after the client has read it: waits (at most 10 s) until the servers
+// together count `n`, so that each one's share can be read.
+void WaitUntilServed(const std::vector<std::unique_ptr<simserver::SimServer>>& servers,
+                     uint64_t n) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  auto served = [&servers] {
+    uint64_t total = 0;
+    for (const auto& server : servers) total += server->requests_served();
+    return total;
+  };
+  while (served() < n && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(served(), n);
+}
+
 int OkCount(const std::vector<RequestRecord>& records) {
   int ok = 0;
   for (const auto& r : records) ok += r.status() == surge::v1::OK;
@@ -105,6 +123,7 @@ TEST(TargetAddressesTest, RoundRobinSpreadsNewConnectionsOverEveryAddress) {
   ASSERT_TRUE(sender.ok()) << sender.status();
   const auto records = SendAll(**sender, kRequests);
   EXPECT_EQ(OkCount(records), kRequests);
+  WaitUntilServed(servers, kRequests);
   // 20-47 % of the requests per address (each had its own connection).
   for (const auto& server : servers) {
     EXPECT_GE(server->requests_served(), kRequests * 20 / 100);
@@ -121,6 +140,7 @@ TEST(TargetAddressesTest, FirstPolicySendsEverythingToTheFirstAddress) {
                                            resolver.Hook());
   ASSERT_TRUE(sender.ok()) << sender.status();
   EXPECT_EQ(OkCount(SendAll(**sender, 30)), 30);
+  WaitUntilServed(servers, 30);
   EXPECT_EQ(servers[0]->requests_served(), 0u);
   EXPECT_EQ(servers[1]->requests_served(), 30u);
   EXPECT_EQ(servers[2]->requests_served(), 0u);
@@ -136,6 +156,7 @@ TEST(TargetAddressesTest, AnAddressThatRefusesIsSkipped) {
       RealClock(), ThreeTarget(servers[0]->port(), "round-robin"), 1, resolver.Hook());
   ASSERT_TRUE(sender.ok()) << sender.status();
   EXPECT_EQ(OkCount(SendAll(**sender, 30)), 30);
+  WaitUntilServed(servers, 30);
   // Starts at .4 fall over to .1: 20 there, 10 at .2.
   EXPECT_EQ(servers[0]->requests_served(), 20u);
   EXPECT_EQ(servers[1]->requests_served(), 10u);
@@ -154,7 +175,7 @@ TEST(TargetAddressesTest, EveryAddressRefusingResolvesTheHostAgain) {
   const RequestRecord r = surge::testing::SendOne(**sender, MakeAssignment(0, 2));
   EXPECT_EQ(r.status(), surge::v1::OK) << r.error();
   EXPECT_EQ(resolver.calls->load(), 2);
-  EXPECT_EQ(servers[0]->requests_served(), 1u);
+  WaitUntilServed(servers, 1);
 }
 
 TEST(TargetAddressesTest, StartUpLineListsEveryAddress) {
