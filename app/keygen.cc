@@ -19,10 +19,15 @@ int KeygenCommand(const std::string& out_dir, const std::string& name) {
             << " (mode 0600; keep it on this machine, never share it)\n"
             << "public key: " << files->public_key.string() << " ("
             << (public_key.ok() ? *public_key : std::string("unreadable")) << ")\n"
-            << "Coordinator: --curve-secret-key " << files->secret_key.string()
-            << " and give its .pub to every worker (--curve-server-key).\n"
-            << "Worker: --curve-secret-key " << files->secret_key.string()
-            << " and copy its .pub into the coordinator's --curve-allow directory.\n";
+            << "One pair per machine: run surge keygen once for the coordinator and once for "
+               "each worker.\n"
+            << "If this pair is the coordinator's: surge coordinator --curve-secret-key "
+            << files->secret_key.string()
+            << " --curve-allow DIR (DIR holds each worker's .pub); give "
+            << files->public_key.string() << " to every worker (--curve-server-key).\n"
+            << "If this pair is a worker's: surge worker --curve-secret-key "
+            << files->secret_key.string() << " --curve-server-key COORDINATOR.pub; copy "
+            << files->public_key.string() << " into the coordinator's --curve-allow directory.\n";
   return kExitOk;
 }
 

@@ -52,6 +52,12 @@ TEST(KeygenCliTest, WritesAZ85PairAndRefusesToOverwriteIt) {
   EXPECT_THAT(r.output,
               HasSubstr("public key: " + pub.string() + " (" + public_text.substr(0, 40) + ")"));
   EXPECT_THAT(r.output, Not(HasSubstr(secret_text.substr(0, 40))));
+  // A worker's hint names the coordinator's public key, never this pair's
+  // secret one, as the server key.
+  EXPECT_THAT(r.output, HasSubstr("If this pair is a worker's: surge worker --curve-secret-key " +
+                                  secret.string() + " --curve-server-key COORDINATOR.pub"));
+  EXPECT_THAT(r.output,
+              HasSubstr("give " + pub.string() + " to every worker (--curve-server-key)"));
 
   const Result again = RunSurge("keygen --out " + dir.string() + " --name coordinator", 30);
   EXPECT_EQ(again.exit_code, 1);
