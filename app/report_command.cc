@@ -30,9 +30,9 @@ namespace surge::app {
 using coordinator::ActualPageInputs;
 using coordinator::ArrivalSchedule;
 using coordinator::DefaultRunConfig;
+using coordinator::ForEachDetailsLine;
 using coordinator::LoadYamlConfig;
 using coordinator::PageContext;
-using coordinator::ParseDetailsLine;
 using coordinator::ReadPlanCsv;
 using coordinator::RecordFanOut;
 using coordinator::ResolveReplayTraffic;
@@ -99,23 +99,18 @@ absl::StatusOr<RunConfig> ReadRunConfig(const fs::path& folder) {
 void StreamRecords(const fs::path& details, const ArrivalSchedule& plan, RecordFanOut& sinks) {
   std::vector<bool> seen(plan.size(), false);
   uint64_t skipped = 0;
-  {
-    std::ifstream in(details);
-    std::string line;
-    while (std::getline(in, line)) {
-      auto r = ParseDetailsLine(line);
-      if (r.ok() && r->warmup()) {
-        sinks.Add(*r);  // counted as a warm-up, in no metric
-        continue;
-      }
-      if (!r.ok() || r->index() >= plan.size() || seen[r->index()]) {
-        ++skipped;
-        continue;
-      }
-      seen[r->index()] = true;
-      sinks.Add(*r);
+  ForEachDetailsLine(details, [&](absl::StatusOr<surge::v1::RequestRecord> r) {
+    if (r.ok() && r->warmup()) {
+      sinks.Add(*r);  // counted as a warm-up, in no metric
+      return;
     }
-  }
+    if (!r.ok() || r->index() >= plan.size() || seen[r->index()]) {
+      ++skipped;
+      return;
+    }
+    seen[r->index()] = true;
+    sinks.Add(*r);
+  });
   uint64_t missing = 0;
   for (uint64_t i = 0; i < plan.size(); ++i) {
     if (seen[i]) continue;

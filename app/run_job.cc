@@ -7,7 +7,6 @@
 #include <atomic>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <random>
@@ -339,11 +338,9 @@ coordinator::RunSummary Job::ExactSummary(SummaryAccumulator& summary) {
   SummaryAccumulator exact(&config_.goodput(), StreamingStats::kUnlimited);
   if (prepared_.steady_state) exact.SetSteadyState(*prepared_.steady_state);
   exact.SetPercentiles(s.percentiles);
-  std::ifstream in(details);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (auto r = coordinator::ParseDetailsLine(line); r.ok()) exact.Add(*r);
-  }
+  coordinator::ForEachDetailsLine(details, [&exact](absl::StatusOr<surge::v1::RequestRecord> r) {
+    if (r.ok()) exact.Add(*r);
+  });
   if (exact.records() != summary.records()) {
     LogWarning(absl::StrCat(details.string(), " gave back ", exact.records(), " of ",
                             summary.records(),

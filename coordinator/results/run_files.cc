@@ -491,6 +491,13 @@ absl::StatusOr<RequestRecord> ParseDetailsLine(const std::string& line) {
   return r;
 }
 
+void ForEachDetailsLine(const fs::path& path,
+                        const std::function<void(absl::StatusOr<RequestRecord>)>& on_line) {
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) on_line(ParseDetailsLine(line));
+}
+
 namespace {
 
 // `wall` in UTC, written by strftime's `format`.

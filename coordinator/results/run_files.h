@@ -156,6 +156,14 @@ absl::StatusOr<ArrivalSchedule> ReadPlanCsv(const std::filesystem::path& path,
 // Converts one details line back into a record (for `surge report` and tests).
 absl::StatusOr<surge::v1::RequestRecord> ParseDetailsLine(const std::string& line);
 
+// Reads the details file at `path` line by line, in order, and gives
+// `on_line` each line's record or the reason it is none (a line cut short
+// by a crash, say: ParseDetailsLine's error). The records are not kept. A
+// missing or unreadable file gives no line.
+void ForEachDetailsLine(
+    const std::filesystem::path& path,
+    const std::function<void(absl::StatusOr<surge::v1::RequestRecord>)>& on_line);
+
 }  // namespace surge::coordinator
 
 #endif  // SURGE_COORDINATOR_RESULTS_RUN_FILES_H_

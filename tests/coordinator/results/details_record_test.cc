@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/failure_kind.h"
 #include "coordinator/results/run_files.h"
 #include "coordinator/results/summary.h"
@@ -181,6 +182,33 @@ TEST(DetailsTest, NewRecordFieldsRoundTrip) {
   ASSERT_TRUE(back2.ok());
   EXPECT_EQ(back2->finish_reason(), "");
   EXPECT_EQ(back2->retry_sent_ns(), 0);
+}
+
+// Every line in order: records as written, and a line cut short by a
+// crash as an error in its place; a missing file gives no line.
+TEST(DetailsTest, ForEachDetailsLineGivesEveryLineInOrder) {
+  const fs::path path = FreshDir("details_each") / "d.jsonl";
+  {
+    auto w = DetailsWriter::Create(path);
+    ASSERT_TRUE(w.ok()) << w.status();
+    for (uint64_t i : {4, 2}) {
+      surge::v1::RequestRecord r;
+      r.set_index(i);
+      r.set_status(surge::v1::OK);
+      (*w)->Append(r);
+    }
+    ASSERT_TRUE((*w)->Flush().ok());
+  }
+  std::ofstream(path, std::ios::app) << "{\"index\":9,\"sta";  // cut by a crash
+  std::vector<std::string> seen;
+  ForEachDetailsLine(path, [&seen](absl::StatusOr<surge::v1::RequestRecord> r) {
+    seen.push_back(r.ok() ? absl::StrCat("record ", r->index()) : "error");
+  });
+  EXPECT_THAT(seen, ::testing::ElementsAre("record 4", "record 2", "error"));
+  int lines = 0;
+  ForEachDetailsLine(path.parent_path() / "none.jsonl",
+                     [&lines](absl::StatusOr<surge::v1::RequestRecord>) { ++lines; });
+  EXPECT_EQ(lines, 0);
 }
 
 }  // namespace
