@@ -13,6 +13,7 @@
 #include "absl/strings/strip.h"
 #include "coordinator/config/option_table.h"
 #include "coordinator/config/run_config.h"
+#include "coordinator/config/traffic_flags.h"
 
 namespace surge::app {
 
