@@ -20,6 +20,7 @@
 #include "common/log.h"
 #include "common/version.h"
 #include "surge/v1/config.pb.h"
+#include "surge/v1/roles.pb.h"
 #include "worker/worker_main.h"
 
 namespace {
@@ -58,36 +59,19 @@ int Main(int argc, char** argv) {
       "prompts); without --config the run_config.json beside it is the configuration.";
   run->add_option("--plan-file", plan_file, kPlanFileHelp);
 
-  // The coordinator role: the job options of `surge run`, workers that join
-  // from elsewhere.
+  // The coordinator role: the job options of `surge run` (and its
+  // --plan-file), and the role's own options (CoordinatorRoleConfig in
+  // roles.proto) for workers that join from elsewhere.
   surge::app::RunOptions coordinator_options;
-  surge::app::CoordinatorRole role;
   CLI::App* coordinator = app.add_subcommand(
       "coordinator",
       "Run the job as a coordinator: bind, wait for --expect-workers workers started with "
       "`surge worker --connect`, then pace them on one measured clock.");
   coordinator_options.Register(*coordinator);
-  coordinator
-      ->add_option("--bind", role.bind,
-                   "Endpoint to listen on, e.g. tcp://0.0.0.0:5555 (a non-loopback address "
-                   "needs --curve-secret-key and --curve-allow, or --insecure)")
-      ->required();
-  coordinator
-      ->add_option("--expect-workers", role.expect_workers,
-                   "The run starts when this many workers are ready (1 to 1024)")
-      ->required();
-  coordinator->add_option("--join-timeout", role.join_timeout_s,
-                          "Seconds to wait for the workers (default 60); then exit 1");
-  coordinator->add_option("--curve-secret-key", role.curve_secret_key_file,
-                          "This coordinator's CurveZMQ secret key file (surge keygen)");
-  coordinator->add_option("--curve-allow", role.curve_allow_dir,
-                          "Directory of the workers' public keys (*.pub) allowed in");
-  // Not --insecure: among the job options that already means "skip the
-  // target's TLS certificate check" (as in surge run).
+  surge::app::TableFlags role_flags(surge::v1::CoordinatorRoleConfig::descriptor());
+  role_flags.Register(*coordinator);
+  coordinator_options.AcceptAlso(role_flags.Names());
   coordinator->add_option("--plan-file", plan_file, kPlanFileHelp);
-  coordinator->add_flag("--insecure-transport", role.insecure,
-                        "Listen on a non-loopback address without CurveZMQ (no authentication, "
-                        "no encryption)");
 
   surge::app::RunOptions plan_options;
   CLI::App* plan = app.add_subcommand("plan", "Compute and plot the schedule; send nothing.");
@@ -111,35 +95,10 @@ int Main(int argc, char** argv) {
                      "Base name of the two files (default surge); existing files are never "
                      "overwritten");
 
-  surge::worker::WorkerArgs worker_args;
+  // Its options: WorkerRoleConfig's table (roles.proto).
   CLI::App* worker = app.add_subcommand("worker", "Run one worker connected to a coordinator.");
-  worker->add_option("--connect", worker_args.connect, "Coordinator endpoint, tcp://host:port")
-      ->required();
-  worker->add_option("--worker-index", worker_args.worker_index, "Worker index to ask for");
-  worker->add_option("--join-timeout", worker_args.join_timeout_s,
-                     "Seconds to keep trying to join a coordinator (default 60); then exit 3");
-  worker->add_option("--parent-pid", worker_args.parent_pid,
-                     "Exit when this process (the local coordinator) is gone");
-  worker->add_option("--curve-secret-key", worker_args.curve_secret_key_file,
-                     "This worker's CurveZMQ secret key file (surge keygen; docs/SECURITY.md)");
-  worker->add_option("--curve-server-key", worker_args.curve_server_key_file,
-                     "The coordinator's CurveZMQ public key file (its .pub)");
-  worker->add_flag("--insecure,--insecure-transport", worker_args.insecure,
-                   "Connect to a non-loopback coordinator without CurveZMQ (no authentication, "
-                   "no encryption)");
-  worker->add_option("--pacer-cpu", worker_args.pacer_cpu,
-                     "Pin the pacer thread to this CPU (default: no pinning)");
-  worker->add_flag("--pacer-realtime", worker_args.pacer_realtime,
-                   "Run the pacer thread SCHED_FIFO (needs CAP_SYS_NICE or ulimit -r >= 1; "
-                   "refused: a warning, normal priority)");
-  worker
-      ->add_option("--simulate-clock-offset-ms", worker_args.simulate_clock_offset_ms,
-                   "Test only: shift this worker's clock by this many ms")
-      ->group("Testing");
-  worker
-      ->add_option("--simulate-clock-drift-ppm", worker_args.simulate_clock_drift_ppm,
-                   "Test only: make this worker's clock gain this many ppm")
-      ->group("Testing");
+  surge::app::TableFlags worker_flags(surge::v1::WorkerRoleConfig::descriptor());
+  worker_flags.Register(*worker);
 
   CLI::App* sim =
       app.add_subcommand("sim-server", "Run the simulated OpenAI-compatible server until Ctrl-C.");
@@ -177,8 +136,13 @@ int Main(int argc, char** argv) {
       if (access(saved.c_str(), R_OK) == 0) options.UseConfigFileIfNone(saved);
     }
     auto config = options.Resolve();
-    if (!config.ok()) {
-      std::cerr << "surge: " << config.status().message() << "\n";
+    // The coordinator's role options are checked with its job options: one
+    // list of problems.
+    surge::v1::CoordinatorRoleConfig role;
+    const absl::Status role_status = *coordinator ? role_flags.Resolve(&role) : absl::OkStatus();
+    if (!config.ok() || !role_status.ok()) {
+      std::cerr << "surge: " << surge::app::JoinProblems({config.status(), role_status}).message()
+                << "\n";
       return surge::app::kExitConfigError;
     }
     for (const std::string& note : options.notes()) surge::LogInfo(note);
@@ -190,7 +154,14 @@ int Main(int argc, char** argv) {
   }
   if (*report) return surge::app::ReportCommand(report_folder);
   if (*keygen) return surge::app::KeygenCommand(keygen_out, keygen_name);
-  if (*worker) return surge::worker::WorkerCommand(worker_args);
+  if (*worker) {
+    surge::v1::WorkerRoleConfig worker_config;
+    if (absl::Status s = worker_flags.Resolve(&worker_config); !s.ok()) {
+      std::cerr << "surge worker: " << s.message() << "\n";
+      return surge::app::kExitConfigError;
+    }
+    return surge::worker::WorkerCommand(worker_config);
+  }
   if (*sim) {
     surge::v1::SimServerConfig sim_config;
     if (absl::Status s = sim_flags.Resolve(&sim_config); !s.ok()) {
