@@ -9,41 +9,34 @@
 #include "absl/strings/str_format.h"
 #include "app/exit_codes.h"
 #include "app/run_job.h"
-#include "common/role_options.h"
 #include "common/log.h"
+#include "common/role_options.h"
 
 namespace surge::app {
 
 using coordinator::DispatcherOptions;
 using coordinator::RemoteWorkerPool;
 using coordinator::WorkerPool;
+using surge::v1::CoordinatorRoleConfig;
 using surge::v1::RunConfig;
 
-absl::StatusOr<ZmqRouterOptions> CoordinatorTransportOptions(const CoordinatorRole& role,
+absl::StatusOr<ZmqRouterOptions> CoordinatorTransportOptions(const CoordinatorRoleConfig& role,
                                                              const RunConfig& config) {
-  if (role.expect_workers < 1 || role.expect_workers > 1024) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--expect-workers ", role.expect_workers, ": must be 1 to 1024 (the workers to wait for)"));
-  }
-  if (auto join_timeout = JoinTimeout(role.join_timeout_s); !join_timeout.ok()) {
-    return join_timeout.status();
-  }
-  if (config.max_concurrency() > 0 &&
-      config.max_concurrency() < static_cast<uint64_t>(role.expect_workers)) {
+  if (config.max_concurrency() > 0 && config.max_concurrency() < role.expect_workers()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--max-concurrency ", config.max_concurrency(), ": must be at least --expect-workers (",
-        role.expect_workers, "): the cap is split over the workers, each needs one slot"));
+        role.expect_workers(), "): the cap is split over the workers, each needs one slot"));
   }
-  if (absl::Status s = CheckBindSecurity(
-          {role.bind, role.curve_secret_key_file, role.curve_allow_dir, role.insecure});
+  if (absl::Status s = CheckBindSecurity({role.bind(), role.curve_secret_key_file(),
+                                          role.curve_allow_dir(), role.insecure_transport()});
       !s.ok()) {
     return s;
   }
   ZmqRouterOptions options;
-  if (!role.curve_secret_key_file.empty()) {
-    auto secret = ReadKeyFlag("--curve-secret-key", role.curve_secret_key_file);
+  if (!role.curve_secret_key_file().empty()) {
+    auto secret = ReadKeyFlag("--curve-secret-key", role.curve_secret_key_file());
     if (!secret.ok()) return secret.status();
-    auto allowed = ReadCurveAllowList(role.curve_allow_dir);
+    auto allowed = ReadCurveAllowList(role.curve_allow_dir());
     if (!allowed.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("--curve-allow: ", allowed.status().message()));
@@ -59,7 +52,7 @@ namespace {
 // anywhere, up to role.expect_workers of them.
 class RemoteWorkers : public WorkerSide {
  public:
-  explicit RemoteWorkers(const CoordinatorRole& role) : role_(role) {}
+  explicit RemoteWorkers(const CoordinatorRoleConfig& role) : role_(role) {}
 
   absl::Status Check(const RunConfig& config) override {
     auto checked = CoordinatorTransportOptions(role_, config);
@@ -67,18 +60,18 @@ class RemoteWorkers : public WorkerSide {
     transport_options_ = *std::move(checked);
     return absl::OkStatus();
   }
-  std::string bind() const override { return role_.bind; }
+  std::string bind() const override { return role_.bind(); }
   ZmqRouterOptions transport_options() const override { return transport_options_; }
 
   void OnBuiltInServer() const override {
-    if (IsLoopbackEndpoint(role_.bind)) return;
+    if (IsLoopbackEndpoint(role_.bind())) return;
     LogWarning(
         absl::StrCat("the built-in server listens on 127.0.0.1 only: workers on other "
                      "machines cannot reach it; give --base-url for them"));
   }
 
   // The workers that join; their own machines' cores are theirs.
-  int Workers(const RunConfig&) const override { return role_.expect_workers; }
+  int Workers(const RunConfig&) const override { return static_cast<int>(role_.expect_workers()); }
   // Remote workers check their own open-file limit (worker_session).
   absl::Status CheckFits(const RunConfig&, int, bool) const override { return absl::OkStatus(); }
 
@@ -90,8 +83,7 @@ class RemoteWorkers : public WorkerSide {
           "pacer_cpu / pacer_realtime apply to the workers `surge run` starts; give "
           "--pacer-cpu / --pacer-realtime to each `surge worker` instead");
     }
-    // Checked by CoordinatorTransportOptions.
-    options->hello_timeout = *JoinTimeout(role_.join_timeout_s);
+    options->hello_timeout = JoinTimeoutMs(role_.join_timeout_s());
     // A wildcard bind is no address to connect to: name the host instead.
     std::string connect = endpoint;
     for (const char* any : {"tcp://0.0.0.0:", "tcp://*:", "tcp://[::]:"}) {
@@ -101,20 +93,20 @@ class RemoteWorkers : public WorkerSide {
     }
     LogInfo(absl::StrFormat(
         "coordinator on %s (%s): waiting up to %g s for %d workers: surge worker --connect %s",
-        endpoint, transport_options_.curve ? "CurveZMQ" : "no CurveZMQ", role_.join_timeout_s,
+        endpoint, transport_options_.curve ? "CurveZMQ" : "no CurveZMQ", role_.join_timeout_s(),
         workers, connect));
     return std::make_unique<RemoteWorkerPool>();
   }
 
  private:
-  const CoordinatorRole role_;
+  const CoordinatorRoleConfig role_;
   ZmqRouterOptions transport_options_;
 };
 
 }  // namespace
 
 int CoordinatorCommand(const RunConfig& config, const std::string& self_exe,
-                       const CoordinatorRole& role, const std::string& plan_file) {
+                       const CoordinatorRoleConfig& role, const std::string& plan_file) {
   RemoteWorkers workers(role);
   return ExitWith(RunJob(config, self_exe, workers, plan_file));
 }

@@ -8,36 +8,22 @@
 #include "absl/status/statusor.h"
 #include "common/zmq_transport.h"
 #include "surge/v1/config.pb.h"
+#include "surge/v1/roles.pb.h"
 
 namespace surge::app {
 
-// The coordinator role's options.
-struct CoordinatorRole {
-  // --bind, e.g. "tcp://0.0.0.0:5555". Required. A non-loopback address needs
-  // CurveZMQ or --insecure (CheckBindSecurity, docs/SECURITY.md).
-  std::string bind;
-  // --expect-workers N (>= 1): the run starts when N workers are ready.
-  int expect_workers = 0;
-  // --join-timeout, seconds (default 60): without N ready workers by then,
-  // the coordinator ends with exit 1 and sends nothing.
-  double join_timeout_s = 60;
-  // --curve-secret-key FILE, --curve-allow DIR, --insecure.
-  std::string curve_secret_key_file;
-  std::string curve_allow_dir;
-  bool insecure = false;
-};
-
-// The coordinator role's flags: the bind rule and the key files. Errors name
-// the flag (exit 2 for the caller).
-absl::StatusOr<ZmqRouterOptions> CoordinatorTransportOptions(const CoordinatorRole& role,
-                                                             const surge::v1::RunConfig& config);
+// The coordinator role's rules beyond each flag's own bounds (checked by
+// the option table): the concurrency cap against the workers, the bind
+// rule and the key files. Errors name the flags (exit 2 for the caller).
+absl::StatusOr<ZmqRouterOptions> CoordinatorTransportOptions(
+    const surge::v1::CoordinatorRoleConfig& role, const surge::v1::RunConfig& config);
 
 // `surge coordinator`: the job of `surge run` (RunJob) with workers that
 // join from elsewhere: no local workers, no cap by this machine's cores.
 // Errors in the role's flags exit 2, a join timeout exits 1; otherwise as
 // RunCommand (`plan_file`: exact replay). Returns the exit code.
 int CoordinatorCommand(const surge::v1::RunConfig& config, const std::string& self_exe,
-                       const CoordinatorRole& role, const std::string& plan_file);
+                       const surge::v1::CoordinatorRoleConfig& role, const std::string& plan_file);
 
 }  // namespace surge::app
 

@@ -1,10 +1,12 @@
 // The `surge` executable: parses the command line and hands over to one
-// command (run, plan, report, keygen, worker, sim-server). Nothing else
-// lives here.
+// command (run, plan, coordinator, report, keygen, worker, sim-server).
+// Nothing else lives here.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <iostream>
+#include <optional>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "app/coordinator_command.h"
@@ -20,6 +22,7 @@
 #include "common/log.h"
 #include "common/version.h"
 #include "surge/v1/config.pb.h"
+#include "surge/v1/roles.pb.h"
 #include "worker/worker_main.h"
 
 namespace {
@@ -31,175 +34,183 @@ std::string SelfExe(const char* argv0) {
   return argv0;
 }
 
-}  // namespace
-
-int Main(int argc, char** argv) {
+// Every command's flags, declared on one CLI::App before the parse and read
+// after it. Not movable: CLI11 keeps pointers to the members.
+struct CommandLine {
   CLI::App app{
       "surge: a load generator for LLM inference services that sends every request on a "
       "controlled schedule (bursty, ramping) from many workers on one clock, and shows the "
       "intended and the actual sending rate."};
-  app.set_version_flag("--version", std::string("surge ") + surge::kSurgeVersion);
-  app.require_subcommand(1);
-
+  CLI::App* run = nullptr;
+  CLI::App* coordinator = nullptr;
+  CLI::App* plan = nullptr;
+  CLI::App* report = nullptr;
+  CLI::App* keygen = nullptr;
+  CLI::App* worker = nullptr;
+  CLI::App* sim = nullptr;
+  // The job commands (run, coordinator, plan): RunConfig's options each.
   surge::app::RunOptions run_options;
-  CLI::App* run = app.add_subcommand(
-      "run", "Run the whole job on this machine (built-in simulated server when no --base-url).");
-  run_options.Register(*run);
-  // Test only (hidden): worker 0 of `surge run` runs on a skewed clock.
+  surge::app::RunOptions coordinator_options;
+  surge::app::RunOptions plan_options;
   surge::app::RunTestOptions run_test_options;
-  run->add_option("--simulate-clock-offset-ms", run_test_options.worker0_clock_offset_ms)
+  std::string plan_file;
+  // The role commands' own options (roles.proto) and the built-in server's
+  // (SimServerConfig in config.proto).
+  surge::app::TableFlags role_flags{surge::v1::CoordinatorRoleConfig::descriptor()};
+  surge::app::TableFlags worker_flags{surge::v1::WorkerRoleConfig::descriptor()};
+  surge::app::TableFlags sim_flags{surge::v1::SimServerConfig::descriptor()};
+  int sim_parent_pid = 0;
+  std::string report_folder;
+  std::string keygen_out;
+  std::string keygen_name = "surge";
+};
+
+constexpr const char* kPlanFileHelp =
+    "Exact replay: send this {dataset}_plan.csv as written (same offsets, order, sizes and "
+    "prompts); without --config the run_config.json beside it is the configuration.";
+
+// `surge run`, `surge coordinator` and `surge plan`: the job options of
+// RunConfig's table, and for the coordinator its role's table beside them.
+void DeclareJobCommands(CommandLine& c) {
+  c.run = c.app.add_subcommand(
+      "run", "Run the whole job on this machine (built-in simulated server when no --base-url).");
+  c.run_options.Register(*c.run);
+  // Test only (hidden): worker 0 of `surge run` runs on a skewed clock.
+  c.run->add_option("--simulate-clock-offset-ms", c.run_test_options.worker0_clock_offset_ms)
       ->group("");
-  run->add_option("--simulate-clock-drift-ppm", run_test_options.worker0_clock_drift_ppm)
+  c.run->add_option("--simulate-clock-drift-ppm", c.run_test_options.worker0_clock_drift_ppm)
       ->group("");
   // Exact replay (docs/REPLAY.md): send a saved plan as it is.
-  std::string plan_file;
-  constexpr const char* kPlanFileHelp =
-      "Exact replay: send this {dataset}_plan.csv as written (same offsets, order, sizes and "
-      "prompts); without --config the run_config.json beside it is the configuration.";
-  run->add_option("--plan-file", plan_file, kPlanFileHelp);
+  c.run->add_option("--plan-file", c.plan_file, kPlanFileHelp);
 
-  // The coordinator role: the job options of `surge run`, workers that join
-  // from elsewhere.
-  surge::app::RunOptions coordinator_options;
-  surge::app::CoordinatorRole role;
-  CLI::App* coordinator = app.add_subcommand(
+  c.coordinator = c.app.add_subcommand(
       "coordinator",
       "Run the job as a coordinator: bind, wait for --expect-workers workers started with "
       "`surge worker --connect`, then pace them on one measured clock.");
-  coordinator_options.Register(*coordinator);
-  coordinator
-      ->add_option("--bind", role.bind,
-                   "Endpoint to listen on, e.g. tcp://0.0.0.0:5555 (a non-loopback address "
-                   "needs --curve-secret-key and --curve-allow, or --insecure)")
-      ->required();
-  coordinator
-      ->add_option("--expect-workers", role.expect_workers,
-                   "The run starts when this many workers are ready (1 to 1024)")
-      ->required();
-  coordinator->add_option("--join-timeout", role.join_timeout_s,
-                          "Seconds to wait for the workers (default 60); then exit 1");
-  coordinator->add_option("--curve-secret-key", role.curve_secret_key_file,
-                          "This coordinator's CurveZMQ secret key file (surge keygen)");
-  coordinator->add_option("--curve-allow", role.curve_allow_dir,
-                          "Directory of the workers' public keys (*.pub) allowed in");
-  // Not --insecure: among the job options that already means "skip the
-  // target's TLS certificate check" (as in surge run).
-  coordinator->add_option("--plan-file", plan_file, kPlanFileHelp);
-  coordinator->add_flag("--insecure-transport", role.insecure,
-                        "Listen on a non-loopback address without CurveZMQ (no authentication, "
-                        "no encryption)");
+  c.coordinator_options.Register(*c.coordinator);
+  c.role_flags.Register(*c.coordinator);
+  c.coordinator_options.AcceptAlso(c.role_flags.Names());
+  c.coordinator->add_option("--plan-file", c.plan_file, kPlanFileHelp);
 
-  surge::app::RunOptions plan_options;
-  CLI::App* plan = app.add_subcommand("plan", "Compute and plot the schedule; send nothing.");
-  plan_options.Register(*plan);
+  c.plan = c.app.add_subcommand("plan", "Compute and plot the schedule; send nothing.");
+  c.plan_options.Register(*c.plan);
+}
 
-  std::string report_folder;
-  CLI::App* report = app.add_subcommand(
+// `surge report`, `surge keygen`, `surge worker` and `surge sim-server`.
+void DeclareToolCommands(CommandLine& c) {
+  c.report = c.app.add_subcommand(
       "report", "Rebuild the summary and both pages of a run folder from its files.");
-  report->add_option("folder", report_folder, "The run folder (.../performances/{model})")
+  c.report->add_option("folder", c.report_folder, "The run folder (.../performances/{model})")
       ->required();
 
-  std::string keygen_out;
-  std::string keygen_name = "surge";
-  CLI::App* keygen = app.add_subcommand(
+  c.keygen = c.app.add_subcommand(
       "keygen",
       "Write a CurveZMQ key pair (DIR/NAME.key secret, DIR/NAME.pub public) for a "
       "coordinator or worker on a non-loopback address (docs/SECURITY.md).");
-  keygen->add_option("--out", keygen_out, "Directory for the key files (created, mode 0700)")
+  c.keygen->add_option("--out", c.keygen_out, "Directory for the key files (created, mode 0700)")
       ->required();
-  keygen->add_option("--name", keygen_name,
-                     "Base name of the two files (default surge); existing files are never "
-                     "overwritten");
+  c.keygen->add_option("--name", c.keygen_name,
+                       "Base name of the two files (default surge); existing files are never "
+                       "overwritten");
 
-  surge::worker::WorkerArgs worker_args;
-  CLI::App* worker = app.add_subcommand("worker", "Run one worker connected to a coordinator.");
-  worker->add_option("--connect", worker_args.connect, "Coordinator endpoint, tcp://host:port")
-      ->required();
-  worker->add_option("--worker-index", worker_args.worker_index, "Worker index to ask for");
-  worker->add_option("--join-timeout", worker_args.join_timeout_s,
-                     "Seconds to keep trying to join a coordinator (default 60); then exit 3");
-  worker->add_option("--parent-pid", worker_args.parent_pid,
-                     "Exit when this process (the local coordinator) is gone");
-  worker->add_option("--curve-secret-key", worker_args.curve_secret_key_file,
-                     "This worker's CurveZMQ secret key file (surge keygen; docs/SECURITY.md)");
-  worker->add_option("--curve-server-key", worker_args.curve_server_key_file,
-                     "The coordinator's CurveZMQ public key file (its .pub)");
-  worker->add_flag("--insecure,--insecure-transport", worker_args.insecure,
-                   "Connect to a non-loopback coordinator without CurveZMQ (no authentication, "
-                   "no encryption)");
-  worker->add_option("--pacer-cpu", worker_args.pacer_cpu,
-                     "Pin the pacer thread to this CPU (default: no pinning)");
-  worker->add_flag("--pacer-realtime", worker_args.pacer_realtime,
-                   "Run the pacer thread SCHED_FIFO (needs CAP_SYS_NICE or ulimit -r >= 1; "
-                   "refused: a warning, normal priority)");
-  worker
-      ->add_option("--simulate-clock-offset-ms", worker_args.simulate_clock_offset_ms,
-                   "Test only: shift this worker's clock by this many ms")
-      ->group("Testing");
-  worker
-      ->add_option("--simulate-clock-drift-ppm", worker_args.simulate_clock_drift_ppm,
-                   "Test only: make this worker's clock gain this many ppm")
-      ->group("Testing");
+  c.worker = c.app.add_subcommand("worker", "Run one worker connected to a coordinator.");
+  c.worker_flags.Register(*c.worker);
 
-  CLI::App* sim =
-      app.add_subcommand("sim-server", "Run the simulated OpenAI-compatible server until Ctrl-C.");
-  // Its options: the flags of SimServerConfig's table (config.proto): the
-  // listen options (--host, --port, ...), then timing and fault injection
-  // named as there (--ttft-ms, --fault-429, ...).
-  surge::app::TableFlags sim_flags(surge::v1::SimServerConfig::descriptor());
-  sim_flags.Register(*sim);
-  int sim_parent_pid = 0;
-  sim->add_option("--parent-pid", sim_parent_pid,
-                  "Exit when this process (surge run, which started it) is gone; ignore Ctrl-C")
+  c.sim = c.app.add_subcommand("sim-server",
+                               "Run the simulated OpenAI-compatible server until Ctrl-C.");
+  // The listen options (--host, --port, ...), then timing and fault
+  // injection named as in a run's --sim-* flags without the prefix.
+  c.sim_flags.Register(*c.sim);
+  c.sim
+      ->add_option("--parent-pid", c.sim_parent_pid,
+                   "Exit when this process (surge run, which started it) is gone; ignore Ctrl-C")
       ->group("");
+}
 
+// Parses the command line; returns the exit code when that is all there is
+// to do (help, version, a flag CLI11 refuses), else nothing.
+std::optional<int> Parse(CommandLine& c, int argc, char** argv) {
   try {
-    app.parse(argc, argv);
+    c.app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
+    return c.app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
+    return c.app.exit(e);
   } catch (const CLI::CallForVersion& e) {
     // `surge --version` prints the version and succeeds (exit 0).
-    return app.exit(e);
+    return c.app.exit(e);
   } catch (const CLI::ParseError& e) {
     // Unknown or malformed flags are configuration errors (R-CFG-1).
-    app.exit(e);
+    c.app.exit(e);
     return surge::app::kExitConfigError;
   }
+  return std::nullopt;
+}
 
-  if (*run || *plan || *coordinator) {
-    auto& options = *run ? run_options : *plan ? plan_options : coordinator_options;
-    // Exact replay: the plan's own run_config.json unless --config is given.
-    // (When there is none, RunCommand says so.)
-    if (!plan_file.empty()) {
-      const std::string saved = surge::app::PlanConfigPath(plan_file);
-      if (access(saved.c_str(), R_OK) == 0) options.UseConfigFileIfNone(saved);
-    }
-    auto config = options.Resolve();
-    if (!config.ok()) {
-      std::cerr << "surge: " << config.status().message() << "\n";
-      return surge::app::kExitConfigError;
-    }
-    for (const std::string& note : options.notes()) surge::LogInfo(note);
-    if (*plan) return surge::app::PlanCommand(*config);
-    if (*coordinator) {
-      return surge::app::CoordinatorCommand(*config, SelfExe(argv[0]), role, plan_file);
-    }
-    return surge::app::RunCommand(*config, SelfExe(argv[0]), run_test_options, plan_file);
+// Resolves the job command's configuration (and the coordinator's role)
+// and starts it.
+int StartJobCommand(CommandLine& c, const std::string& self_exe) {
+  auto& options = *c.run ? c.run_options : *c.plan ? c.plan_options : c.coordinator_options;
+  // Exact replay: the plan's own run_config.json unless --config is given.
+  // (When there is none, RunCommand says so.)
+  if (!c.plan_file.empty()) {
+    const std::string saved = surge::app::PlanConfigPath(c.plan_file);
+    if (access(saved.c_str(), R_OK) == 0) options.UseConfigFileIfNone(saved);
   }
-  if (*report) return surge::app::ReportCommand(report_folder);
-  if (*keygen) return surge::app::KeygenCommand(keygen_out, keygen_name);
-  if (*worker) return surge::worker::WorkerCommand(worker_args);
-  if (*sim) {
-    surge::v1::SimServerConfig sim_config;
-    if (absl::Status s = sim_flags.Resolve(&sim_config); !s.ok()) {
-      std::cerr << "surge sim-server: " << s.message() << "\n";
-      return surge::app::kExitConfigError;
-    }
-    return surge::app::SimServerCommand(sim_config, sim_parent_pid);
+  auto config = options.Resolve();
+  // The coordinator's role options are checked with its job options: one
+  // list of problems.
+  surge::v1::CoordinatorRoleConfig role;
+  const absl::Status role_status = *c.coordinator ? c.role_flags.Resolve(&role) : absl::OkStatus();
+  if (!config.ok() || !role_status.ok()) {
+    std::cerr << "surge: " << surge::app::JoinProblems({config.status(), role_status}).message()
+              << "\n";
+    return surge::app::kExitConfigError;
+  }
+  for (const std::string& note : options.notes()) surge::LogInfo(note);
+  if (*c.plan) return surge::app::PlanCommand(*config);
+  if (*c.coordinator) return surge::app::CoordinatorCommand(*config, self_exe, role, c.plan_file);
+  return surge::app::RunCommand(*config, self_exe, c.run_test_options, c.plan_file);
+}
+
+// Resolves the options of the table `flags` into `message`; prints the
+// problems and returns false when there are any.
+bool ResolveTable(const surge::app::TableFlags& flags, const char* command,
+                  google::protobuf::Message* message) {
+  if (absl::Status s = flags.Resolve(message); !s.ok()) {
+    std::cerr << "surge " << command << ": " << s.message() << "\n";
+    return false;
+  }
+  return true;
+}
+
+int StartToolCommand(CommandLine& c) {
+  if (*c.report) return surge::app::ReportCommand(c.report_folder);
+  if (*c.keygen) return surge::app::KeygenCommand(c.keygen_out, c.keygen_name);
+  if (*c.worker) {
+    surge::v1::WorkerRoleConfig worker;
+    if (!ResolveTable(c.worker_flags, "worker", &worker)) return surge::app::kExitConfigError;
+    return surge::worker::WorkerCommand(worker);
+  }
+  if (*c.sim) {
+    surge::v1::SimServerConfig sim;
+    if (!ResolveTable(c.sim_flags, "sim-server", &sim)) return surge::app::kExitConfigError;
+    return surge::app::SimServerCommand(sim, c.sim_parent_pid);
   }
   return surge::app::kExitConfigError;
+}
+
+}  // namespace
+
+int Main(int argc, char** argv) {
+  CommandLine c;
+  c.app.set_version_flag("--version", std::string("surge ") + surge::kSurgeVersion);
+  c.app.require_subcommand(1);
+  DeclareJobCommands(c);
+  DeclareToolCommands(c);
+  if (std::optional<int> done = Parse(c, argc, argv)) return *done;
+  if (*c.run || *c.plan || *c.coordinator) return StartJobCommand(c, SelfExe(argv[0]));
+  return StartToolCommand(c);
 }
 
 int main(int argc, char** argv) {

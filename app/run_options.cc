@@ -13,6 +13,7 @@
 #include "absl/strings/strip.h"
 #include "coordinator/config/option_table.h"
 #include "coordinator/config/run_config.h"
+#include "coordinator/config/traffic_flags.h"
 
 namespace surge::app {
 
@@ -26,28 +27,54 @@ using coordinator::ValidateRunConfig;
 
 using surge::v1::RunConfig;
 
+namespace {
+
+constexpr absl::string_view kProblemsHeader = "invalid configuration:\n";
+
+// Appends the lines of a failed status (without its header) to `errors`.
+void AddProblemLines(const absl::Status& s, std::vector<std::string>* errors) {
+  if (s.ok()) return;
+  for (absl::string_view line :
+       absl::StrSplit(absl::StripPrefix(s.message(), kProblemsHeader), '\n')) {
+    errors->emplace_back(line);
+  }
+}
+
+}  // namespace
+
 TableFlags::TableFlags(const google::protobuf::Descriptor* root)
     : table_(coordinator::OptionTable::For(root)) {}
 
 void TableFlags::Register(CLI::App& command) {
   for (const coordinator::OptionFlag& f : table_.flags()) {
     auto& slot = values_[f.name];
-    const std::string name = absl::StrCat("--", f.name);
+    // CLI11 takes the names as one comma-separated list.
+    std::vector<std::string> dashed;
+    for (const std::string& name : f.Names()) dashed.push_back(absl::StrCat("--", name));
+    const std::string names = absl::StrJoin(dashed, ",");
     if (f.entry->field->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_BOOL) {
       // `--x` alone gives "true"; `--x=VALUE` is read as a boolean.
-      slot.first = command.add_flag(name, slot.second, f.help);
+      slot.first = command.add_flag(names, slot.second, f.help);
     } else {
-      slot.first = command.add_option(name, slot.second, f.help);
+      slot.first = command.add_option(names, slot.second, f.help);
       if (f.entry->field->is_repeated()) {
         slot.first->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
       }
+    }
+    const surge::v1::OptionSpec& spec = *f.entry->spec;
+    if (spec.required()) slot.first->required();
+    // CLI11 lists an option of the group "" nowhere.
+    if (!spec.help_group().empty()) {
+      slot.first->group(spec.help_group() == "-" ? std::string() : spec.help_group());
     }
   }
 }
 
 std::vector<std::string> TableFlags::Names() const {
   std::vector<std::string> names;
-  for (const coordinator::OptionFlag& f : table_.flags()) names.push_back(f.name);
+  for (const coordinator::OptionFlag& f : table_.flags()) {
+    for (const std::string& name : f.Names()) names.push_back(name);
+  }
   return names;
 }
 
@@ -103,8 +130,7 @@ absl::Status TableFlags::Resolve(google::protobuf::Message* message) const {
   // Range checks on the values that did parse.
   table_.Check(*message, &errors);
   if (errors.empty()) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat("invalid configuration:\n", absl::StrJoin(errors, "\n")));
+  return absl::InvalidArgumentError(absl::StrCat(kProblemsHeader, absl::StrJoin(errors, "\n")));
 }
 
 absl::Status ParseGoodput(const std::vector<std::string>& values, surge::v1::GoodputConfig* out) {
@@ -153,27 +179,28 @@ absl::Status ParseGoodput(const std::vector<std::string>& values, surge::v1::Goo
     }
   }
   if (errors.empty()) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat("invalid configuration:\n", absl::StrJoin(errors, "\n")));
+  return absl::InvalidArgumentError(absl::StrCat(kProblemsHeader, absl::StrJoin(errors, "\n")));
+}
+
+absl::Status JoinProblems(const std::vector<absl::Status>& statuses) {
+  std::vector<std::string> errors;
+  for (const absl::Status& s : statuses) AddProblemLines(s, &errors);
+  if (errors.empty()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(kProblemsHeader, absl::StrJoin(errors, "\n")));
 }
 
 absl::StatusOr<RunConfig> RunOptions::Resolve() const {
   // Every problem in one pass: the file's, the flags' and the validator's.
   RunConfig config = DefaultRunConfig();
   std::vector<std::string> errors;
-  auto add_status = [&errors](const absl::Status& s) {
-    if (s.ok()) return;
-    for (absl::string_view line :
-         absl::StrSplit(absl::StripPrefix(s.message(), "invalid configuration:\n"), '\n')) {
-      errors.emplace_back(line);
-    }
-  };
+  auto add_status = [&errors](const absl::Status& s) { AddProblemLines(s, &errors); };
   if (command_ != nullptr) {
     std::vector<std::string> names = flags_.Names();
     names.push_back("config");
     names.push_back("goodput");
     names.push_back("stage");
     names.push_back("spike");
+    names.insert(names.end(), other_names_.begin(), other_names_.end());
     const std::vector<std::string> extras = command_->remaining();
     for (size_t i = 0; i < extras.size(); ++i) {
       std::string extra = extras[i];
@@ -226,8 +253,7 @@ absl::StatusOr<RunConfig> RunOptions::Resolve() const {
     std::stable_partition(errors.begin(), errors.end(), [](const std::string& line) {
       return line.rfind("  (allowed keys:", 0) != 0;
     });
-    return absl::InvalidArgumentError(
-        absl::StrCat("invalid configuration:\n", absl::StrJoin(errors, "\n")));
+    return absl::InvalidArgumentError(absl::StrCat(kProblemsHeader, absl::StrJoin(errors, "\n")));
   }
   return config;
 }

@@ -19,7 +19,9 @@ namespace surge::app {
 // annotated field of `root` (name, help and kind from its OptionSpec), the
 // values kept as text so that a bad value gets the same field-named error as
 // a bad YAML value (R-CFG-1). Bool fields are switches (`--x` or
-// `--x=false`), repeated ones repeatable.
+// `--x=false`), repeated ones repeatable; a spec's flag_alias names are
+// more names of the flag, `required` makes CLI11 refuse a command line
+// without it, `help_group` is its --help section ("-": not listed).
 class TableFlags {
  public:
   explicit TableFlags(const google::protobuf::Descriptor* root);
@@ -62,6 +64,9 @@ class RunOptions {
   }
   // What the last Resolve() changed by implication, one sentence each.
   const std::vector<std::string>& notes() const { return notes_; }
+  // Flags of the same command declared elsewhere (a role's own table):
+  // offered too when an unknown flag gets a "did you mean".
+  void AcceptAlso(std::vector<std::string> names) { other_names_ = std::move(names); }
 
  private:
   CLI::App* command_ = nullptr;
@@ -73,7 +78,13 @@ class RunOptions {
   // One flag per RunConfig option (config.proto).
   TableFlags flags_{surge::v1::RunConfig::descriptor()};
   mutable std::vector<std::string> notes_;
+  std::vector<std::string> other_names_;
 };
+
+// The problems of several Resolve() results as one INVALID_ARGUMENT
+// "invalid configuration:" followed by every line of each failed status, in
+// order (OK statuses add nothing). OK when all are.
+absl::Status JoinProblems(const std::vector<absl::Status>& statuses);
 
 // Parses --goodput values (vLLM's syntax): each value holds one or more
 // "METRIC:MS" items separated by spaces or commas, METRIC one of ttft, tpot,

@@ -9,11 +9,7 @@
 
 namespace surge {
 
-absl::StatusOr<std::chrono::milliseconds> JoinTimeout(double seconds) {
-  if (!(seconds > 0) || seconds > 86400) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--join-timeout ", seconds, ": must be > 0 and at most 86400 seconds"));
-  }
+std::chrono::milliseconds JoinTimeoutMs(double seconds) {
   return std::chrono::milliseconds(static_cast<int64_t>(std::ceil(seconds * 1000)));
 }
 

@@ -21,38 +21,34 @@
 
 namespace surge::worker {
 
-int WorkerCommand(const WorkerArgs& args) {
-  if (args.parent_pid > 0) {
+int WorkerCommand(const surge::v1::WorkerRoleConfig& args) {
+  if (args.parent_pid() > 0) {
     // R-DIST-7 for local workers: die with the coordinator within
     // milliseconds, and do not start at all if it is already gone.
     prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != args.parent_pid) return kExitCoordinatorLost;
+    if (getppid() != args.parent_pid()) return kExitCoordinatorLost;
   }
   // Ctrl-C reaches the whole process group; the coordinator alone decides
   // how a run stops and tells its workers.
   signal(SIGINT, SIG_IGN);
   signal(SIGPIPE, SIG_IGN);
-  SetLogTag(absl::StrFormat("worker %d", args.worker_index));
+  SetLogTag(absl::StrFormat("worker %d", args.worker_index()));
   std::mt19937_64 rng(std::random_device{}());
   WorkerSessionOptions options;
-  options.requested_index = args.worker_index;
+  options.requested_index = args.worker_index();
   options.incarnation = rng();
-  absl::StatusOr<std::chrono::milliseconds> join_timeout = JoinTimeout(args.join_timeout_s);
-  if (!join_timeout.ok()) {
-    LogError(std::string(join_timeout.status().message()));
-    return kExitRejected;
-  }
-  options.hello_timeout = *join_timeout;
-  if (absl::Status s = CheckConnectSecurity(
-          {args.connect, args.curve_secret_key_file, args.curve_server_key_file, args.insecure});
+  options.hello_timeout = JoinTimeoutMs(args.join_timeout_s());
+  if (absl::Status s =
+          CheckConnectSecurity({args.connect(), args.curve_secret_key_file(),
+                                args.curve_server_key_file(), args.insecure_transport()});
       !s.ok()) {
     LogError(std::string(s.message()));
     return kExitRejected;
   }
   ZmqDealerOptions transport_options;
-  if (!args.curve_secret_key_file.empty()) {
-    auto secret = ReadKeyFlag("--curve-secret-key", args.curve_secret_key_file);
-    auto server = ReadKeyFlag("--curve-server-key", args.curve_server_key_file);
+  if (!args.curve_secret_key_file().empty()) {
+    auto secret = ReadKeyFlag("--curve-secret-key", args.curve_secret_key_file());
+    auto server = ReadKeyFlag("--curve-server-key", args.curve_server_key_file());
     for (const auto* key : {&secret, &server}) {
       if (!key->ok()) {
         LogError(std::string(key->status().message()));
@@ -66,30 +62,31 @@ int WorkerCommand(const WorkerArgs& args) {
   // host's, so the coordinator sees a worker whose clock is offset and
   // drifting (R-DIST-4).
   std::unique_ptr<SkewedClock> skewed;
-  if (args.simulate_clock_offset_ms != 0 || args.simulate_clock_drift_ppm != 0) {
+  if (args.simulate_clock_offset_ms() != 0 || args.simulate_clock_drift_ppm() != 0) {
     skewed = std::make_unique<SkewedClock>(RealClock(),
-                                           SecondsToNanos(args.simulate_clock_offset_ms / 1e3),
-                                           args.simulate_clock_drift_ppm);
+                                           SecondsToNanos(args.simulate_clock_offset_ms() / 1e3),
+                                           args.simulate_clock_drift_ppm());
   }
   Clock* clock = skewed != nullptr ? skewed.get() : &RealClock();
   auto transport = ZmqDealerTransport::Create(
-      args.connect, absl::StrFormat("w%d-%016x", args.worker_index, options.incarnation),
+      args.connect(), absl::StrFormat("w%d-%016x", args.worker_index(), options.incarnation),
       transport_options, *clock);
   if (!transport.ok()) {
     LogError(transport.status().ToString());
     return kExitRejected;
   }
-  if (args.parent_pid == 0) {
+  if (args.parent_pid() == 0) {
     LogInfo(absl::StrFormat("connecting to %s; giving up after %d s without an answer",
-                            args.connect, static_cast<int>(options.hello_timeout.count() / 1000)));
+                            args.connect(),
+                            static_cast<int>(options.hello_timeout.count() / 1000)));
   }
   if (skewed != nullptr) {
     LogWarning(absl::StrFormat("test option: simulated clock %+.3f ms, %+.3f ppm",
-                               args.simulate_clock_offset_ms, args.simulate_clock_drift_ppm));
+                               args.simulate_clock_offset_ms(), args.simulate_clock_drift_ppm()));
     // The truth beside each estimate: on one host the base clock is the
     // coordinator's, so skewed − base at the estimate's instant is exact.
     options.describe_simulated_clock =
-        [s = skewed.get(), ppm = args.simulate_clock_drift_ppm](surge::v1::ClockReport& r) {
+        [s = skewed.get(), ppm = args.simulate_clock_drift_ppm()](surge::v1::ClockReport& r) {
           r.set_simulated(true);
           r.set_simulated_offset_ns(s->TrueOffsetAt(r.ref_coord_ns()));
           r.set_simulated_drift_ppm(ppm);
@@ -98,9 +95,9 @@ int WorkerCommand(const WorkerArgs& args) {
   // A child of `surge run` (checked above: its parent is --parent-pid) reads
   // the coordinator's own steady clock: offset 0 is exact, the estimate is
   // not (docs/DESIGN.md "Shared clock").
-  options.same_clock = args.parent_pid > 0 && skewed == nullptr;
-  options.pacer.cpu = args.pacer_cpu;
-  options.pacer.realtime = args.pacer_realtime;
+  options.same_clock = args.parent_pid() > 0 && skewed == nullptr;
+  options.pacer.cpu = args.pacer_cpu();
+  options.pacer.realtime = args.pacer_realtime();
   WorkerSession session(
       *clock, **transport,
       [clock](const surge::v1::Welcome& welcome) -> absl::StatusOr<std::unique_ptr<RequestSender>> {

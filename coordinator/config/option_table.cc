@@ -323,13 +323,23 @@ void AddFlags(const OptionSection& section, const std::string& field_prefix,
     if (!help.empty()) text[0] = absl::ascii_tolower(text[0]);
     flag.help = help + text;
     for (const OptionFlag& other : *flags) {
-      if (other.name == flag.name) BadSpec(e.field, "flag --" + flag.name + " is used twice");
+      for (const std::string& name : flag.Names()) {
+        for (const std::string& taken : other.Names()) {
+          if (name == taken) BadSpec(e.field, "flag --" + name + " is used twice");
+        }
+      }
     }
     flags->push_back(std::move(flag));
   }
 }
 
 }  // namespace
+
+std::vector<std::string> OptionFlag::Names() const {
+  std::vector<std::string> names = {name};
+  for (const std::string& alias : entry->spec->flag_alias()) names.push_back(alias);
+  return names;
+}
 
 const OptionEntry* OptionSection::Find(std::string_view key) const {
   for (const OptionEntry& e : entries) {

@@ -63,6 +63,8 @@ struct OptionFlag {
   const OptionEntry* entry = nullptr;
   // Fields from the root message to the entry's field.
   std::vector<const google::protobuf::FieldDescriptor*> path;
+  // `name`, then its spec's flag_alias names.
+  std::vector<std::string> Names() const;
 };
 
 // Is called for a key no section entry has: `section` is the dotted path

@@ -55,17 +55,6 @@ std::vector<std::string> ApplyImpliedOptions(surge::v1::RunConfig* config);
 // per line, as "<field path> = <value>: <what is allowed> (flag --x)".
 absl::Status ValidateRunConfig(const surge::v1::RunConfig& config);
 
-// --stage VALUE (docs/TRAFFIC.md), appended to `traffic`'s stages: LENGTH@RATE
-// with LENGTH "<seconds>s" (duration_s) or "<count>r" (num_requests) and RATE
-// "<rps>" (rate_rps), "<start>-<end>" (linear ramp) or "<start>-<end>:exp"
-// (exponential ramp), e.g. "30s@10", "500r@10-50", "20s@5-80:exp".
-// Errors: INVALID_ARGUMENT "  traffic_cfg.stages = \"<value>\": <what is allowed>".
-absl::Status ParseStageFlag(std::string_view value, surge::v1::TrafficCfg* traffic);
-
-// --spike AT_S:DURATION_S:MULTIPLIER, appended to `traffic`'s spikes, e.g.
-// "40:3:4" (×4 from 40 s to 43 s). Errors as ParseStageFlag's.
-absl::Status ParseSpikeFlag(std::string_view value, surge::v1::TrafficCfg* traffic);
-
 // Exact replay (docs/REPLAY.md): the keys that make the plan or the
 // payloads — request_rate, traffic_cfg, num_prompts, seed and the dataset
 // keys (dataset_name, dataset_path, random_input_len, random_output_len,

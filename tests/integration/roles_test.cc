@@ -105,7 +105,8 @@ TEST(RolesTest, BindRuleAndRoleFlagsAreConfigurationErrors) {
   EXPECT_THAT(open.output, HasSubstr("--insecure"));
   Result none = RunSurge("coordinator --bind tcp://127.0.0.1:0 --expect-workers 0" + job);
   EXPECT_EQ(none.exit_code, 2) << none.output;
-  EXPECT_THAT(none.output, HasSubstr("--expect-workers 0: must be 1 to 1024"));
+  EXPECT_THAT(none.output, HasSubstr("expect_workers = 0: must be 1 to 1024 (the workers to wait "
+                                     "for) (flag --expect-workers)"));
   Result cap = RunSurge(
       "coordinator --bind tcp://127.0.0.1:0 --expect-workers 4 "
       "--max-concurrency 2" +
