@@ -666,12 +666,12 @@ class SimServer::Impl {
   // cache's blocks held / cache_blocks when it is on; else, with the model,
   // running sequences / max_num_seqs; else 0.
   ServerMetricsSnapshot MetricsSnapshot() {
+    // The engine first: the steps due by now end, so the counters read
+    // after it include their tokens.
+    std::pair<uint64_t, uint64_t> running_waiting = {answering_.load(), 0};
+    if (engine_ != nullptr) running_waiting = engine_->RunningAndWaiting();
     ServerMetricsSnapshot s = metrics_.Snapshot();
-    if (engine_ != nullptr) {
-      std::tie(s.running, s.waiting) = engine_->RunningAndWaiting();
-    } else {
-      s.running = answering_.load();
-    }
+    std::tie(s.running, s.waiting) = running_waiting;
     if (cache_ != nullptr) {
       s.kv_cache_usage =
           static_cast<double>(cache_->size()) / static_cast<double>(options_.cache_blocks());

@@ -307,6 +307,46 @@ TEST(SimServerQueueTest, StopWithRequestsRunningAndWaiting) {
   for (const Exchange& e : exchanges) EXPECT_EQ(e.done, SteadyTime{});
 }
 
+// With the prefix cache on, the step that admits a request prefills only
+// the tokens the cache did not hold, and kv_cache_usage_perc is the cache's
+// share of blocks in use. One token per answer, so its time is its TTFT.
+TEST(SimServerQueueTest, PrefixCacheShortensThePrefillStep) {
+  surge::v1::SimServerConfig config = TestSimServerConfig();
+  config.set_max_num_seqs(1);
+  config.set_decode_ms_base(1);
+  config.set_prefill_ms_per_token(1);
+  config.set_cache_blocks(100);
+  config.set_block_tokens(16);
+  auto server = SimServer::Create(config);
+  ASSERT_TRUE(server.ok()) << server.status();
+  (*server)->Start();
+  std::string prompt;
+  for (int i = 0; i < 80; ++i) absl::StrAppend(&prompt, " w", i);
+  const Json request = {{"prompt", prompt}, {"max_tokens", 1}};
+  std::vector<std::chrono::nanoseconds> took;
+  std::vector<Json> usages;
+  for (int i = 0; i < 2; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const Exchange e = Talk((*server)->port(), Post("/v1/completions", request));
+    took.push_back(std::chrono::steady_clock::now() - t0);
+    ASSERT_THAT(e.raw, ::testing::StartsWith("HTTP/1.1 200"));
+    usages.push_back(Json::parse(e.raw.substr(e.raw.find("\r\n\r\n") + 4))["usage"]);
+  }
+  const uint64_t prompt_tokens = usages[0]["prompt_tokens"].get<uint64_t>();
+  ASSERT_GE(prompt_tokens, 80u);
+  const uint64_t blocks = prompt_tokens / 16;
+  EXPECT_EQ(usages[0]["prompt_tokens_details"]["cached_tokens"], 0);
+  EXPECT_EQ(usages[1]["prompt_tokens_details"]["cached_tokens"], blocks * 16);
+  // First: a step of 1 + 1 + prompt_tokens ms; second: at most 15 tokens
+  // to prefill (generous bounds on real time).
+  EXPECT_GE(took[0], std::chrono::milliseconds(prompt_tokens));
+  EXPECT_LT(took[1], took[0] - std::chrono::milliseconds(40));
+  const std::string text = Metrics((*server)->port());
+  EXPECT_DOUBLE_EQ(Sample(text, "vllm:kv_cache_usage_perc{"), blocks / 100.0);
+  EXPECT_EQ(Sample(text, "vllm:prompt_tokens_total{"), 2.0 * prompt_tokens);
+  (*server)->Stop();
+}
+
 TEST(SimServerQueueTest, CreateRejectsAStepWithoutTime) {
   surge::v1::SimServerConfig config = TestSimServerConfig();
   config.set_max_num_seqs(4);
