@@ -228,9 +228,8 @@ absl::Status Job::StartBuiltInServer() {
   if (!server.ok()) return AsRuntimeFailure(server.status());
   sim_ = *std::move(server);
   config_.mutable_target()->set_base_url(absl::StrCat("http://127.0.0.1:", sim_->port()));
-  LogInfo(absl::StrCat("built-in simulated server on ", config_.target().base_url(), " (TTFT ",
-                       config_.sim_server().ttft_ms(), " ms, ", config_.sim_server().itl_ms(),
-                       " ms per token; process ", sim_->pid(), ")"));
+  LogInfo(absl::StrCat("built-in simulated server on ", config_.target().base_url(), " (",
+                       BuiltInServerTiming(config_.sim_server()), "; process ", sim_->pid(), ")"));
   side_.OnBuiltInServer();
   return absl::OkStatus();
 }

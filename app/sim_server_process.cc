@@ -37,6 +37,15 @@ SimServerConfig BuiltInServerConfig(const SimServerConfig& run_sim) {
   return config;
 }
 
+std::string BuiltInServerTiming(const SimServerConfig& sim) {
+  if (sim.max_num_seqs() == 0) {
+    return absl::StrCat("TTFT ", sim.ttft_ms(), " ms, ", sim.itl_ms(), " ms per token");
+  }
+  return absl::StrCat("queueing model: ", sim.max_num_seqs(), " sequences, steps of ",
+                      sim.decode_ms_base(), " ms + ", sim.decode_ms_per_seq(),
+                      " ms per sequence + ", sim.prefill_ms_per_token(), " ms per prompt token");
+}
+
 std::vector<std::string> SimServerArgs(const SimServerConfig& config, pid_t parent_pid) {
   std::vector<std::string> args = {"sim-server"};
   const std::vector<std::string> flags =

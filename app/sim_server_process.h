@@ -24,6 +24,12 @@ namespace surge::app {
 // at `surge sim-server`'s defaults but on any free port (port 0). Pure.
 surge::v1::SimServerConfig BuiltInServerConfig(const surge::v1::SimServerConfig& run_sim);
 
+// How the built-in server times its answers, for the run's log line:
+// "TTFT 20 ms, 2 ms per token", or with the queueing model (max_num_seqs >
+// 0) "queueing model: 8 sequences, steps of 10 ms + 0.5 ms per sequence +
+// 0.01 ms per prompt token". Pure.
+std::string BuiltInServerTiming(const surge::v1::SimServerConfig& sim);
+
 // The arguments after the executable that make `surge sim-server` serve
 // `config`: "sim-server", the flags of its option table
 // (OptionTable::FlagArgs: every option that has a flag, doubles exact),

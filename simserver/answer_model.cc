@@ -14,6 +14,8 @@ using surge::v1::SimServerConfig;
 
 // Largest piece of a split answer, bytes.
 constexpr int kSplitMaxPiece = 11;
+// Largest max_num_seqs (config.proto's bound).
+constexpr uint32_t kMaxMaxNumSeqs = 1 << 20;
 
 // Each fault kind with the SimServerConfig field (config.proto) that holds
 // its fraction, in the order the kinds take their slices of [0, 1).
@@ -40,6 +42,25 @@ double Fraction(const SimServerConfig& config, const char* field) {
 absl::Status CheckDelay(const char* field, double ms) {
   if (ms >= 0 && std::isfinite(ms)) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(field, ": ", ms, " must be a finite number >= 0"));
+}
+
+// The queueing model's options: finite step times >= 0, and with the model
+// on (max_num_seqs > 0) a step that takes time.
+absl::Status CheckQueueingModel(const SimServerConfig& config) {
+  if (absl::Status s = CheckDelay("decode_ms_base", config.decode_ms_base()); !s.ok()) return s;
+  if (absl::Status s = CheckDelay("decode_ms_per_seq", config.decode_ms_per_seq()); !s.ok()) {
+    return s;
+  }
+  if (config.max_num_seqs() > kMaxMaxNumSeqs) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_num_seqs: ", config.max_num_seqs(), " must be <= ", kMaxMaxNumSeqs));
+  }
+  if (config.max_num_seqs() > 0 && config.decode_ms_base() + config.decode_ms_per_seq() <= 0) {
+    return absl::InvalidArgumentError(
+        "decode_ms_base + decode_ms_per_seq must be > 0 with max_num_seqs > 0 (an engine step "
+        "takes time)");
+  }
+  return absl::OkStatus();
 }
 
 absl::Status CheckFaultFractions(const SimServerConfig& config) {
@@ -201,8 +222,7 @@ Json UsageJson(const CompletionRequest& req) {
 absl::Status CheckSimServerConfig(const SimServerConfig& config) {
   if (absl::Status s = CheckDelay("ttft_ms", config.ttft_ms()); !s.ok()) return s;
   if (absl::Status s = CheckDelay("itl_ms", config.itl_ms()); !s.ok()) return s;
-  if (absl::Status s = CheckDelay("prefill_ms_per_token", config.prefill_ms_per_token());
-      !s.ok()) {
+  if (absl::Status s = CheckDelay("prefill_ms_per_token", config.prefill_ms_per_token()); !s.ok()) {
     return s;
   }
   if (config.threads() < 1) {
@@ -214,6 +234,7 @@ absl::Status CheckSimServerConfig(const SimServerConfig& config) {
         "tls_cert_file and tls_key_file: give both (https) or neither (http)");
   }
   if (absl::Status s = CheckFaultFractions(config); !s.ok()) return s;
+  if (absl::Status s = CheckQueueingModel(config); !s.ok()) return s;
   return CheckDelay("fault_stall_ms", config.fault_stall_ms());
 }
 

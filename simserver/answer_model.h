@@ -35,7 +35,8 @@ inline constexpr char kEngineFailure[] = "simulated engine failure";
 
 // The checks SimServer::Create makes before it binds: finite delays >= 0,
 // threads >= 1, a model name, both TLS files or neither, each fault
-// fraction in [0, 1] and their sum <= 1. Errors: INVALID_ARGUMENT naming
+// fraction in [0, 1] and their sum <= 1, max_num_seqs <= 1048576 and, when
+// it is > 0, decode_ms_base + decode_ms_per_seq > 0. Errors: INVALID_ARGUMENT naming
 // the field.
 absl::Status CheckSimServerConfig(const surge::v1::SimServerConfig& config);
 

@@ -23,6 +23,8 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -36,7 +38,9 @@
 #include "common/rate_limited_log.h"
 #include "nlohmann/json.hpp"
 #include "simserver/answer_model.h"
+#include "simserver/batch_model.h"
 #include "simserver/prefix_cache.h"
+#include "simserver/server_metrics.h"
 #include "simserver/tokenize_endpoint.h"
 
 namespace surge::simserver {
@@ -84,6 +88,166 @@ std::string BodyFingerprint(std::string_view body) {
   return absl::StrFormat("%016x", h);
 }
 
+// One request in the queueing model: the engine writes the times of its
+// tokens; its session waits for them on `wake`, which the engine cancels
+// (on the session's strand) after each new token.
+struct Ticket {
+  Ticket(net::any_io_executor session_executor, uint64_t id, uint64_t prompt_tokens)
+      : executor(session_executor), wake(session_executor), id(id), prompt_tokens(prompt_tokens) {}
+  const net::any_io_executor executor;
+  net::steady_timer wake;  // used on the session's strand only
+  const uint64_t id;
+  const uint64_t prompt_tokens;
+  Clock::TimePoint arrival;                   // guarded by Engine::mu_
+  std::vector<Clock::TimePoint> token_times;  // guarded by Engine::mu_
+};
+
+// Drives a BatchModel on `clock`'s time: a timer on its own strand ends
+// each step when it is due, and each token goes to its request's ticket.
+// The model's time is exact (a late timer makes the tokens late, not the
+// model). Counts the tokens and first tokens into `metrics`. Thread-safe.
+class Engine {
+ public:
+  Engine(net::io_context& ioc, Clock& clock, const BatchModelOptions& options,
+         ServerMetrics& metrics)
+      : clock_(clock),
+        metrics_(metrics),
+        model_(options),
+        strand_(net::make_strand(ioc)),
+        timer_(strand_) {}
+
+  // Puts a request into the waiting queue now: `prefill_tokens` of its
+  // `prompt_tokens` to prefill, `output_tokens` to generate; `id` unique.
+  std::shared_ptr<Ticket> Submit(net::any_io_executor session, uint64_t id, uint64_t prompt_tokens,
+                                 uint64_t prefill_tokens, int64_t output_tokens) {
+    auto ticket = std::make_shared<Ticket>(std::move(session), id, prompt_tokens);
+    std::vector<std::shared_ptr<Ticket>> woken;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      const Clock::TimePoint now = clock_.Now();
+      AdvanceLocked(now, woken);
+      const std::optional<Clock::TimePoint> before = model_.step_end();
+      ticket->arrival = now;
+      tickets_[id] = ticket;
+      model_.Arrive(id, now, prefill_tokens, output_tokens);
+      if (model_.step_end() != before) net::post(strand_, [this] { Arm(); });
+    }
+    Wake(woken);
+    return ticket;
+  }
+
+  // When token k of `ticket` was generated; waits (on the session's strand)
+  // until it is.
+  net::awaitable<Clock::TimePoint> TokenTime(Ticket& ticket, int64_t k) {
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (static_cast<int64_t>(ticket.token_times.size()) > k) co_return ticket.token_times[k];
+      }
+      // The check and the start of this wait run in one go on the strand,
+      // so a cancel posted after a new token cannot slip in between.
+      ticket.wake.expires_at(Clock::TimePoint::max());
+      error_code ec;
+      co_await ticket.wake.async_wait(net::redirect_error(net::use_awaitable, ec));
+    }
+  }
+
+  // The request's client is gone (or its answer is complete): it leaves the
+  // queue or frees its slot at the current step's end.
+  void Abort(const Ticket& ticket) {
+    std::lock_guard<std::mutex> lock(mu_);
+    model_.Abort(ticket.id);
+    tickets_.erase(ticket.id);
+  }
+
+  // Sequences in the batch and requests waiting, now.
+  std::pair<uint64_t, uint64_t> RunningAndWaiting() {
+    std::vector<std::shared_ptr<Ticket>> woken;
+    std::pair<uint64_t, uint64_t> counts;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      AdvanceLocked(clock_.Now(), woken);
+      counts = {model_.running(), model_.waiting()};
+    }
+    Wake(woken);
+    return counts;
+  }
+
+ private:
+  // On strand_: the timer waits for the current step's end.
+  void Arm() {
+    std::optional<Clock::TimePoint> end;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      end = model_.step_end();
+    }
+    if (!end.has_value()) return;
+    timer_.expires_at(*end);
+    timer_.async_wait([this](error_code ec) {
+      if (!ec) OnStepEnd();
+    });
+  }
+
+  // On strand_: every step due by now ends; the timer waits for the next.
+  void OnStepEnd() {
+    std::vector<std::shared_ptr<Ticket>> woken;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      AdvanceLocked(clock_.Now(), woken);
+    }
+    Wake(woken);
+    Arm();
+  }
+
+  // Ends the steps due by `now`: their tokens go to the tickets (collected
+  // in `woken`, once each) and into the metrics; a finished request's
+  // ticket leaves the table.
+  void AdvanceLocked(Clock::TimePoint now, std::vector<std::shared_ptr<Ticket>>& woken) {
+    tokens_.clear();
+    model_.AdvanceTo(now, &tokens_);
+    for (const BatchModel::Token& token : tokens_) {
+      auto it = tickets_.find(token.id);
+      if (it == tickets_.end()) continue;
+      Ticket& ticket = *it->second;
+      ticket.token_times.push_back(token.time);
+      metrics_.Generated(1);
+      if (token.index == 0) {
+        metrics_.FirstToken(ticket.prompt_tokens,
+                            std::chrono::duration<double>(token.time - ticket.arrival).count());
+      }
+      if (woken.empty() || woken.back() != it->second) woken.push_back(it->second);
+      if (token.last) tickets_.erase(it);
+    }
+  }
+
+  // Tells each ticket's session (on its strand) to look again.
+  static void Wake(const std::vector<std::shared_ptr<Ticket>>& woken) {
+    for (const std::shared_ptr<Ticket>& ticket : woken) {
+      net::post(ticket->executor, [ticket] { ticket->wake.cancel(); });
+    }
+  }
+
+  Clock& clock_;
+  ServerMetrics& metrics_;
+  std::mutex mu_;
+  BatchModel model_;                                               // guarded by mu_
+  std::unordered_map<uint64_t, std::shared_ptr<Ticket>> tickets_;  // guarded by mu_
+  std::vector<BatchModel::Token> tokens_;                          // guarded by mu_
+  net::strand<net::io_context::executor_type> strand_;
+  net::steady_timer timer_;  // used on strand_ only
+};
+
+// How one answer's tokens are timed: without the queueing model token k is
+// due at start + ttft + k·itl; with it, when the engine generated it.
+struct Pacing {
+  // When the request was read.
+  Clock::TimePoint arrival;
+  // Without the model: arrival + the prefill of its uncached tokens.
+  Clock::TimePoint start;
+  // With the model: the request in the engine; null without.
+  std::shared_ptr<Ticket> ticket;
+};
+
 }  // namespace
 
 class SimServer::Impl {
@@ -99,7 +263,11 @@ class SimServer::Impl {
                    ? std::make_unique<PrefixCache>(config.cache_blocks(), config.block_tokens())
                    : nullptr),
         ioc_(static_cast<int>(config.threads())),
-        acceptor_(ioc_) {}
+        acceptor_(ioc_),
+        engine_(
+            config.max_num_seqs() > 0
+                ? std::make_shared<Engine>(ioc_, RealClock(), BatchModelOptionsOf(config), metrics_)
+                : nullptr) {}
 
   // Loads the certificate and key when options ask for https.
   absl::Status SetUpTls() {
@@ -347,12 +515,13 @@ class SimServer::Impl {
     const bool chat = path == "/v1/chat/completions";
     const bool completions = path == "/v1/completions";
     const bool tokenize = path == "/tokenize";
-    if (!models && !chat && !completions && !tokenize) {
+    const bool metrics = path == "/metrics";
+    if (!models && !chat && !completions && !tokenize && !metrics) {
       co_return co_await WriteJson(
           stream, version, keep_alive, http::status::not_found,
           ErrorBody(absl::StrCat("no route for ", path), "not_found_error", 404));
     }
-    const http::verb expected = models ? http::verb::get : http::verb::post;
+    const http::verb expected = models || metrics ? http::verb::get : http::verb::post;
     if (req.method() != expected) {
       co_return co_await WriteJson(
           stream, version, keep_alive, http::status::method_not_allowed,
@@ -365,6 +534,11 @@ class SimServer::Impl {
           {"data", Json::array({Json{
                        {"id", options_.model()}, {"object", "model"}, {"owned_by", "surge"}}})}};
       co_return co_await WriteJson(stream, version, keep_alive, http::status::ok, body.dump());
+    }
+    if (metrics) {
+      std::string text = PrometheusText(options_.model(), MetricsSnapshot());
+      co_return co_await WriteBody(stream, version, keep_alive, http::status::ok,
+                                   kPrometheusContentType, std::move(text));
     }
     if (tokenize) {
       // Body and status first: a conditional temporary inside a co_await
@@ -406,46 +580,124 @@ class SimServer::Impl {
       default:
         break;
     }
-    // The prefix cache's hits shorten the prefill: the answer is due that
-    // much later than ttft_ms alone would make it.
-    start += Prefill(*parsed);
+    const Pacing pacing = StartAnswer(stream.get_executor(), serial, *parsed, start);
+    const AnswerGuard guard(*this, pacing);
     // Pieces of a split answer: sizes from the seed and the request number.
     PieceSizes pieces = faults_.SplitPieces(serial);
     PieceSizes* split = fault == Fault::kSplit ? &pieces : nullptr;
     if (!parsed->stream) {
-      co_return co_await WholeAnswer(stream, socket, version, keep_alive, *parsed, writer, start,
+      co_return co_await WholeAnswer(stream, socket, version, keep_alive, *parsed, writer, pacing,
                                      fault, split);
     }
-    co_return co_await StreamAnswer(stream, socket, version, keep_alive, *parsed, writer, start,
+    co_return co_await StreamAnswer(stream, socket, version, keep_alive, *parsed, writer, pacing,
                                     fault, split);
   }
 
-  // The prefix cache's visit (cached_tokens set when the cache is on) and
-  // the prefill time of the tokens it did not hold.
-  std::chrono::nanoseconds Prefill(CompletionRequest& req) {
+  // The prefix cache's visit (cached_tokens set when the cache is on);
+  // returns the prompt tokens it did not hold, the ones to prefill.
+  uint32_t VisitCache(CompletionRequest& req) {
     uint32_t uncached = req.prompt_tokens;
     if (cache_ != nullptr) {
       req.cached_tokens = std::min(cache_->Visit(req.prompt_token_ids), req.prompt_tokens);
       uncached -= *req.cached_tokens;
     }
-    return MsToNanos(options_.prefill_ms_per_token() * uncached);
+    return uncached;
   }
 
-  // The non-streamed answer, due at start + ttft + (n-1)·itl (a stall adds
+  // How the answer to a request read at `arrival` is timed. Without the
+  // model the prefix cache's hits shorten the prefill: the answer is due
+  // that much later than ttft_ms alone would make it. With it the request
+  // joins the engine's waiting queue.
+  Pacing StartAnswer(net::any_io_executor session, uint64_t serial, CompletionRequest& req,
+                     Clock::TimePoint arrival) {
+    const uint32_t uncached = VisitCache(req);
+    Pacing pacing{.arrival = arrival, .start = arrival, .ticket = nullptr};
+    if (engine_ != nullptr) {
+      pacing.ticket =
+          engine_->Submit(std::move(session), serial, req.prompt_tokens, uncached, req.max_tokens);
+    } else {
+      pacing.start += MsToNanos(options_.prefill_ms_per_token() * uncached);
+    }
+    return pacing;
+  }
+
+  // While a completion answer goes: counted as running (without the
+  // model); at its end, however it ends, its request leaves the engine.
+  class AnswerGuard {
+   public:
+    AnswerGuard(Impl& impl, const Pacing& pacing)
+        : impl_(impl), pacing_(pacing), engine_(impl.engine_) {
+      impl_.answering_.fetch_add(1);
+    }
+    ~AnswerGuard() {
+      impl_.answering_.fetch_sub(1);
+      if (pacing_.ticket != nullptr) engine_->Abort(*pacing_.ticket);
+    }
+    AnswerGuard(const AnswerGuard&) = delete;
+    AnswerGuard& operator=(const AnswerGuard&) = delete;
+
+   private:
+    Impl& impl_;
+    const Pacing& pacing_;
+    // Held: ioc_ may destroy this answer after Impl let go of the engine.
+    const std::shared_ptr<Engine> engine_;
+  };
+
+  // When token k of the answer is due (see Pacing).
+  net::awaitable<Clock::TimePoint> TokenDue(const Pacing& pacing, int64_t k) {
+    if (pacing.ticket == nullptr) co_return pacing.start + ttft_ + k* itl_;
+    const Clock::TimePoint generated = co_await engine_->TokenTime(*pacing.ticket, k);
+    co_return generated;
+  }
+
+  // Without the model, the metrics count tokens as they fall due here
+  // (`count` tokens from token `first`); the engine counts its own.
+  void CountDue(const Pacing& pacing, const CompletionRequest& req, int64_t first, int64_t count) {
+    if (pacing.ticket != nullptr) return;
+    if (first == 0) {
+      metrics_.FirstToken(
+          req.prompt_tokens,
+          std::chrono::duration<double>(pacing.start + ttft_ - pacing.arrival).count());
+    }
+    metrics_.Generated(static_cast<uint64_t>(count));
+  }
+
+  // The gauges and counters of GET /metrics. kv_cache_usage: the prefix
+  // cache's blocks held / cache_blocks when it is on; else, with the model,
+  // running sequences / max_num_seqs; else 0.
+  ServerMetricsSnapshot MetricsSnapshot() {
+    // The engine first: the steps due by now end, so the counters read
+    // after it include their tokens.
+    std::pair<uint64_t, uint64_t> running_waiting = {answering_.load(), 0};
+    if (engine_ != nullptr) running_waiting = engine_->RunningAndWaiting();
+    ServerMetricsSnapshot s = metrics_.Snapshot();
+    std::tie(s.running, s.waiting) = running_waiting;
+    if (cache_ != nullptr) {
+      s.kv_cache_usage =
+          static_cast<double>(cache_->size()) / static_cast<double>(options_.cache_blocks());
+    } else if (engine_ != nullptr) {
+      s.kv_cache_usage =
+          static_cast<double>(s.running) / static_cast<double>(options_.max_num_seqs());
+    }
+    return s;
+  }
+
+  // The non-streamed answer, due with its last token (a stall adds
   // fault_stall_ms): the fault's body instead of the answer (malformed,
   // error_event), or its way of writing it (reset: cut in half; split: in
   // pieces).
   template <class Stream>
   net::awaitable<bool> WholeAnswer(Stream& stream, tcp::socket& socket, unsigned version,
                                    bool keep_alive, const CompletionRequest& req,
-                                   const AnswerWriter& writer, Clock::TimePoint start, Fault fault,
+                                   const AnswerWriter& writer, const Pacing& pacing, Fault fault,
                                    PieceSizes* split) {
+    const Clock::TimePoint last_due = co_await TokenDue(pacing, req.max_tokens - 1);
     net::steady_timer timer(stream.get_executor());
-    timer.expires_at(start + ttft_ + (req.max_tokens - 1) * itl_ +
-                     (fault == Fault::kStall ? stall_ : std::chrono::nanoseconds(0)));
+    timer.expires_at(last_due + (fault == Fault::kStall ? stall_ : std::chrono::nanoseconds(0)));
     error_code ec;
     co_await timer.async_wait(net::redirect_error(net::use_awaitable, ec));
     if (ec) co_return false;
+    CountDue(pacing, req, 0, req.max_tokens);
     std::string body;
     if (fault == Fault::kMalformed) {
       body = kMalformedPayload;
@@ -512,7 +764,7 @@ class SimServer::Impl {
   template <class Stream>
   net::awaitable<bool> StreamAnswer(Stream& stream, tcp::socket& socket, unsigned version,
                                     bool keep_alive, const CompletionRequest& req,
-                                    const AnswerWriter& writer, Clock::TimePoint start, Fault fault,
+                                    const AnswerWriter& writer, const Pacing& pacing, Fault fault,
                                     PieceSizes* split) {
     error_code ec;
     http::response<http::empty_body> response(http::status::ok, version);
@@ -552,10 +804,13 @@ class SimServer::Impl {
         }
       }
       if (k == req.max_tokens) break;
-      // Absolute deadline start + ttft + k·itl: write delays do not add up.
-      timer.expires_at(start + ttft_ + k * itl_ + shift);
+      // Absolute deadlines (without the model start + ttft + k·itl): write
+      // delays do not add up; a stall shifts the later tokens.
+      const Clock::TimePoint due = co_await TokenDue(pacing, k);
+      timer.expires_at(due + shift);
       co_await timer.async_wait(net::redirect_error(net::use_awaitable, ec));
       if (ec) co_return false;
+      CountDue(pacing, req, k, 1);
       std::string event = token_events.Event(k);
       const bool written = co_await WriteEvent(stream, std::move(event), split);
       if (!written) co_return false;
@@ -621,9 +876,17 @@ class SimServer::Impl {
   template <class Stream>
   net::awaitable<bool> WriteJson(Stream& stream, unsigned version, bool keep_alive,
                                  http::status status, std::string body) {
+    const bool keep = co_await WriteBody(stream, version, keep_alive, status, "application/json",
+                                         std::move(body));
+    co_return keep;
+  }
+
+  template <class Stream>
+  net::awaitable<bool> WriteBody(Stream& stream, unsigned version, bool keep_alive,
+                                 http::status status, const char* content_type, std::string body) {
     http::response<http::string_body> response(status, version);
     response.set(http::field::server, "surge-sim");
-    response.set(http::field::content_type, "application/json");
+    response.set(http::field::content_type, content_type);
     response.keep_alive(keep_alive);
     response.body() = std::move(body);
     response.prepare_payload();
@@ -640,7 +903,7 @@ class SimServer::Impl {
   const std::chrono::nanoseconds itl_;
   const std::chrono::nanoseconds stall_;
   const FaultPlan faults_;
-  const std::unique_ptr<PrefixCache> cache_;  // null: no cache (cache_blocks 0)
+  const std::unique_ptr<PrefixCache> cache_;        // null: no cache (cache_blocks 0)
   std::unique_ptr<net::ssl::context> tls_context_;  // null: plain http
   uint16_t port_ = 0;
   std::atomic<uint64_t> requests_served_{0};
@@ -653,8 +916,15 @@ class SimServer::Impl {
   std::unordered_set<tcp::socket*> conns_;  // guarded by conns_mu_
 
   RateLimitedLog accept_warnings_{RealClock(), std::chrono::seconds(10)};
+  ServerMetrics metrics_;
+  // Completion answers under way (the running gauge without the model).
+  std::atomic<uint64_t> answering_{0};
   net::io_context ioc_;
   tcp::acceptor acceptor_;
+  // The queueing model (max_num_seqs > 0), else null. After ioc_: its timer
+  // goes before the io_context does, unless a suspended answer still holds
+  // it; then it goes while ioc_ destroys that answer.
+  const std::shared_ptr<Engine> engine_;
   std::mutex state_mu_;
   bool started_ = false;  // guarded by state_mu_
   bool stopped_ = false;  // guarded by state_mu_

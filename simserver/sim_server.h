@@ -31,9 +31,15 @@ namespace surge::simserver {
 //    call instead of text, on the same timing: token 0's event carries the
 //    function's name, the others the arguments' pieces, finish_reason
 //    "tool_calls" (AnswerWriter, answer_model.h).
+//  - GET /metrics → the server's metrics in the Prometheus text format
+//    under vLLM's names (simserver/server_metrics.h);
 //  - bad JSON or fields → 400, unknown path → 404, wrong method → 405, all
 //    with an OpenAI-style {"error":{"message":...}} body.
 // Deadlines are absolute (start + offset), so delays do not accumulate.
+// With max_num_seqs > 0 the tokens are timed by the queueing model instead
+// (simserver/batch_model.h, docs/DESIGN.md "Queueing model of the simulated
+// server"): token k is due when the engine step that generates it ends;
+// ttft_ms and itl_ms are not used.
 // With tls_cert_file and tls_key_file it speaks https (TLS 1.2+) only.
 //
 // Fault injection: the n-th valid completion request the server reads

@@ -376,6 +376,12 @@ void CheckRequestRules(const RunConfig& c, Errors& errors) {
     errors.Add("sim_fault_*", Num(fault_sum),
                "the fault fractions must add up to at most 1 (one fault per request)");
   }
+  const auto& sim = c.sim_server();
+  if (sim.max_num_seqs() > 0 && sim.decode_ms_base() + sim.decode_ms_per_seq() <= 0) {
+    errors.Add("sim_decode_ms_base", Num(sim.decode_ms_base()),
+               "with sim_max_num_seqs > 0 an engine step must take time: sim_decode_ms_base + "
+               "sim_decode_ms_per_seq > 0 (flags --sim-decode-ms-base, --sim-decode-ms-per-seq)");
+  }
 }
 
 }  // namespace

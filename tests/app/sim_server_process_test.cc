@@ -95,6 +95,25 @@ TEST(SimServerProcessTest, BuiltInServerTakesTheRunsOptionsOnAFreePort) {
   EXPECT_TRUE(o.request_log_file().empty());
 }
 
+// The queueing model's options reach `surge sim-server` as its flags, and
+// the run's log line says which timing the server uses.
+TEST(SimServerProcessTest, QueueingModelOptionsReachTheServer) {
+  surge::v1::SimServerConfig run_sim = coordinator::WithDefaults<surge::v1::SimServerConfig>();
+  EXPECT_EQ(BuiltInServerTiming(run_sim), "TTFT 20 ms, 2 ms per token");
+  run_sim.set_max_num_seqs(8);
+  run_sim.set_decode_ms_base(10);
+  run_sim.set_decode_ms_per_seq(0.5);
+  run_sim.set_prefill_ms_per_token(0.01);
+  const std::vector<std::string> args = SimServerArgs(BuiltInServerConfig(run_sim), 1);
+  EXPECT_EQ(After(args, "--max-num-seqs"), "8");
+  EXPECT_EQ(After(args, "--decode-ms-base"), "10");
+  EXPECT_EQ(After(args, "--decode-ms-per-seq"), "0.5");
+  EXPECT_EQ(After(args, "--prefill-ms-per-token"), "0.01");
+  EXPECT_EQ(BuiltInServerTiming(run_sim),
+            "queueing model: 8 sequences, steps of 10 ms + 0.5 ms per sequence + 0.01 ms per "
+            "prompt token");
+}
+
 TEST(SimServerProcessTest, PortFromTheListeningLine) {
   EXPECT_EQ(PortFromListeningLine(
                 "surge sim-server listening on http://127.0.0.1:40123 (model surge-sim)"),

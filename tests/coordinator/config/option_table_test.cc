@@ -185,9 +185,10 @@ TEST(OptionTableTest, RunConfigKeepsEveryFlagAndKey) {
       "random-input-len random-len-dist random-len-stddev random-output-len "
       "random-prefix-groups random-prefix-len random-range-ratio random-zipf-s "
       "request-rate request-timeout-s sampler seed sim-block-tokens sim-cache-blocks "
+      "sim-decode-ms-base sim-decode-ms-per-seq "
       "sim-fault-429 sim-fault-500 sim-fault-503 sim-fault-after-tokens "
       "sim-fault-error-event sim-fault-malformed sim-fault-reset sim-fault-seed "
-      "sim-fault-split sim-fault-stall sim-fault-stall-ms sim-itl-ms "
+      "sim-fault-split sim-fault-stall sim-fault-stall-ms sim-itl-ms sim-max-num-seqs "
       "sim-prefill-ms-per-token sim-tokenizer-model sim-ttft-ms steady-state-s "
       "stop-on-alarm target-address-policy tokenizer trace-replay trace-time-scale workers "
       "workers-force");
@@ -201,10 +202,12 @@ TEST(OptionTableTest, RunConfigKeepsEveryFlagAndKey) {
       "output_dir, pacer_cpu, pacer_realtime, prefix_block_tokens, random_input_len, "
       "random_len_dist, random_len_stddev, random_output_len, random_prefix_groups, "
       "random_prefix_len, random_range_ratio, random_zipf_s, request_rate, "
-      "request_timeout_s, seed, sim_block_tokens, sim_cache_blocks, sim_fault_429, "
+      "request_timeout_s, seed, sim_block_tokens, sim_cache_blocks, sim_decode_ms_base, "
+      "sim_decode_ms_per_seq, sim_fault_429, "
       "sim_fault_500, sim_fault_503, sim_fault_after_tokens, sim_fault_error_event, "
       "sim_fault_malformed, sim_fault_reset, sim_fault_seed, sim_fault_split, "
-      "sim_fault_stall, sim_fault_stall_ms, sim_itl_ms, sim_prefill_ms_per_token, "
+      "sim_fault_stall, sim_fault_stall_ms, sim_itl_ms, sim_max_num_seqs, "
+      "sim_prefill_ms_per_token, "
       "sim_tokenizer_model, sim_ttft_ms, steady_state_s, stop_on_alarm, stream, "
       "tokenizer, trace_replay, trace_time_scale, workers, workers_force, traffic_cfg: "
       "{burstiness, ramp_up_end_rps, ramp_up_start_rps, ramp_up_strategy, sampler, "
@@ -223,7 +226,7 @@ TEST(OptionTableTest, RunConfigKeepsEveryFlagAndKey) {
             "host port request-log model tls-cert tls-key ttft-ms itl-ms fault-429 fault-500 "
             "fault-503 fault-reset fault-malformed fault-stall fault-split fault-error-event "
             "fault-after-tokens fault-stall-ms fault-seed cache-blocks block-tokens "
-            "prefill-ms-per-token tokenizer-model");
+            "prefill-ms-per-token tokenizer-model max-num-seqs decode-ms-base decode-ms-per-seq");
 }
 
 // A root_only field is a flag of its own message's table, and no key, flag

@@ -294,6 +294,27 @@ TEST(SavedConfigTest, LeavesOutValuesThatHadNoEffect) {
   EXPECT_THAT(SavedConfigJson(plain, nullptr), Not(HasSubstr("ramp_up")));
 }
 
+// The built-in server's queueing model: not saved while off (run_config.json
+// as before), saved when on, and a step without time refused with its flags.
+TEST(SavedConfigTest, SimQueueingModelSavedOnlyWhenOnAndStepsTakeTime) {
+  surge::v1::RunConfig c = DefaultRunConfig();
+  EXPECT_TRUE(ValidateRunConfig(c).ok());
+  const std::string off = SavedConfigJson(c, nullptr);
+  EXPECT_THAT(off, Not(HasSubstr("max_num_seqs")));
+  EXPECT_THAT(off, Not(HasSubstr("decode_ms")));
+  c.mutable_sim_server()->set_max_num_seqs(8);
+  c.mutable_sim_server()->set_decode_ms_per_seq(0.5);
+  EXPECT_TRUE(ValidateRunConfig(c).ok()) << ValidateRunConfig(c);
+  const std::string on = SavedConfigJson(c, nullptr);
+  EXPECT_THAT(on, HasSubstr("\"sim_max_num_seqs\": 8"));
+  EXPECT_THAT(on, HasSubstr("\"sim_decode_ms_per_seq\": 0.5"));
+  c.mutable_sim_server()->set_decode_ms_base(0);
+  c.mutable_sim_server()->set_decode_ms_per_seq(0);
+  EXPECT_THAT(std::string(ValidateRunConfig(c).message()),
+              HasSubstr("sim_decode_ms_base = 0: with sim_max_num_seqs > 0 an engine step must "
+                        "take time"));
+}
+
 // Issue 7 item 3 (R-DIST-3): the assignment policy is a YAML key, checked
 // against its two names, and saved only when it is not the default.
 TEST(AssignConfigTest, ParsesValidatesAndSavesOnlyANonDefaultPolicy) {
