@@ -38,6 +38,7 @@
 #include "common/rate_limited_log.h"
 #include "nlohmann/json.hpp"
 #include "simserver/answer_model.h"
+#include "simserver/batch_engine.h"
 #include "simserver/batch_model.h"
 #include "simserver/prefix_cache.h"
 #include "simserver/server_metrics.h"
@@ -88,155 +89,6 @@ std::string BodyFingerprint(std::string_view body) {
   return absl::StrFormat("%016x", h);
 }
 
-// One request in the queueing model: the engine writes the times of its
-// tokens; its session waits for them on `wake`, which the engine cancels
-// (on the session's strand) after each new token.
-struct Ticket {
-  Ticket(net::any_io_executor session_executor, uint64_t id, uint64_t prompt_tokens)
-      : executor(session_executor), wake(session_executor), id(id), prompt_tokens(prompt_tokens) {}
-  const net::any_io_executor executor;
-  net::steady_timer wake;  // used on the session's strand only
-  const uint64_t id;
-  const uint64_t prompt_tokens;
-  Clock::TimePoint arrival;                   // guarded by Engine::mu_
-  std::vector<Clock::TimePoint> token_times;  // guarded by Engine::mu_
-};
-
-// Drives a BatchModel on `clock`'s time: a timer on its own strand ends
-// each step when it is due, and each token goes to its request's ticket.
-// The model's time is exact (a late timer makes the tokens late, not the
-// model). Counts the tokens and first tokens into `metrics`. Thread-safe.
-class Engine {
- public:
-  Engine(net::io_context& ioc, Clock& clock, const BatchModelOptions& options,
-         ServerMetrics& metrics)
-      : clock_(clock),
-        metrics_(metrics),
-        model_(options),
-        strand_(net::make_strand(ioc)),
-        timer_(strand_) {}
-
-  // Puts a request into the waiting queue now: `prefill_tokens` of its
-  // `prompt_tokens` to prefill, `output_tokens` to generate; `id` unique.
-  std::shared_ptr<Ticket> Submit(net::any_io_executor session, uint64_t id, uint64_t prompt_tokens,
-                                 uint64_t prefill_tokens, int64_t output_tokens) {
-    auto ticket = std::make_shared<Ticket>(std::move(session), id, prompt_tokens);
-    std::vector<std::shared_ptr<Ticket>> woken;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      const Clock::TimePoint now = clock_.Now();
-      AdvanceLocked(now, woken);
-      const std::optional<Clock::TimePoint> before = model_.step_end();
-      ticket->arrival = now;
-      tickets_[id] = ticket;
-      model_.Arrive(id, now, prefill_tokens, output_tokens);
-      if (model_.step_end() != before) net::post(strand_, [this] { Arm(); });
-    }
-    Wake(woken);
-    return ticket;
-  }
-
-  // When token k of `ticket` was generated; waits (on the session's strand)
-  // until it is.
-  net::awaitable<Clock::TimePoint> TokenTime(Ticket& ticket, int64_t k) {
-    for (;;) {
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (static_cast<int64_t>(ticket.token_times.size()) > k) co_return ticket.token_times[k];
-      }
-      // The check and the start of this wait run in one go on the strand,
-      // so a cancel posted after a new token cannot slip in between.
-      ticket.wake.expires_at(Clock::TimePoint::max());
-      error_code ec;
-      co_await ticket.wake.async_wait(net::redirect_error(net::use_awaitable, ec));
-    }
-  }
-
-  // The request's client is gone (or its answer is complete): it leaves the
-  // queue or frees its slot at the current step's end.
-  void Abort(const Ticket& ticket) {
-    std::lock_guard<std::mutex> lock(mu_);
-    model_.Abort(ticket.id);
-    tickets_.erase(ticket.id);
-  }
-
-  // Sequences in the batch and requests waiting, now.
-  std::pair<uint64_t, uint64_t> RunningAndWaiting() {
-    std::vector<std::shared_ptr<Ticket>> woken;
-    std::pair<uint64_t, uint64_t> counts;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      AdvanceLocked(clock_.Now(), woken);
-      counts = {model_.running(), model_.waiting()};
-    }
-    Wake(woken);
-    return counts;
-  }
-
- private:
-  // On strand_: the timer waits for the current step's end.
-  void Arm() {
-    std::optional<Clock::TimePoint> end;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      end = model_.step_end();
-    }
-    if (!end.has_value()) return;
-    timer_.expires_at(*end);
-    timer_.async_wait([this](error_code ec) {
-      if (!ec) OnStepEnd();
-    });
-  }
-
-  // On strand_: every step due by now ends; the timer waits for the next.
-  void OnStepEnd() {
-    std::vector<std::shared_ptr<Ticket>> woken;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      AdvanceLocked(clock_.Now(), woken);
-    }
-    Wake(woken);
-    Arm();
-  }
-
-  // Ends the steps due by `now`: their tokens go to the tickets (collected
-  // in `woken`, once each) and into the metrics; a finished request's
-  // ticket leaves the table.
-  void AdvanceLocked(Clock::TimePoint now, std::vector<std::shared_ptr<Ticket>>& woken) {
-    tokens_.clear();
-    model_.AdvanceTo(now, &tokens_);
-    for (const BatchModel::Token& token : tokens_) {
-      auto it = tickets_.find(token.id);
-      if (it == tickets_.end()) continue;
-      Ticket& ticket = *it->second;
-      ticket.token_times.push_back(token.time);
-      metrics_.Generated(1);
-      if (token.index == 0) {
-        metrics_.FirstToken(ticket.prompt_tokens,
-                            std::chrono::duration<double>(token.time - ticket.arrival).count());
-      }
-      if (woken.empty() || woken.back() != it->second) woken.push_back(it->second);
-      if (token.last) tickets_.erase(it);
-    }
-  }
-
-  // Tells each ticket's session (on its strand) to look again.
-  static void Wake(const std::vector<std::shared_ptr<Ticket>>& woken) {
-    for (const std::shared_ptr<Ticket>& ticket : woken) {
-      net::post(ticket->executor, [ticket] { ticket->wake.cancel(); });
-    }
-  }
-
-  Clock& clock_;
-  ServerMetrics& metrics_;
-  std::mutex mu_;
-  BatchModel model_;                                               // guarded by mu_
-  std::unordered_map<uint64_t, std::shared_ptr<Ticket>> tickets_;  // guarded by mu_
-  std::vector<BatchModel::Token> tokens_;                          // guarded by mu_
-  net::strand<net::io_context::executor_type> strand_;
-  net::steady_timer timer_;  // used on strand_ only
-};
-
 // How one answer's tokens are timed: without the queueing model token k is
 // due at start + ttft + k·itl; with it, when the engine generated it.
 struct Pacing {
@@ -245,7 +97,7 @@ struct Pacing {
   // Without the model: arrival + the prefill of its uncached tokens.
   Clock::TimePoint start;
   // With the model: the request in the engine; null without.
-  std::shared_ptr<Ticket> ticket;
+  std::shared_ptr<EngineTicket> ticket;
 };
 
 }  // namespace
@@ -264,10 +116,10 @@ class SimServer::Impl {
                    : nullptr),
         ioc_(static_cast<int>(config.threads())),
         acceptor_(ioc_),
-        engine_(
-            config.max_num_seqs() > 0
-                ? std::make_shared<Engine>(ioc_, RealClock(), BatchModelOptionsOf(config), metrics_)
-                : nullptr) {}
+        engine_(config.max_num_seqs() > 0
+                    ? std::make_shared<BatchEngine>(ioc_, RealClock(), BatchModelOptionsOf(config),
+                                                    metrics_)
+                    : nullptr) {}
 
   // Loads the certificate and key when options ask for https.
   absl::Status SetUpTls() {
@@ -640,7 +492,7 @@ class SimServer::Impl {
     Impl& impl_;
     const Pacing& pacing_;
     // Held: ioc_ may destroy this answer after Impl let go of the engine.
-    const std::shared_ptr<Engine> engine_;
+    const std::shared_ptr<BatchEngine> engine_;
   };
 
   // When token k of the answer is due (see Pacing).
@@ -924,7 +776,7 @@ class SimServer::Impl {
   // The queueing model (max_num_seqs > 0), else null. After ioc_: its timer
   // goes before the io_context does, unless a suspended answer still holds
   // it; then it goes while ioc_ destroys that answer.
-  const std::shared_ptr<Engine> engine_;
+  const std::shared_ptr<BatchEngine> engine_;
   std::mutex state_mu_;
   bool started_ = false;  // guarded by state_mu_
   bool stopped_ = false;  // guarded by state_mu_
