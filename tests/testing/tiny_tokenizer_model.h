@@ -4,6 +4,8 @@
 #ifndef SURGE_TESTS_TESTING_TINY_TOKENIZER_MODEL_H_
 #define SURGE_TESTS_TESTING_TINY_TOKENIZER_MODEL_H_
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -12,14 +14,15 @@
 
 namespace surge::testing {
 
-// Trains the model into FreshDir(dir_name) and returns the .model file's
-// path, or an empty path when spm_train failed (the caller asserts).
+// Trains the model into FreshDir(dir_name + "_" + this process's id) and
+// returns the .model file's path, or an empty path when spm_train failed
+// (the caller asserts). The process id keeps two tests of one binary that
+// ctest runs at the same time out of each other's folder.
 inline std::filesystem::path TrainTinyTokenizerModel(const std::string& dir_name) {
-  const std::filesystem::path dir = FreshDir(dir_name);
+  const std::filesystem::path dir = FreshDir(dir_name + "_" + std::to_string(getpid()));
   const std::filesystem::path prefix = dir / "tiny";
   const std::string command = std::string("spm_train --input=") + SURGE_SOURCE_DIR +
-                              "/common/corpus/public_domain.txt --model_prefix=" +
-                              prefix.string() +
+                              "/common/corpus/public_domain.txt --model_prefix=" + prefix.string() +
                               " --vocab_size=300 --model_type=unigram"
                               " --character_coverage=1.0 --minloglevel=2 > " +
                               (dir / "spm_train.log").string() + " 2>&1";
