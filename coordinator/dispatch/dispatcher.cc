@@ -240,12 +240,17 @@ void Dispatcher::Handle(Inbound& in) {
   Worker* w = registry_.Find(peer);
   if (w == nullptr) return;  // not a worker of this run: ignored
   if (!w->alive) {
+    if (e.has_goodbye()) {
+      // Its last word: nothing to tell it. Whether it counts as fenced
+      // depends on why it left (fenced_count).
+      registry_.OnGoodbye(*w, e.goodbye().reason());
+      return;
+    }
     // Fenced: a worker declared dead may not take part any more. The ledger
     // refuses its records (it holds nothing now) and counts them.
     Send(*w, StopEnvelope("fenced", std::chrono::milliseconds(0)));
     if (!w->fenced_told) {
       w->fenced_told = true;
-      ++outcome_.workers_fenced;
       LogWarning(absl::StrCat("worker ", w->index,
                               " spoke again after it was declared dead: told to stop (fenced); "
                               "its records for requests it no longer owns are refused"));
@@ -277,7 +282,7 @@ void Dispatcher::Handle(Inbound& in) {
       if (auto accepted = ledger_.Accept(w->index, r)) Deliver(std::move(*accepted));
     }
   } else if (e.has_goodbye()) {
-    registry_.OnGoodbye(*w);
+    registry_.OnGoodbye(*w, e.goodbye().reason());
   }
 }
 
@@ -649,6 +654,8 @@ void Dispatcher::Release() {
     if (!in.ok()) OnReceiveError(in.status());
   }
   outcome_.rejected_records = ledger_.refused();
+  // A worker that left on its own (its Goodbye says why) is no fenced one.
+  outcome_.workers_fenced = registry_.fenced_count();
   alarm_log_.Flush();
   outcome_.schedule = lateness_.verdict();
   outcome_.alarm_lines = alarm_log_.lines("lateness");

@@ -200,7 +200,9 @@ struct DispatchOutcome {
   // dropped and counted; 0 in a healthy run.
   uint64_t rejected_records = 0;
   uint64_t workers_lost = 0;
-  // Of those, how many spoke again later and were told to stop ("fenced").
+  // Of those, how many spoke again later and were told to stop ("fenced"),
+  // not counting one whose Goodbye says it left on its own (it gave up on
+  // the coordinator before it heard the Stop).
   uint64_t workers_fenced = 0;
   // One entry per lost worker, in the order they were declared dead.
   std::vector<WorkerLoss> worker_losses;

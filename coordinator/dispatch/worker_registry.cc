@@ -149,6 +149,12 @@ std::string WorkerRegistry::Describe(const Worker& w) {
   return absl::StrJoin(parts, ", ");
 }
 
+uint64_t WorkerRegistry::fenced_count() const {
+  return static_cast<uint64_t>(std::count_if(workers_.begin(), workers_.end(), [](const Worker& w) {
+    return w.fenced_told && !(w.said_goodbye && w.goodbye_reason != "fenced");
+  }));
+}
+
 int WorkerRegistry::ready_count() const {
   return static_cast<int>(
       std::count_if(workers_.begin(), workers_.end(), [](const Worker& w) { return w.ready; }));

@@ -52,6 +52,9 @@ class WorkerRegistry {
     uint64_t incarnation = 0;
     bool alive = true;
     bool said_goodbye = false;
+    // Its Goodbye's reason ("fenced" when it heard it was declared dead,
+    // "coordinator_lost" when it gave up on its own, ...).
+    std::string goodbye_reason;
     // Declared dead, then heard again and told to stop ("fenced").
     bool fenced_told = false;
     // First heartbeat received (the worker's HTTP sender exists).
@@ -110,7 +113,14 @@ class WorkerRegistry {
   // and t1 echoed, t2 = received), which renews the worker's lease.
   surge::v1::HeartbeatAck OnHeartbeat(Worker& worker, const surge::v1::Heartbeat& heartbeat,
                                       Clock::TimePoint received);
-  void OnGoodbye(Worker& worker) { worker.said_goodbye = true; }
+  void OnGoodbye(Worker& worker, const std::string& reason) {
+    worker.said_goodbye = true;
+    worker.goodbye_reason = reason;
+  }
+  // Workers declared dead that were told to stop (fenced) when they spoke
+  // again, except those whose Goodbye says they left on their own (any
+  // reason but "fenced": it gave up before it heard the Stop).
+  uint64_t fenced_count() const;
   // Assignments were sent to `worker`: its heartbeats must say idle again.
   void OnAssignmentsSent(Worker& worker) { worker.idle = false; }
 
