@@ -20,6 +20,19 @@ using coordinator::WorkerPool;
 using surge::v1::CoordinatorRoleConfig;
 using surge::v1::RunConfig;
 
+absl::Status CheckLiveness(const CoordinatorRoleConfig& role) {
+  // A worker releases nothing past its lease; declared dead only after its
+  // lease has surely ended (plus one heartbeat period), none of its requests
+  // handed to another worker can still be sent by it.
+  if (role.worker_silence_ms() < role.worker_lease_ms() + kHeartbeatPeriodMs) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--worker-silence-ms ", role.worker_silence_ms(), ": must be at least --worker-lease-ms (",
+        role.worker_lease_ms(), ") + ", kHeartbeatPeriodMs,
+        " ms, or a worker declared dead could still send requests given to another one"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<ZmqRouterOptions> CoordinatorTransportOptions(const CoordinatorRoleConfig& role,
                                                              const RunConfig& config) {
   if (config.max_concurrency() > 0 && config.max_concurrency() < role.expect_workers()) {
@@ -27,6 +40,7 @@ absl::StatusOr<ZmqRouterOptions> CoordinatorTransportOptions(const CoordinatorRo
         "--max-concurrency ", config.max_concurrency(), ": must be at least --expect-workers (",
         role.expect_workers(), "): the cap is split over the workers, each needs one slot"));
   }
+  if (absl::Status s = CheckLiveness(role); !s.ok()) return s;
   if (absl::Status s = CheckBindSecurity({role.bind(), role.curve_secret_key_file(),
                                           role.curve_allow_dir(), role.insecure_transport()});
       !s.ok()) {
@@ -84,6 +98,8 @@ class RemoteWorkers : public WorkerSide {
           "--pacer-cpu / --pacer-realtime to each `surge worker` instead");
     }
     options->hello_timeout = JoinTimeoutMs(role_.join_timeout_s());
+    options->lease_ms = role_.worker_lease_ms();
+    options->dead_after = std::chrono::milliseconds(role_.worker_silence_ms());
     // A wildcard bind is no address to connect to: name the host instead.
     std::string connect = endpoint;
     for (const char* any : {"tcp://0.0.0.0:", "tcp://*:", "tcp://[::]:"}) {

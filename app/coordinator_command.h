@@ -3,6 +3,7 @@
 #ifndef SURGE_APP_COORDINATOR_COMMAND_H_
 #define SURGE_APP_COORDINATOR_COMMAND_H_
 
+#include <cstdint>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -12,9 +13,19 @@
 
 namespace surge::app {
 
+// The workers' heartbeat period (Welcome.heartbeat_ms), ms.
+inline constexpr uint32_t kHeartbeatPeriodMs = 250;
+
+// The liveness pair: --worker-silence-ms must be at least --worker-lease-ms
+// + one heartbeat period, so that a worker declared dead has stopped
+// releasing (its lease ended) before its requests go to another worker.
+// Error (INVALID_ARGUMENT) naming both flags.
+absl::Status CheckLiveness(const surge::v1::CoordinatorRoleConfig& role);
+
 // The coordinator role's rules beyond each flag's own bounds (checked by
-// the option table): the concurrency cap against the workers, the bind
-// rule and the key files. Errors name the flags (exit 2 for the caller).
+// the option table): the concurrency cap against the workers, the
+// liveness pair (CheckLiveness), the bind rule and the key files. Errors
+// name the flags (exit 2 for the caller).
 absl::StatusOr<ZmqRouterOptions> CoordinatorTransportOptions(
     const surge::v1::CoordinatorRoleConfig& role, const surge::v1::RunConfig& config);
 

@@ -18,6 +18,9 @@ namespace surge {
 struct Inbound {
   // Routing id of the sender (ROUTER side); empty on the worker side.
   std::string peer;
+  // The sender's network address when the transport knows it (ZeroMQ's
+  // Peer-Address over tcp, e.g. "10.0.0.7"), for logs; empty otherwise.
+  std::string address;
   surge::v1::Envelope message;
 };
 

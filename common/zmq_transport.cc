@@ -76,6 +76,17 @@ std::chrono::milliseconds TimeoutUntil(Clock& clock, Clock::TimePoint deadline) 
   return std::chrono::ceil<std::chrono::milliseconds>(deadline - now);
 }
 
+// The address a frame came from (libzmq's "Peer-Address" property, set for
+// tcp and ipc peers); empty when libzmq does not give one.
+std::string PeerAddress(zmq::message_t& frame) {
+  try {
+    const char* address = frame.gets("Peer-Address");
+    return address != nullptr ? std::string(address) : std::string();
+  } catch (const zmq::error_t&) {
+    return std::string();
+  }
+}
+
 absl::StatusOr<std::optional<zmq::message_t>> PollOne(zmq::socket_t& socket, Clock& clock,
                                                       Clock::TimePoint deadline) {
   const std::chrono::milliseconds timeout = TimeoutUntil(clock, deadline);
@@ -614,7 +625,8 @@ absl::StatusOr<std::optional<Inbound>> ZmqRouterTransport::Receive(Clock::TimePo
     DrainMore(impl_->socket);
     auto envelope = Parse(body);
     if (!envelope.ok()) return envelope.status();
-    return std::optional<Inbound>(Inbound{(*id)->to_string(), *std::move(envelope)});
+    return std::optional<Inbound>(
+        Inbound{(*id)->to_string(), PeerAddress(body), *std::move(envelope)});
   } catch (const zmq::error_t& e) {
     return FromZmq(e, "receive");
   }
@@ -686,7 +698,7 @@ absl::StatusOr<std::optional<Inbound>> ZmqDealerTransport::Receive(Clock::TimePo
     DrainMore(impl_->socket);
     auto envelope = Parse(**frame);
     if (!envelope.ok()) return envelope.status();
-    return std::optional<Inbound>(Inbound{std::string(), *std::move(envelope)});
+    return std::optional<Inbound>(Inbound{std::string(), std::string(), *std::move(envelope)});
   } catch (const zmq::error_t& e) {
     return FromZmq(e, "receive");
   }

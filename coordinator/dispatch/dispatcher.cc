@@ -18,6 +18,9 @@ using surge::v1::Envelope;
 constexpr auto kGoodbyeWait = std::chrono::milliseconds(3000);
 // Process checks while waiting for the workers (the liveness sweep's period).
 constexpr auto kExitCheckPeriod = std::chrono::milliseconds(100);
+// During the join wait a worker not heard for this long (more than its 250 ms
+// heartbeat period) is pinged at each sweep: a closed connection shows at once.
+constexpr auto kProbeAfter = std::chrono::milliseconds(300);
 
 // The ledger's slots: the warm-ups (before t0), then the plan.
 std::vector<int64_t> PlannedOffsetsNs(const ArrivalSchedule& plan,
@@ -82,12 +85,17 @@ void Dispatcher::SendTo(const std::string& peer, int32_t index, bool alive, Enve
 absl::Status Dispatcher::AwaitWorkers() {
   const Clock::TimePoint give_up = clock_.Now() + options_.hello_timeout;
   Clock::TimePoint next_exit_check = clock_.Now();
+  registry_.BeginWait(clock_.Now());
   // Every worker must be ready (Hello answered, first heartbeat received)
   // before t0 is fixed: start-up work (process start, DNS, TLS setup) never
-  // eats into the schedule or the liveness deadlines.
-  while (registry_.ready_count() < options_.num_workers) {
+  // eats into the schedule or the liveness deadlines. Membership holds
+  // until the start: a worker that goes silent or unreachable meanwhile is
+  // dropped and its slot goes to the next one that joins, and the last check
+  // (every worker pinged) is made just before t0.
+  while (true) {
     if ((stop_requests_.load() > 0)) return absl::CancelledError("interrupted before the start");
-    if (clock_.Now() >= give_up) {
+    const Clock::TimePoint now = clock_.Now();
+    if (now >= give_up) {
       return absl::UnavailableError(absl::StrCat("only ", registry_.ready_count(), " of ",
                                                  options_.num_workers, " workers were ready (",
                                                  registry_.workers().size(), " connected) within ",
@@ -95,9 +103,9 @@ absl::Status Dispatcher::AwaitWorkers() {
     }
     // Process checks (one waitpid per worker) every 100 ms, not per message:
     // with hundreds of workers heartbeating they would starve the loop that
-    // acknowledges those heartbeats.
-    if (clock_.Now() >= next_exit_check) {
-      next_exit_check = clock_.Now() + kExitCheckPeriod;
+    // acknowledges those heartbeats. A local worker has no replacement.
+    if (now >= next_exit_check) {
+      next_exit_check = now + kExitCheckPeriod;
       for (const auto& w : registry_.workers()) {
         if (exited_ && exited_(w.index)) {
           return absl::UnavailableError(
@@ -105,18 +113,109 @@ absl::Status Dispatcher::AwaitWorkers() {
         }
       }
     }
+    if (registry_.BeginSweep(now)) DropGone(now, /*probe_all=*/false);
+    if (registry_.ready_count() >= options_.num_workers && DropGone(now, /*probe_all=*/true) == 0) {
+      return absl::OkStatus();
+    }
     auto in = transport_.Receive(clock_.Now() + std::chrono::milliseconds(10));
     if (!in.ok()) {
       OnReceiveError(in.status());
       continue;
     }
     if (!in->has_value()) continue;
-    Handle((*in)->peer, (*in)->message);
+    Handle(**in);
   }
-  return absl::OkStatus();
 }
 
-void Dispatcher::Handle(const std::string& peer, Envelope& e) {
+bool Dispatcher::Reachable(const Worker& w) {
+  Envelope ping;
+  ping.mutable_ping();
+  ping.set_protocol_version(surge::v1::PROTOCOL_VERSION_CURRENT);
+  ping.set_run_id(options_.run_id);
+  ping.set_seq(++seq_);
+  // Before the start nothing fills a worker's send queue: a refused send
+  // means the transport no longer knows the peer (its connection closed).
+  return transport_.Send(w.peer, ping).ok();
+}
+
+int Dispatcher::DropGone(Clock::TimePoint now, bool probe_all) {
+  std::vector<WorkerRegistry::Death> gone = registry_.FindGoneBeforeStart(now);
+  for (const int32_t index :
+       registry_.QuietFor(now, probe_all ? std::chrono::milliseconds(0) : kProbeAfter)) {
+    const bool listed =
+        std::any_of(gone.begin(), gone.end(), [index](const auto& d) { return d.index == index; });
+    if (!listed && !Reachable(*registry_.ByIndex(index))) {
+      gone.push_back({index, "unreachable (its connection is gone)"});
+    }
+  }
+  for (const WorkerRegistry::Death& d : gone) {
+    const std::string who = WorkerRegistry::Describe(*registry_.ByIndex(d.index));
+    registry_.Leave(d.index);
+    outcome_.left_before_start.push_back({d.index, who, d.why, ToNanos(now)});
+    outcome_.clocks[d.index] = surge::v1::ClockReport();
+    send_failures_logged_.erase(d.index);
+    LogWarning(absl::StrCat("worker ", d.index, " (", who, ") left before the start (", d.why,
+                            "); waiting for ", options_.num_workers - registry_.ready_count(),
+                            " more"));
+  }
+  return static_cast<int>(gone.size());
+}
+
+void Dispatcher::AnswerLeft(WorkerRegistry::Left& left) {
+  // It may take no part any more; a worker that hears this exits saying so.
+  SendTo(left.peer, -1, false, StopEnvelope("fenced", std::chrono::milliseconds(0)));
+  if (left.told) return;
+  left.told = true;
+  LogWarning(absl::StrCat("worker ", left.index, " (", left.who,
+                          ") spoke again after it was dropped before the start: told to stop"));
+}
+
+void Dispatcher::HandleHello(const Inbound& in, Clock::TimePoint now) {
+  const Envelope& e = in.message;
+  bool fresh = false;
+  Worker* w = registry_.Join(in.peer, e.incarnation(), e.hello().requested_index(), now, &fresh);
+  if (w == nullptr) {
+    Envelope reject;
+    const bool started = registry_.started();
+    reject.mutable_reject()->set_reason(
+        started
+            ? "the run has already started without this worker (it joined too late)"
+            : absl::StrCat("the run has all the ", options_.num_workers, " workers it expects"));
+    reject.mutable_reject()->set_kind(started ? surge::v1::REJECT_RUN_STARTED
+                                              : surge::v1::REJECT_RUN_FULL);
+    SendTo(in.peer, -1, true, std::move(reject));
+    return;
+  }
+  if (fresh) {
+    w->address = in.address;
+    w->host = e.hello().host();
+    w->pid = e.hello().pid();
+    LogInfo(absl::StrCat("worker ", w->index, " connected (pid ", w->pid, ")",
+                         w->address.empty() ? "" : absl::StrCat(" from ", w->address),
+                         w->host.empty() ? "" : absl::StrCat(", host ", w->host)));
+  }
+  // A repeated Hello (our Welcome crossed it) gets the same Welcome again.
+  Envelope welcome;
+  auto* m = welcome.mutable_welcome();
+  m->set_worker_index(w->index);
+  m->set_heartbeat_ms(options_.heartbeat_ms);
+  m->set_lease_ms(options_.lease_ms);
+  *m->mutable_target() = options_.target;
+  if (static_cast<size_t>(w->index) < options_.max_inflight.size()) {
+    m->set_max_inflight(options_.max_inflight[w->index]);
+  }
+  m->set_seed(options_.seed);
+  m->set_late_policy(options_.late_policy);
+  m->set_late_threshold_ns(options_.late_threshold_ns);
+  if (options_.late_policy == surge::v1::LATE_POLICY_CAP && options_.num_workers > 0) {
+    m->set_catch_up_rps(options_.catch_up_rps / options_.num_workers);
+  }
+  Send(*w, std::move(welcome));
+}
+
+void Dispatcher::Handle(Inbound& in) {
+  const std::string& peer = in.peer;
+  Envelope& e = in.message;
   if (e.protocol_version() != surge::v1::PROTOCOL_VERSION_CURRENT) {
     Envelope reject;
     const std::string why =
@@ -129,53 +228,29 @@ void Dispatcher::Handle(const std::string& peer, Envelope& e) {
     SendTo(peer, -1, true, std::move(reject));
     return;
   }
+  if (WorkerRegistry::Left* left = registry_.FindLeft(peer)) {
+    AnswerLeft(*left);
+    return;
+  }
   const Clock::TimePoint now = clock_.Now();
   if (e.has_hello()) {
-    bool fresh = false;
-    Worker* w = registry_.Join(peer, e.incarnation(), e.hello().requested_index(), now, &fresh);
-    if (w == nullptr) {
-      Envelope reject;
-      const bool started = registry_.started();
-      reject.mutable_reject()->set_reason(
-          started
-              ? "the run has already started without this worker (it joined too late)"
-              : absl::StrCat("the run has all the ", options_.num_workers, " workers it expects"));
-      reject.mutable_reject()->set_kind(started ? surge::v1::REJECT_RUN_STARTED
-                                                : surge::v1::REJECT_RUN_FULL);
-      SendTo(peer, -1, true, std::move(reject));
-      return;
-    }
-    if (fresh) {
-      LogInfo(absl::StrCat("worker ", w->index, " connected (pid ", e.hello().pid(), ")"));
-    }
-    // A repeated Hello (our Welcome crossed it) gets the same Welcome again.
-    Envelope welcome;
-    auto* m = welcome.mutable_welcome();
-    m->set_worker_index(w->index);
-    m->set_heartbeat_ms(options_.heartbeat_ms);
-    m->set_lease_ms(options_.lease_ms);
-    *m->mutable_target() = options_.target;
-    if (static_cast<size_t>(w->index) < options_.max_inflight.size()) {
-      m->set_max_inflight(options_.max_inflight[w->index]);
-    }
-    m->set_seed(options_.seed);
-    m->set_late_policy(options_.late_policy);
-    m->set_late_threshold_ns(options_.late_threshold_ns);
-    if (options_.late_policy == surge::v1::LATE_POLICY_CAP && options_.num_workers > 0) {
-      m->set_catch_up_rps(options_.catch_up_rps / options_.num_workers);
-    }
-    Send(*w, std::move(welcome));
+    HandleHello(in, now);
     return;
   }
   Worker* w = registry_.Find(peer);
   if (w == nullptr) return;  // not a worker of this run: ignored
   if (!w->alive) {
+    if (e.has_goodbye()) {
+      // Its last word: nothing to tell it. Whether it counts as fenced
+      // depends on why it left (fenced_count).
+      registry_.OnGoodbye(*w, e.goodbye().reason());
+      return;
+    }
     // Fenced: a worker declared dead may not take part any more. The ledger
     // refuses its records (it holds nothing now) and counts them.
     Send(*w, StopEnvelope("fenced", std::chrono::milliseconds(0)));
     if (!w->fenced_told) {
       w->fenced_told = true;
-      ++outcome_.workers_fenced;
       LogWarning(absl::StrCat("worker ", w->index,
                               " spoke again after it was declared dead: told to stop (fenced); "
                               "its records for requests it no longer owns are refused"));
@@ -207,7 +282,7 @@ void Dispatcher::Handle(const std::string& peer, Envelope& e) {
       if (auto accepted = ledger_.Accept(w->index, r)) Deliver(std::move(*accepted));
     }
   } else if (e.has_goodbye()) {
-    registry_.OnGoodbye(*w);
+    registry_.OnGoodbye(*w, e.goodbye().reason());
   }
 }
 
@@ -498,7 +573,7 @@ void Dispatcher::ReceiveTurn() {
   for (int k = 1;; ++k) {
     if (in.ok()) {
       if (!in->has_value()) break;
-      Handle((*in)->peer, (*in)->message);
+      Handle(**in);
     } else {
       // An undecodable frame is skipped: the frames behind it still count.
       OnReceiveError(in.status());
@@ -517,6 +592,7 @@ void Dispatcher::StartRun() {
       options_.warmup_offsets_ns.empty() ? 0 : -options_.warmup_offsets_ns.front();
   t0_ns_ = ToNanos(now + options_.start_lead) + std::max<int64_t>(warmup_lead_ns, 0);
   outcome_.t0_ns = t0_ns_;
+  for (JoinDrop& d : outcome_.left_before_start) d.at_ns -= t0_ns_;
   Refill(now);
   for (auto& w : registry_.workers()) {
     Envelope start;
@@ -574,10 +650,12 @@ void Dispatcher::Release() {
         return w.alive && !w.said_goodbye && !(exited_ && exited_(w.index));
       })) {
     auto in = transport_.Receive(clock_.Now() + std::chrono::milliseconds(10));
-    if (in.ok() && in->has_value()) Handle((*in)->peer, (*in)->message);
+    if (in.ok() && in->has_value()) Handle(**in);
     if (!in.ok()) OnReceiveError(in.status());
   }
   outcome_.rejected_records = ledger_.refused();
+  // A worker that left on its own (its Goodbye says why) is no fenced one.
+  outcome_.workers_fenced = registry_.fenced_count();
   alarm_log_.Flush();
   outcome_.schedule = lateness_.verdict();
   outcome_.alarm_lines = alarm_log_.lines("lateness");

@@ -158,6 +158,20 @@ struct WorkerLoss {
   uint64_t reassigned = 0;
 };
 
+// One worker that joined and was dropped again before the start (silent or
+// unreachable during the join wait); its slot went to the next worker that
+// joined, and it sent nothing of the run.
+struct JoinDrop {
+  int32_t worker = -1;
+  // Where it ran (WorkerRegistry::Describe), e.g. "10.0.0.7, host w1".
+  std::string who;
+  // Why, e.g. "silent for 1500 ms" or "unreachable (its connection is gone)".
+  std::string why;
+  // When it was dropped, ns after t0 on the coordinator's clock (negative:
+  // every drop is before t0).
+  int64_t at_ns = 0;
+};
+
 struct DispatchOutcome {
   // The user asked to stop (RequestStop) after the start.
   bool interrupted = false;
@@ -186,10 +200,15 @@ struct DispatchOutcome {
   // dropped and counted; 0 in a healthy run.
   uint64_t rejected_records = 0;
   uint64_t workers_lost = 0;
-  // Of those, how many spoke again later and were told to stop ("fenced").
+  // Of those, how many spoke again later and were told to stop ("fenced"),
+  // not counting one whose Goodbye says it left on its own (it gave up on
+  // the coordinator before it heard the Stop).
   uint64_t workers_fenced = 0;
   // One entry per lost worker, in the order they were declared dead.
   std::vector<WorkerLoss> worker_losses;
+  // Workers dropped during the join wait, in the order they were dropped
+  // (none of them is in workers_lost: they never held a request).
+  std::vector<JoinDrop> left_before_start;
   // Frames from workers that were not an Envelope (DATA_LOSS from the
   // transport): skipped and counted; 0 in a healthy run.
   uint64_t undecodable_frames = 0;
@@ -241,7 +260,17 @@ class Dispatcher {
   void Send(const Worker& worker, surge::v1::Envelope envelope);
   // `index` and `alive` only choose the log level of a failed send.
   void SendTo(const std::string& peer, int32_t index, bool alive, surge::v1::Envelope envelope);
-  void Handle(const std::string& peer, surge::v1::Envelope& envelope);
+  void Handle(Inbound& in);
+  // The Hello of `peer`: joins it (Welcome) or refuses it (Reject).
+  void HandleHello(const Inbound& in, Clock::TimePoint now);
+  // The join wait's membership check at `now`: drops every joined worker
+  // that is silent (FindGoneBeforeStart) or whose connection is gone (a
+  // Ping it cannot be sent). Pings the workers quiet for kProbeAfter, or
+  // every one with `probe_all` (just before t0). Returns how many left.
+  int DropGone(Clock::TimePoint now, bool probe_all);
+  bool Reachable(const Worker& worker);
+  // A message from a worker dropped before the start: told to stop.
+  void AnswerLeft(WorkerRegistry::Left& left);
   // A final record from the ledger: counted, checked by the connect-failure
   // rule, handed to the sink.
   void Deliver(surge::v1::RequestRecord record);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace surge::coordinator {
 
@@ -102,6 +103,56 @@ std::vector<int32_t> WorkerRegistry::IdleFor(Clock::TimePoint now) const {
     if (w.alive && w.idle && now - w.idle_since >= options_.idle_grace) idle.push_back(w.index);
   }
   return idle;
+}
+
+std::vector<WorkerRegistry::Death> WorkerRegistry::FindGoneBeforeStart(Clock::TimePoint now) const {
+  std::vector<Death> gone;
+  for (const auto& w : workers_) {
+    const std::chrono::milliseconds limit = w.ready ? options_.dead_after : options_.setup_silence;
+    if (w.alive && now - w.last_heard > limit) {
+      gone.push_back({w.index, absl::StrCat("silent for ", limit.count(), " ms")});
+    }
+  }
+  return gone;
+}
+
+std::vector<int32_t> WorkerRegistry::QuietFor(Clock::TimePoint now,
+                                              std::chrono::milliseconds quiet) const {
+  std::vector<int32_t> quiet_ones;
+  for (const auto& w : workers_) {
+    if (w.alive && now - w.last_heard >= quiet) quiet_ones.push_back(w.index);
+  }
+  return quiet_ones;
+}
+
+void WorkerRegistry::Leave(int32_t index) {
+  const auto it = std::find_if(workers_.begin(), workers_.end(),
+                               [index](const Worker& w) { return w.index == index; });
+  if (it == workers_.end()) return;
+  left_.push_back({it->peer, it->index, Describe(*it), false});
+  workers_.erase(it);
+}
+
+WorkerRegistry::Left* WorkerRegistry::FindLeft(const std::string& peer) {
+  for (auto& l : left_) {
+    if (l.peer == peer) return &l;
+  }
+  return nullptr;
+}
+
+std::string WorkerRegistry::Describe(const Worker& w) {
+  std::vector<std::string> parts;
+  if (!w.address.empty()) parts.push_back(w.address);
+  if (!w.host.empty()) parts.push_back(absl::StrCat("host ", w.host));
+  if (w.pid != 0) parts.push_back(absl::StrCat("pid ", w.pid));
+  if (parts.empty()) parts.push_back(absl::StrCat("peer ", w.peer));
+  return absl::StrJoin(parts, ", ");
+}
+
+uint64_t WorkerRegistry::fenced_count() const {
+  return static_cast<uint64_t>(std::count_if(workers_.begin(), workers_.end(), [](const Worker& w) {
+    return w.fenced_told && !(w.said_goodbye && w.goodbye_reason != "fenced");
+  }));
 }
 
 int WorkerRegistry::ready_count() const {

@@ -36,6 +36,11 @@ struct WorkerRegistryOptions {
   // owns are given up as lost in transit. Far above the worker's record
   // flush period (50 ms) and heartbeat period (250 ms).
   std::chrono::milliseconds idle_grace{3000};
+  // Before the start, a worker that has not sent its first heartbeat yet
+  // (it is building its HTTP sender, which resolves the target's name) is
+  // dropped for silence only after this long (10 s by default); a ready
+  // one after dead_after. Either is dropped at once when unreachable.
+  std::chrono::milliseconds setup_silence{10000};
 };
 
 class WorkerRegistry {
@@ -47,6 +52,9 @@ class WorkerRegistry {
     uint64_t incarnation = 0;
     bool alive = true;
     bool said_goodbye = false;
+    // Its Goodbye's reason ("fenced" when it heard it was declared dead,
+    // "coordinator_lost" when it gave up on its own, ...).
+    std::string goodbye_reason;
     // Declared dead, then heard again and told to stop ("fenced").
     bool fenced_told = false;
     // First heartbeat received (the worker's HTTP sender exists).
@@ -63,6 +71,20 @@ class WorkerRegistry {
     // with no assignment sent since (idle = false otherwise).
     bool idle = false;
     Clock::TimePoint idle_since{};
+    // Where it joined from, for logs: the transport's peer address (empty
+    // when unknown) and the Hello's host name and pid (empty, 0: not given).
+    std::string address;
+    std::string host;
+    uint32_t pid = 0;
+  };
+  // A worker that joined and left again before the start (Leave): its
+  // routing id, so that it is told to stop if it speaks again.
+  struct Left {
+    std::string peer;
+    int32_t index = -1;
+    std::string who;
+    // Told to stop once (its next messages are answered, not logged).
+    bool told = false;
   };
   struct Death {
     int32_t index;
@@ -91,9 +113,35 @@ class WorkerRegistry {
   // and t1 echoed, t2 = received), which renews the worker's lease.
   surge::v1::HeartbeatAck OnHeartbeat(Worker& worker, const surge::v1::Heartbeat& heartbeat,
                                       Clock::TimePoint received);
-  void OnGoodbye(Worker& worker) { worker.said_goodbye = true; }
+  void OnGoodbye(Worker& worker, const std::string& reason) {
+    worker.said_goodbye = true;
+    worker.goodbye_reason = reason;
+  }
+  // Workers declared dead that were told to stop (fenced) when they spoke
+  // again, except those whose Goodbye says they left on their own (any
+  // reason but "fenced": it gave up before it heard the Stop).
+  uint64_t fenced_count() const;
   // Assignments were sent to `worker`: its heartbeats must say idle again.
   void OnAssignmentsSent(Worker& worker) { worker.idle = false; }
+
+  // The wait for workers begins at `now`: sweeps (and the stall guard) are
+  // counted from here.
+  void BeginWait(Clock::TimePoint now) { last_sweep_ = now; }
+  // Before the start: joined workers that are gone at `now`, in index
+  // order: ready and silent for longer than dead_after, or not yet ready
+  // and silent for longer than setup_silence. Marks nothing.
+  std::vector<Death> FindGoneBeforeStart(Clock::TimePoint now) const;
+  // Joined live workers not heard for at least `quiet` at `now`, in index
+  // order (quiet 0: every one).
+  std::vector<int32_t> QuietFor(Clock::TimePoint now, std::chrono::milliseconds quiet) const;
+  // Before the start: worker `index` left (silent or unreachable). It is
+  // forgotten, so its index is free for the next Hello, and its peer is
+  // remembered as left (FindLeft). Invalidates Worker pointers.
+  void Leave(int32_t index);
+  Left* FindLeft(const std::string& peer);
+  // "10.0.0.7, host w1, pid 77": what is known of where it runs (the
+  // routing id when nothing is).
+  static std::string Describe(const Worker& worker);
 
   // The run starts at `now`: no more joins; silence is counted from now
   // (a worker that dies before its next heartbeat is still caught).
@@ -124,6 +172,7 @@ class WorkerRegistry {
  private:
   WorkerRegistryOptions options_;
   std::vector<Worker> workers_;
+  std::vector<Left> left_;
   bool started_ = false;
   Clock::TimePoint last_sweep_{};
 };

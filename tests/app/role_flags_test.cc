@@ -6,6 +6,7 @@
 #include <cmath>
 #include <string>
 
+#include "app/coordinator_command.h"
 #include "app/run_options.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -72,6 +73,37 @@ TEST(RoleFlagsTest, CoordinatorRoleBoundsNameTheFlag) {
     EXPECT_THAT(std::string(s.message()), HasSubstr("(flag --join-timeout)")) << timeout;
   }
   EXPECT_TRUE(ResolveRoleFlags("--bind b --expect-workers 1 --join-timeout 86400", &role).ok());
+}
+
+// --worker-lease-ms / --worker-silence-ms: defaults 1000 / 1500, each
+// bounded by its table entry, and the pair checked together: the silence
+// must outlast the lease by a heartbeat period, or a worker declared dead
+// could still send what was given to another one.
+TEST(RoleFlagsTest, WorkerLeaseAndSilenceAreBoundedAndCheckedTogether) {
+  CoordinatorRoleConfig role;
+  ASSERT_TRUE(ResolveRoleFlags("--bind b --expect-workers 1", &role).ok());
+  EXPECT_EQ(role.worker_lease_ms(), 1000u);
+  EXPECT_EQ(role.worker_silence_ms(), 1500u);
+  EXPECT_TRUE(CheckLiveness(role).ok());
+  EXPECT_THAT(
+      std::string(
+          ResolveRoleFlags("--bind b --expect-workers 1 --worker-lease-ms 299", &role).message()),
+      HasSubstr("worker_lease_ms = 299: must be 300 to 60000 ms (flag --worker-lease-ms)"));
+  EXPECT_THAT(
+      std::string(ResolveRoleFlags("--bind b --expect-workers 1 --worker-silence-ms 120001", &role)
+                      .message()),
+      HasSubstr("worker_silence_ms = 120001: must be 500 to 120000 ms (flag --worker-silence-ms)"));
+  ASSERT_TRUE(
+      ResolveRoleFlags(
+          "--bind b --expect-workers 1 --worker-lease-ms 3000 --worker-silence-ms 3249", &role)
+          .ok());
+  const absl::Status pair = CheckLiveness(role);
+  ASSERT_EQ(pair.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(pair.message(),
+            "--worker-silence-ms 3249: must be at least --worker-lease-ms (3000) + 250 ms, or a "
+            "worker declared dead could still send requests given to another one");
+  role.set_worker_silence_ms(3250);
+  EXPECT_TRUE(CheckLiveness(role).ok());
 }
 
 TEST(RoleFlagsTest, RequiredRoleFlagsStopTheParse) {

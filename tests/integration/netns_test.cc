@@ -615,6 +615,96 @@ class NetnsTest : public ::testing::Test {
   std::string stranger_ip_;
 };
 
+// Waits (bounded, polling every 20 ms) until `process`'s log holds `text`.
+bool AwaitLog(const NsProcess& process, const std::string& text, int limit_ms) {
+  for (int waited = 0; waited <= limit_ms; waited += 20) {
+    if (process.Log().find(text) != std::string::npos) return true;
+    usleep(20000);
+  }
+  return false;
+}
+
+// Membership until the start: with --expect-workers 2, w0 joins and is
+// SIGKILLed 3 s later, w1 joins right after the kill, and a new w0 joins
+// once the coordinator says the first one left. The coordinator drops the
+// dead worker before t0 (its connection is gone), gives its slot to the
+// newcomer, and the run starts with the two live workers: 0 `lost`, exit 0.
+TEST_F(NetnsTest, WorkerKilledDuringTheJoinWaitIsReplacedBeforeTheStart) {
+  const int num = 600;
+  const fs::path request_log = dir_ / "requests.jsonl";
+  NsProcess sim(
+      lab_.Ns("sim"),
+      {"sim-server", "--host", sim_ip_, "--port", "8000", "--request-log", request_log.string()},
+      dir_ / "sim.log");
+  ASSERT_TRUE(AwaitLog(sim, "listening on", 5000)) << sim.Log();
+  NsProcess coordinator(lab_.Ns("coord"),
+                        {"coordinator",
+                         "--bind",
+                         "tcp://" + coord_ip_ + ":5555",
+                         "--expect-workers",
+                         "2",
+                         "--join-timeout",
+                         "30",
+                         "--curve-secret-key",
+                         (dir_ / "coordinator" / "surge.key").string(),
+                         "--curve-allow",
+                         (dir_ / "allowed").string(),
+                         "--base-url",
+                         "http://" + sim_ip_ + ":8000",
+                         "--num-prompts",
+                         std::to_string(num),
+                         "--request-rate",
+                         "200",
+                         "--random-input-len",
+                         "16",
+                         "--random-output-len",
+                         "2",
+                         "--output-dir",
+                         (dir_ / "out").string()},
+                        dir_ / "coordinator.log");
+  auto first = std::make_unique<NsProcess>(lab_.Ns("w0"), WorkerArgs("w0", 30), dir_ / "w0a.log");
+  ASSERT_TRUE(AwaitLog(coordinator, "worker 0 connected", 10000)) << coordinator.Log();
+  usleep(3000000);
+  ASSERT_TRUE(first->Signal(SIGKILL));
+  EXPECT_EQ(first->WaitExit(5000), -2 - SIGKILL);
+  NsProcess w1(lab_.Ns("w1"), WorkerArgs("w1", 30), dir_ / "w1.log");
+  const std::string left = "worker 0 (" + worker_ip_[0];
+  ASSERT_TRUE(AwaitLog(coordinator, "left before the start", 5000)) << coordinator.Log();
+  NsProcess replacement(lab_.Ns("w0"), WorkerArgs("w0", 30), dir_ / "w0b.log");
+  const int coordinator_exit = coordinator.WaitExit(60000);
+  const int w1_exit = w1.WaitExit(15000);
+  const int replacement_exit = replacement.WaitExit(15000);
+  sim.Signal(SIGTERM);
+  EXPECT_EQ(sim.WaitExit(10000), 0) << sim.Log();
+  CaseResult r;
+  r.coordinator_log = coordinator.Log();
+  r.folder = ResultsFolder(r.coordinator_log);
+  r.requests = ReadRequestLog(request_log);
+  r.worker_address[worker_ip_[0]] = "w0";
+  r.worker_address[worker_ip_[1]] = "w1";
+  std::cout << "---- coordinator ----\n" << LastLines(r.coordinator_log, 30) << "\n";
+  // Dropped by name and address before t0, with what is still missing.
+  EXPECT_THAT(r.coordinator_log, HasSubstr(left));
+  EXPECT_THAT(r.coordinator_log, HasSubstr("left before the start (unreachable"));
+  EXPECT_THAT(r.coordinator_log, HasSubstr("waiting for 1 more"));
+  EXPECT_EQ(r.coordinator_log.find("joined too late"), std::string::npos);
+  EXPECT_THAT(r.coordinator_log, HasSubstr("started " + std::to_string(num) + " requests on 2"));
+  // The run had only live workers: every request answered, none lost.
+  const std::map<uint64_t, std::string> statuses = CheckAccounted(r, num);
+  EXPECT_EQ(Count(statuses, "ok"), static_cast<size_t>(num));
+  EXPECT_EQ(Count(statuses, "lost"), 0u);
+  EXPECT_EQ(CheckRunFolder(r.folder, "synthetic").summary["run"].value("workers_lost", -1), 0);
+  EXPECT_EQ(coordinator_exit, 0) << r.coordinator_log;
+  // Both live workers sent about half; from w0's address only the
+  // replacement sent anything (the first one was dead before t0).
+  const std::map<std::string, size_t> by_peer = ByPeer(r);
+  ASSERT_EQ(by_peer.size(), 2u);
+  EXPECT_GT(by_peer.at(worker_ip_[0]), static_cast<size_t>(num) / 4);
+  EXPECT_GT(by_peer.at(worker_ip_[1]), static_cast<size_t>(num) / 4);
+  EXPECT_EQ(w1_exit, 0) << w1.Log();
+  EXPECT_EQ(replacement_exit, 0) << replacement.Log();
+}
+
 TEST_F(NetnsTest, CleanRunAcrossNamespacesWithCurve) {
   const int num = 2000;
   const CaseResult r = RunCase(num, 200, Disturbance::kNone, /*stranger=*/false);

@@ -90,6 +90,13 @@ class InMemoryRouter final : public Transport {
     return inbox_.Take(deadline);
   }
   Mailbox& inbox() { return inbox_; }
+  // Worker `name`'s connection closes (its process was killed): from now on
+  // a send to it fails, as ZeroMQ's ROUTER refuses a peer it no longer
+  // knows.
+  void Disconnect(const std::string& name) {
+    std::lock_guard<std::mutex> lock(mu_);
+    workers_.erase(name);
+  }
   // Delivers a frame of any bytes to worker `name` (tests of undecodable
   // frames); false when no such worker is connected.
   bool PutRawToWorker(const std::string& name, std::string bytes) {

@@ -75,7 +75,7 @@ class ScriptedWorker {
       } else if (e.has_stop()) {
         stop_reason_ = e.stop().reason();
         surge::v1::Envelope bye;
-        bye.mutable_goodbye()->set_reason("stopped");
+        bye.mutable_goodbye()->set_reason(stop_reason_);  // as a real worker says
         SendEnvelope(std::move(bye));
         gone_ = true;
         return;
@@ -142,6 +142,9 @@ class ScriptedWorker {
     silent_ = false;
     lease_ended_ = true;
   }
+  // A silenced worker speaks and reads again with its lease intact (a
+  // network blip shorter than the lease: its pacer never stopped).
+  void Resume() { silent_ = false; }
   const std::vector<Sent>& sent() const { return sent_; }
   const std::string& stop_reason() const { return stop_reason_; }
   bool gone() const { return gone_; }

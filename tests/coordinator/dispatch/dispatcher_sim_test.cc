@@ -223,6 +223,98 @@ TEST(DispatcherSimTest, WorkerThatWakesAfterItsDeathIsToldToStop) {
   for (const auto& r : run.records) EXPECT_TRUE(seen.insert(r.index()).second) << r.index();
 }
 
+// A worker declared dead that then leaves on its own (it gave up on the
+// coordinator: Goodbye "coordinator_lost") is told to stop when it speaks,
+// but is no fenced worker: only one that heard the Stop and left for it is.
+TEST(DispatcherSimTest, WorkerThatLeftOnItsOwnIsNotCountedAsFenced) {
+  const ArrivalSchedule plan = ConstantPlan(100, 500);
+  const Clock::TimePoint silent_at = kStart + milliseconds(1100);
+  const Clock::TimePoint speaks_at = silent_at + milliseconds(2000);  // after its death
+  std::unique_ptr<Transport> again;
+  std::vector<std::string> told;
+  const std::unique_ptr<SimRig> owner =
+      RunSimulated(plan, TestOptions(2), [&](AutoAdvanceClock& clock, SimRig& r) {
+        if (clock.Now() >= silent_at) r.scripted[1]->Silence();
+        if (clock.Now() >= speaks_at && again == nullptr) {
+          // Its last words, as a worker whose lease ended says them: a
+          // heartbeat (the question once more), then its Goodbye.
+          again = r.router.Connect("w1");
+          surge::v1::Envelope hb;
+          hb.set_protocol_version(surge::v1::PROTOCOL_VERSION_CURRENT);
+          hb.mutable_heartbeat()->set_hb_seq(99);
+          EXPECT_TRUE(again->Send("", hb).ok());
+          surge::v1::Envelope bye;
+          bye.set_protocol_version(surge::v1::PROTOCOL_VERSION_CURRENT);
+          bye.mutable_goodbye()->set_reason("coordinator_lost");
+          EXPECT_TRUE(again->Send("", bye).ok());
+        }
+        if (again != nullptr) {
+          for (auto in = again->Receive(clock.Now()); in.ok() && in->has_value();
+               in = again->Receive(clock.Now())) {
+            if ((*in)->message.has_stop()) told.push_back((*in)->message.stop().reason());
+          }
+        }
+        return true;
+      });
+  SimRig& run = *owner;
+  ASSERT_TRUE(run.outcome.ok()) << run.outcome.status();
+  EXPECT_EQ(run.outcome->workers_lost, 1u);
+  EXPECT_EQ(told, (std::vector<std::string>{"fenced"}));
+  EXPECT_EQ(run.outcome->workers_fenced, 0u);
+  EXPECT_EQ(run.records.size(), 500u);
+}
+
+// --worker-lease-ms / --worker-silence-ms: worker 1 is silent for 2 s from
+// t0 + 1 s (a network blip). With the default lease (1 s) and silence
+// (1.5 s) it is declared dead and its requests are taken over; with a 3 s
+// lease and 3.5 s silence it is not: its pacer never stopped, nothing is
+// lost, nothing reassigned, and what was due during the blip goes out when
+// it ends.
+TEST(DispatcherSimTest, LongerLeaseAndSilenceRideOutATwoSecondBlip) {
+  const ArrivalSchedule plan = ConstantPlan(100, 500);  // 5 s
+  const Clock::TimePoint silent_at = kStart + milliseconds(1100);
+  const Clock::TimePoint back_at = silent_at + milliseconds(2000);
+  auto run_with = [&](uint32_t lease_ms, uint32_t silence_ms) {
+    DispatcherOptions options = TestOptions(2);
+    options.lease_ms = lease_ms;
+    options.dead_after = milliseconds(silence_ms);
+    bool back = false;
+    return RunSimulated(plan, options, [&, back](AutoAdvanceClock& clock, SimRig& r) mutable {
+      if (clock.Now() >= silent_at && clock.Now() < back_at) r.scripted[1]->Silence();
+      if (clock.Now() >= back_at && !back) {
+        back = true;
+        r.scripted[1]->Resume();
+      }
+      return true;
+    });
+  };
+  const std::unique_ptr<SimRig> short_lease = run_with(1000, 1500);
+  ASSERT_TRUE(short_lease->outcome.ok()) << short_lease->outcome.status();
+  EXPECT_EQ(short_lease->outcome->workers_lost, 1u);
+  EXPECT_GT(short_lease->outcome->send_unknown, 0u);
+  const std::unique_ptr<SimRig> long_lease = run_with(3000, 3500);
+  SimRig& run = *long_lease;
+  ASSERT_TRUE(run.outcome.ok()) << run.outcome.status();
+  EXPECT_EQ(run.outcome->workers_lost, 0u);
+  EXPECT_EQ(run.outcome->send_unknown, 0u);
+  EXPECT_EQ(run.outcome->reassigned, 0u);
+  ASSERT_EQ(run.records.size(), 500u);
+  for (const auto& r : run.records) {
+    EXPECT_EQ(r.status(), surge::v1::OK) << r.index();
+    EXPECT_EQ(r.attempt(), 0u) << r.index();
+  }
+  // Its share of the blip went out when it
+  // came back, at t0 + 3.0 s: its 101 requests planned from 1.0 s to 3.0 s
+  // inclusive, none before.
+  size_t at_return = 0;
+  for (const auto& sent : run.scripted[1]->sent()) {
+    EXPECT_FALSE(sent.sent_ns > 1000 * kMs && sent.sent_ns < 3000 * kMs) << sent.index;
+    at_return += sent.sent_ns == 3000 * kMs;
+  }
+  EXPECT_EQ(at_return, 101u);
+  EXPECT_EQ(run.scripted[1]->sent().size(), 250u);
+}
+
 // The coordinator stalls for 2 s (the clock
 // jumps while nobody runs): the stall guard moves every silence deadline
 // back, so nobody is evicted and nothing is lost; requests due during the

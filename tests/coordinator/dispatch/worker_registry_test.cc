@@ -161,6 +161,53 @@ TEST(WorkerRegistryTest, StallGuardPushesSilenceDeadlinesBackByTheLag) {
   EXPECT_EQ(registry.FindDead(kT + milliseconds(3501), nullptr).size(), 1u);
 }
 
+// Before the start: a ready worker is gone after dead_after of silence, one
+// still building its sender (no heartbeat yet) only after setup_silence; a
+// worker that left frees its index for the next Hello and is remembered.
+TEST(WorkerRegistryTest, SilentWorkerLeavesBeforeTheStartAndANewcomerTakesItsIndex) {
+  WorkerRegistry registry(Options(2));
+  registry.BeginWait(kT);
+  bool fresh = false;
+  registry.Join("a", 1, 0, kT, &fresh);
+  registry.Join("b", 1, 1, kT, &fresh);
+  registry.OnHeartbeat(*registry.Find("a"), Beat(1, 0, 0, 0), kT + milliseconds(250));
+  registry.Heard(*registry.Find("a"), kT + milliseconds(250));
+  EXPECT_EQ(registry.ready_count(), 1);
+  EXPECT_TRUE(registry.FindGoneBeforeStart(kT + milliseconds(1750)).empty());
+  auto gone = registry.FindGoneBeforeStart(kT + milliseconds(1750) + nanoseconds(1));
+  ASSERT_EQ(gone.size(), 1u);
+  EXPECT_EQ(gone[0].index, 0);
+  EXPECT_EQ(gone[0].why, "silent for 1500 ms");
+  // "b" has not heartbeated: 10 s of silence before it counts as gone.
+  EXPECT_EQ(Indices(registry.FindGoneBeforeStart(kT + milliseconds(10000))),
+            (std::vector<int32_t>{0}));
+  EXPECT_EQ(Indices(registry.FindGoneBeforeStart(kT + milliseconds(10001))),
+            (std::vector<int32_t>{0, 1}));
+  // Quiet for 300 ms at 500 ms: "b" (heard at 0), not "a" (heard at 250).
+  EXPECT_EQ(registry.QuietFor(kT + milliseconds(500), milliseconds(300)),
+            (std::vector<int32_t>{1}));
+  EXPECT_EQ(registry.QuietFor(kT + milliseconds(600), milliseconds(0)),
+            (std::vector<int32_t>{0, 1}));
+  registry.ByIndex(0)->host = "w1";
+  registry.ByIndex(0)->address = "10.0.0.7";
+  EXPECT_EQ(WorkerRegistry::Describe(*registry.ByIndex(0)), "10.0.0.7, host w1");
+  EXPECT_EQ(WorkerRegistry::Describe(*registry.ByIndex(1)), "peer b");
+  registry.Leave(0);
+  ASSERT_EQ(registry.workers().size(), 1u);
+  EXPECT_EQ(registry.ready_count(), 0);
+  ASSERT_NE(registry.FindLeft("a"), nullptr);
+  EXPECT_EQ(registry.FindLeft("a")->index, 0);
+  EXPECT_EQ(registry.FindLeft("a")->who, "10.0.0.7, host w1");
+  EXPECT_EQ(registry.FindLeft("b"), nullptr);
+  // The slot is free again: a newcomer asking for no index in particular
+  // gets it.
+  WorkerRegistry::Worker* c = registry.Join("c", 2, -1, kT + milliseconds(2000), &fresh);
+  ASSERT_NE(c, nullptr);
+  EXPECT_TRUE(fresh);
+  EXPECT_EQ(c->index, 0);
+  EXPECT_EQ(registry.workers()[0].peer, "c");
+}
+
 TEST(WorkerRegistryTest, IdleForTheGraceOnlyWhenEveryHeartbeatSaysIdle) {
   WorkerRegistry registry(Options(1));
   bool fresh = false;
