@@ -351,6 +351,34 @@ class NetnsTest : public ::testing::Test {
             (dir_ / "coordinator" / "surge.pub").string()};
   }
 
+  // `surge coordinator` over CurveZMQ on coord's address: `num` requests at
+  // `rate` RPS against the sim server, `num_workers` workers, 30 s to join.
+  std::vector<std::string> CoordinatorArgs(int num_workers, int num, int rate) const {
+    return {"coordinator",
+            "--bind",
+            "tcp://" + coord_ip_ + ":5555",
+            "--expect-workers",
+            std::to_string(num_workers),
+            "--join-timeout",
+            "30",
+            "--curve-secret-key",
+            (dir_ / "coordinator" / "surge.key").string(),
+            "--curve-allow",
+            (dir_ / "allowed").string(),
+            "--base-url",
+            "http://" + sim_ip_ + ":8000",
+            "--num-prompts",
+            std::to_string(num),
+            "--request-rate",
+            std::to_string(rate),
+            "--random-input-len",
+            "16",
+            "--random-output-len",
+            "2",
+            "--output-dir",
+            (dir_ / "out").string()};
+  }
+
   // Runs one job of `num` requests at `rate` RPS across the namespaces with
   // `num_workers` allowed workers (plus the stranger when `stranger`), doing
   // `disturbance` to worker 1 once ~40% of the requests reached the server.
@@ -382,30 +410,7 @@ class NetnsTest : public ::testing::Test {
       result.worker_address[stranger_ip_] = "stranger";
       usleep(500000);  // it knocks first
     }
-    NsProcess coordinator(lab_.Ns("coord"),
-                          {"coordinator",
-                           "--bind",
-                           "tcp://" + coord_ip_ + ":5555",
-                           "--expect-workers",
-                           std::to_string(num_workers),
-                           "--join-timeout",
-                           "30",
-                           "--curve-secret-key",
-                           (dir_ / "coordinator" / "surge.key").string(),
-                           "--curve-allow",
-                           (dir_ / "allowed").string(),
-                           "--base-url",
-                           "http://" + sim_ip_ + ":8000",
-                           "--num-prompts",
-                           std::to_string(num),
-                           "--request-rate",
-                           std::to_string(rate),
-                           "--random-input-len",
-                           "16",
-                           "--random-output-len",
-                           "2",
-                           "--output-dir",
-                           (dir_ / "out").string()},
+    NsProcess coordinator(lab_.Ns("coord"), CoordinatorArgs(num_workers, num, rate),
                           dir_ / "coordinator.log");
     if (disturbance != Disturbance::kNone) {
       // ~40% of the requests at the server, bounded by the run's length.
@@ -637,31 +642,7 @@ TEST_F(NetnsTest, WorkerKilledDuringTheJoinWaitIsReplacedBeforeTheStart) {
       {"sim-server", "--host", sim_ip_, "--port", "8000", "--request-log", request_log.string()},
       dir_ / "sim.log");
   ASSERT_TRUE(AwaitLog(sim, "listening on", 5000)) << sim.Log();
-  NsProcess coordinator(lab_.Ns("coord"),
-                        {"coordinator",
-                         "--bind",
-                         "tcp://" + coord_ip_ + ":5555",
-                         "--expect-workers",
-                         "2",
-                         "--join-timeout",
-                         "30",
-                         "--curve-secret-key",
-                         (dir_ / "coordinator" / "surge.key").string(),
-                         "--curve-allow",
-                         (dir_ / "allowed").string(),
-                         "--base-url",
-                         "http://" + sim_ip_ + ":8000",
-                         "--num-prompts",
-                         std::to_string(num),
-                         "--request-rate",
-                         "200",
-                         "--random-input-len",
-                         "16",
-                         "--random-output-len",
-                         "2",
-                         "--output-dir",
-                         (dir_ / "out").string()},
-                        dir_ / "coordinator.log");
+  NsProcess coordinator(lab_.Ns("coord"), CoordinatorArgs(2, num, 200), dir_ / "coordinator.log");
   auto first = std::make_unique<NsProcess>(lab_.Ns("w0"), WorkerArgs("w0", 30), dir_ / "w0a.log");
   ASSERT_TRUE(AwaitLog(coordinator, "worker 0 connected", 10000)) << coordinator.Log();
   usleep(3000000);
