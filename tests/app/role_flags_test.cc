@@ -11,39 +11,26 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "surge/v1/roles.pb.h"
+#include "tests/app/table_flags_command_line.h"
 
 namespace surge::app {
 namespace {
 
-using ::testing::HasSubstr;
 using surge::v1::CoordinatorRoleConfig;
 using surge::v1::WorkerRoleConfig;
-
-// Parses `command_line` as the flags of one command registered from the
-// table of `message`, then resolves them into `message`. CLI11's own
-// errors (a required flag missing) are thrown as CLI::ParseError.
-absl::Status ResolveRoleFlags(const std::string& command_line, google::protobuf::Message* message,
-                              std::string* help = nullptr) {
-  CLI::App app;
-  TableFlags flags(message->GetDescriptor());
-  CLI::App* role = app.add_subcommand("role");
-  flags.Register(*role);
-  if (help != nullptr) *help = role->help();
-  app.parse("role " + command_line);
-  return flags.Resolve(message);
-}
+using ::testing::HasSubstr;
 
 TEST(RoleFlagsTest, CoordinatorRoleDefaultsAndValues) {
   CoordinatorRoleConfig role;
-  ASSERT_TRUE(ResolveRoleFlags("--bind tcp://127.0.0.1:5555 --expect-workers 3", &role).ok());
+  ASSERT_TRUE(ResolveTableFlags("--bind tcp://127.0.0.1:5555 --expect-workers 3", &role).ok());
   EXPECT_EQ(role.bind(), "tcp://127.0.0.1:5555");
   EXPECT_EQ(role.expect_workers(), 3u);
   EXPECT_EQ(role.join_timeout_s(), 60);  // default_value
   EXPECT_FALSE(role.insecure_transport());
   EXPECT_EQ(role.curve_secret_key_file(), "");
-  ASSERT_TRUE(ResolveRoleFlags("--bind tcp://0.0.0.0:1 --expect-workers 1024 --join-timeout 2.5 "
-                               "--insecure-transport --curve-allow keys",
-                               &role)
+  ASSERT_TRUE(ResolveTableFlags("--bind tcp://0.0.0.0:1 --expect-workers 1024 --join-timeout 2.5 "
+                                "--insecure-transport --curve-allow keys",
+                                &role)
                   .ok());
   EXPECT_EQ(role.expect_workers(), 1024u);
   EXPECT_EQ(role.join_timeout_s(), 2.5);
@@ -54,7 +41,7 @@ TEST(RoleFlagsTest, CoordinatorRoleDefaultsAndValues) {
 TEST(RoleFlagsTest, CoordinatorRoleBoundsNameTheFlag) {
   CoordinatorRoleConfig role;
   const absl::Status bad =
-      ResolveRoleFlags("--bind tcp://127.0.0.1:1 --expect-workers 0 --join-timeout 0", &role);
+      ResolveTableFlags("--bind tcp://127.0.0.1:1 --expect-workers 0 --join-timeout 0", &role);
   ASSERT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(bad.message()),
               HasSubstr("  expect_workers = 0: must be 1 to 1024 (the workers to wait for) "
@@ -62,17 +49,16 @@ TEST(RoleFlagsTest, CoordinatorRoleBoundsNameTheFlag) {
   EXPECT_THAT(std::string(bad.message()),
               HasSubstr("  join_timeout_s = 0: must be > 0 and at most 86400 seconds "
                         "(flag --join-timeout)"));
-  EXPECT_THAT(std::string(ResolveRoleFlags("--bind b --expect-workers 1025", &role).message()),
+  EXPECT_THAT(std::string(ResolveTableFlags("--bind b --expect-workers 1025", &role).message()),
               HasSubstr("expect_workers = 1025: must be 1 to 1024"));
-  EXPECT_THAT(std::string(ResolveRoleFlags("--bind b --expect-workers -1", &role).message()),
+  EXPECT_THAT(std::string(ResolveTableFlags("--bind b --expect-workers -1", &role).message()),
               HasSubstr("(flag --expect-workers)"));
   for (const char* timeout : {"86400.5", "nan", "inf", "x"}) {
-    const absl::Status s =
-        ResolveRoleFlags(std::string("--bind b --expect-workers 1 --join-timeout ") + timeout,
-                         &role);
+    const absl::Status s = ResolveTableFlags(
+        std::string("--bind b --expect-workers 1 --join-timeout ") + timeout, &role);
     EXPECT_THAT(std::string(s.message()), HasSubstr("(flag --join-timeout)")) << timeout;
   }
-  EXPECT_TRUE(ResolveRoleFlags("--bind b --expect-workers 1 --join-timeout 86400", &role).ok());
+  EXPECT_TRUE(ResolveTableFlags("--bind b --expect-workers 1 --join-timeout 86400", &role).ok());
 }
 
 // --worker-lease-ms / --worker-silence-ms: defaults 1000 / 1500, each
@@ -81,20 +67,20 @@ TEST(RoleFlagsTest, CoordinatorRoleBoundsNameTheFlag) {
 // could still send what was given to another one.
 TEST(RoleFlagsTest, WorkerLeaseAndSilenceAreBoundedAndCheckedTogether) {
   CoordinatorRoleConfig role;
-  ASSERT_TRUE(ResolveRoleFlags("--bind b --expect-workers 1", &role).ok());
+  ASSERT_TRUE(ResolveTableFlags("--bind b --expect-workers 1", &role).ok());
   EXPECT_EQ(role.worker_lease_ms(), 1000u);
   EXPECT_EQ(role.worker_silence_ms(), 1500u);
   EXPECT_TRUE(CheckLiveness(role).ok());
   EXPECT_THAT(
       std::string(
-          ResolveRoleFlags("--bind b --expect-workers 1 --worker-lease-ms 299", &role).message()),
+          ResolveTableFlags("--bind b --expect-workers 1 --worker-lease-ms 299", &role).message()),
       HasSubstr("worker_lease_ms = 299: must be 300 to 60000 ms (flag --worker-lease-ms)"));
   EXPECT_THAT(
-      std::string(ResolveRoleFlags("--bind b --expect-workers 1 --worker-silence-ms 120001", &role)
+      std::string(ResolveTableFlags("--bind b --expect-workers 1 --worker-silence-ms 120001", &role)
                       .message()),
       HasSubstr("worker_silence_ms = 120001: must be 500 to 120000 ms (flag --worker-silence-ms)"));
   ASSERT_TRUE(
-      ResolveRoleFlags(
+      ResolveTableFlags(
           "--bind b --expect-workers 1 --worker-lease-ms 3000 --worker-silence-ms 3249", &role)
           .ok());
   const absl::Status pair = CheckLiveness(role);
@@ -109,19 +95,19 @@ TEST(RoleFlagsTest, WorkerLeaseAndSilenceAreBoundedAndCheckedTogether) {
 TEST(RoleFlagsTest, RequiredRoleFlagsStopTheParse) {
   CoordinatorRoleConfig role;
   try {
-    (void)ResolveRoleFlags("--expect-workers 2", &role);
+    (void)ResolveTableFlags("--expect-workers 2", &role);
     ADD_FAILURE() << "no error without --bind";
   } catch (const CLI::RequiredError& e) {
     EXPECT_THAT(std::string(e.what()), HasSubstr("--bind"));
   }
   WorkerRoleConfig worker;
-  EXPECT_THROW((void)ResolveRoleFlags("--worker-index 1", &worker), CLI::RequiredError);
+  EXPECT_THROW((void)ResolveTableFlags("--worker-index 1", &worker), CLI::RequiredError);
 }
 
 TEST(RoleFlagsTest, WorkerDefaultsAliasAndTestSection) {
   WorkerRoleConfig worker;
   std::string help;
-  ASSERT_TRUE(ResolveRoleFlags("--connect tcp://127.0.0.1:5555", &worker, &help).ok());
+  ASSERT_TRUE(ResolveTableFlags("--connect tcp://127.0.0.1:5555", &worker, &help).ok());
   EXPECT_EQ(worker.connect(), "tcp://127.0.0.1:5555");
   EXPECT_EQ(worker.worker_index(), -1);
   EXPECT_EQ(worker.pacer_cpu(), -1);
@@ -132,19 +118,19 @@ TEST(RoleFlagsTest, WorkerDefaultsAliasAndTestSection) {
   // Both spellings of the transport bypass set the one field.
   for (const char* spelling : {"--insecure", "--insecure-transport"}) {
     WorkerRoleConfig w;
-    ASSERT_TRUE(ResolveRoleFlags(std::string("--connect c ") + spelling, &w).ok()) << spelling;
+    ASSERT_TRUE(ResolveTableFlags(std::string("--connect c ") + spelling, &w).ok()) << spelling;
     EXPECT_TRUE(w.insecure_transport()) << spelling;
   }
-  ASSERT_TRUE(ResolveRoleFlags("--connect c --worker-index 7 --pacer-cpu 1 --pacer-realtime "
-                               "--simulate-clock-offset-ms -2.5 --simulate-clock-drift-ppm 40",
-                               &worker)
+  ASSERT_TRUE(ResolveTableFlags("--connect c --worker-index 7 --pacer-cpu 1 --pacer-realtime "
+                                "--simulate-clock-offset-ms -2.5 --simulate-clock-drift-ppm 40",
+                                &worker)
                   .ok());
   EXPECT_EQ(worker.worker_index(), 7);
   EXPECT_EQ(worker.pacer_cpu(), 1);
   EXPECT_TRUE(worker.pacer_realtime());
   EXPECT_EQ(worker.simulate_clock_offset_ms(), -2.5);
   EXPECT_EQ(worker.simulate_clock_drift_ppm(), 40);
-  EXPECT_THAT(std::string(ResolveRoleFlags("--connect c --worker-index -2", &worker).message()),
+  EXPECT_THAT(std::string(ResolveTableFlags("--connect c --worker-index -2", &worker).message()),
               HasSubstr("worker_index = -2: must be >= -1 (flag --worker-index)"));
   // The test-only clock flags stand in their own section of --help.
   const size_t testing = help.find("Testing");

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "coordinator/config/run_config.h"
+#include "tests/app/table_flags_command_line.h"
 
 namespace surge::app {
 namespace {
@@ -171,28 +172,16 @@ TEST(RunOptionsTest, InactiveRampIntoInstantModeIsAConfigurationError) {
                   .ok());
 }
 
-// `surge sim-server`'s command line through its table: defaults, then the
-// flags, then each field's checks.
-absl::Status ResolveSimServerFlags(const std::string& command_line,
-                                   surge::v1::SimServerConfig* config) {
-  CLI::App app;
-  TableFlags flags(surge::v1::SimServerConfig::descriptor());
-  CLI::App* sim = app.add_subcommand("sim-server");
-  flags.Register(*sim);
-  app.parse("sim-server " + command_line);
-  return flags.Resolve(config);
-}
-
 // `surge sim-server`'s flags are SimServerConfig's options (config.proto),
 // with their defaults and checks, named without "sim-".
 TEST(RunOptionsTest, SimServerFlagsComeFromTheSameDeclarations) {
   surge::v1::SimServerConfig config;
-  ASSERT_TRUE(ResolveSimServerFlags("--ttft-ms 5 --fault-429=0.25", &config).ok());
+  ASSERT_TRUE(ResolveTableFlags("--ttft-ms 5 --fault-429=0.25", &config).ok());
   EXPECT_EQ(config.ttft_ms(), 5);
   EXPECT_EQ(config.itl_ms(), 2);  // default_value
   EXPECT_EQ(config.fault_429(), 0.25);
   EXPECT_EQ(config.fault_stall_ms(), 1000);
-  const absl::Status bad = ResolveSimServerFlags("--itl-ms x --fault-500 1.5", &config);
+  const absl::Status bad = ResolveTableFlags("--itl-ms x --fault-500 1.5", &config);
   ASSERT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(bad.message()),
               HasSubstr("  itl_ms = \"x\": must be a number (flag --itl-ms)"));
@@ -205,16 +194,16 @@ TEST(RunOptionsTest, SimServerFlagsComeFromTheSameDeclarations) {
 // configuration error naming the flag.
 TEST(RunOptionsTest, SimServerListenFlagsComeFromTheTable) {
   surge::v1::SimServerConfig config;
-  ASSERT_TRUE(ResolveSimServerFlags("", &config).ok());
+  ASSERT_TRUE(ResolveTableFlags("", &config).ok());
   EXPECT_EQ(config.address(), "127.0.0.1");
   EXPECT_EQ(config.port(), 8000u);
   EXPECT_EQ(config.model(), "surge-sim");
   EXPECT_EQ(config.threads(), 1u);
   EXPECT_TRUE(config.request_log_file().empty());
   config.Clear();
-  ASSERT_TRUE(ResolveSimServerFlags("--host 0.0.0.0 --port 0 --model m --request-log /tmp/r.jsonl "
-                                    "--tls-cert c.pem --tls-key k.pem",
-                                    &config)
+  ASSERT_TRUE(ResolveTableFlags("--host 0.0.0.0 --port 0 --model m --request-log /tmp/r.jsonl "
+                                "--tls-cert c.pem --tls-key k.pem",
+                                &config)
                   .ok());
   EXPECT_EQ(config.address(), "0.0.0.0");
   EXPECT_EQ(config.port(), 0u);
@@ -222,7 +211,7 @@ TEST(RunOptionsTest, SimServerListenFlagsComeFromTheTable) {
   EXPECT_EQ(config.request_log_file(), "/tmp/r.jsonl");
   EXPECT_EQ(config.tls_cert_file(), "c.pem");
   EXPECT_EQ(config.tls_key_file(), "k.pem");
-  const absl::Status bad = ResolveSimServerFlags("--port 70000", &config);
+  const absl::Status bad = ResolveTableFlags("--port 70000", &config);
   EXPECT_EQ(bad.message(),
             "invalid configuration:\n  port = 70000: must be a TCP port 0..65535 (0 = any free "
             "port) (flag --port)");
