@@ -384,6 +384,41 @@ void CheckRequestRules(const RunConfig& c, Errors& errors) {
   }
 }
 
+// Ramp rates with no ramp-up strategy (none or not given): the user meant a
+// ramp and forgot its strategy, and the run would go at request_rate instead
+// (with the default request_rate inf, all at once). Refused, never warned:
+// no configuration turns paced traffic into a burst by accident. (Trace
+// replay warns that it ignores them; traffic_cfg.stages refuses them itself.)
+void CheckRampRatesHaveStrategy(const RunConfig& c, Errors& errors) {
+  const auto& t = c.traffic_cfg();
+  const surge::v1::RampUpStrategy strategy = t.ramp_up_strategy();
+  if (c.dataset().trace_replay() || t.stages_size() > 0 ||
+      (strategy != surge::v1::RAMP_UP_STRATEGY_UNSPECIFIED &&
+       strategy != surge::v1::RAMP_UP_STRATEGY_NONE)) {
+    return;
+  }
+  std::vector<std::string> given;
+  if (t.has_ramp_up_start_rps()) {
+    given.push_back(absl::StrCat("traffic_cfg.ramp_up_start_rps = ", Num(t.ramp_up_start_rps())));
+  }
+  if (t.has_ramp_up_end_rps()) {
+    given.push_back(absl::StrCat("traffic_cfg.ramp_up_end_rps = ", Num(t.ramp_up_end_rps())));
+  }
+  if (given.empty()) return;
+  const bool burst = std::isinf(c.request_rate()) || c.request_rate() < kInstantModeBelowRps;
+  const std::string rate =
+      burst ? absl::StrCat(Num(c.request_rate()), ", instant mode: all ", c.num_prompts(),
+                           " requests at once")
+            : absl::StrCat(Num(c.request_rate()), " RPS");
+  errors.AddRaw(absl::StrCat(
+      "  ", absl::StrJoin(given, ", "), ": a ramp-up needs traffic_cfg.ramp_up_strategy linear or ",
+      "exponential (flag --ramp-up-strategy linear|exponential), which is ",
+      strategy == surge::v1::RAMP_UP_STRATEGY_NONE ? "none" : "not given",
+      "; without it the run would use request_rate = ", rate,
+      ". Give the strategy, or remove the ramp-up rates (flags --ramp-up-start-rps, "
+      "--ramp-up-end-rps)"));
+}
+
 }  // namespace
 
 absl::Status ValidateRunConfig(const RunConfig& c) {
@@ -400,6 +435,7 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
   if (absl::Status s = CheckTrafficConfig(c); !s.ok()) {
     errors.AddRaw(std::string(absl::StripPrefix(s.message(), "invalid configuration:\n")));
   }
+  CheckRampRatesHaveStrategy(c, errors);
   // Late-send policy (docs/DESIGN.md "Late-send policy").
   const surge::v1::LatePolicy late = c.late_policy();
   if (c.has_catch_up_rps()) {
@@ -473,18 +509,6 @@ void AddIneffectiveTrafficWarnings(const RunConfig& c, std::vector<std::string>&
   const auto& d = c.dataset();
   const auto& t = c.traffic_cfg();
   const bool replay = d.trace_replay();
-  const surge::v1::RampUpStrategy strategy = t.ramp_up_strategy();
-  if (!replay && (strategy == surge::v1::RAMP_UP_STRATEGY_UNSPECIFIED ||
-                  strategy == surge::v1::RAMP_UP_STRATEGY_NONE)) {
-    std::vector<std::string> rates;
-    if (t.has_ramp_up_start_rps()) rates.push_back("traffic_cfg.ramp_up_start_rps");
-    if (t.has_ramp_up_end_rps()) rates.push_back("traffic_cfg.ramp_up_end_rps");
-    if (!rates.empty()) {
-      warnings.push_back(absl::StrCat(absl::StrJoin(rates, " and "),
-                                      " ignored: no ramp-up strategy is given (flag "
-                                      "--ramp-up-strategy linear or exponential)"));
-    }
-  }
   if (t.burstiness() != 0) {
     if (PlansInstantMode(c)) {
       warnings.push_back(absl::StrCat("traffic_cfg.burstiness ", t.burstiness(),

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "app/run_options.h"
 #include "coordinator/config/run_config.h"
+#include "coordinator/plan/traffic_config.h"
 
 namespace surge::coordinator {
 namespace {
@@ -320,6 +321,44 @@ TEST(InfiniteRateTest, InfIsAcceptedSavedAndReadBack) {
   }
 }
 
+// Ramp rates with no strategy are refused, never warned: with the default
+// request_rate the run would be one burst of every request, and with a rate
+// it would not be the ramp that was asked. Each message names the rates
+// given, the strategy's flag, and what request_rate would have done.
+TEST(RampRatesWithoutStrategyTest, AreRefusedNamingTheFields) {
+  struct Case {
+    std::string args;
+    std::vector<std::string> said;
+  };
+  const Case cases[] = {
+      {"--ramp-up-start-rps 10 --ramp-up-end-rps 50 --num-prompts 200",
+       {"traffic_cfg.ramp_up_start_rps = 10, traffic_cfg.ramp_up_end_rps = 50: a ramp-up needs "
+        "traffic_cfg.ramp_up_strategy linear or exponential (flag --ramp-up-strategy "
+        "linear|exponential), which is not given",
+        "request_rate = 0, instant mode: all 200 requests at once"}},
+      {"--request-rate 5 --ramp-up-start-rps 1 --ramp-up-end-rps 10",
+       {"traffic_cfg.ramp_up_start_rps = 1, traffic_cfg.ramp_up_end_rps = 10:",
+        "request_rate = 5 RPS"}},
+      {"--request-rate inf --ramp-up-strategy none --ramp-up-end-rps 8 --num-prompts 7",
+       {"  traffic_cfg.ramp_up_end_rps = 8: a ramp-up needs", "which is none",
+        "request_rate = inf, instant mode: all 7 requests at once"}},
+  };
+  for (const Case& k : cases) {
+    auto c = FromFlags(k.args);
+    ASSERT_FALSE(c.ok()) << k.args;
+    for (const std::string& s : k.said) EXPECT_THAT(Message(c.status()), HasSubstr(s)) << k.args;
+  }
+  // With a strategy the same rates are a ramp; an explicit rate below 0.1
+  // alone stays instant mode with its warning.
+  EXPECT_TRUE(FromFlags("--ramp-up-strategy linear --ramp-up-start-rps 10 --ramp-up-end-rps 50")
+                  .ok());
+  auto slow = FromFlags("--request-rate 0.05 --num-prompts 5");
+  ASSERT_TRUE(slow.ok()) << slow.status();
+  EXPECT_THAT(surge::coordinator::TrafficWarnings(*slow),
+              ::testing::Contains(HasSubstr("request_rate 0.05 < 0.1: instant mode, all 5 "
+                                            "requests are sent at once")));
+}
+
 // Options that have no effect in this run
 // are warned (naming the flags) and left out of run_config.json.
 TEST(IgnoredOptionsTest, EachIsWarnedAndNotSaved) {
@@ -327,10 +366,6 @@ TEST(IgnoredOptionsTest, EachIsWarnedAndNotSaved) {
     std::string args, warning, not_saved;
   };
   const Case cases[] = {
-      {"--request-rate 5 --ramp-up-start-rps 1 --ramp-up-end-rps 10",
-       "traffic_cfg.ramp_up_start_rps and traffic_cfg.ramp_up_end_rps ignored: no ramp-up "
-       "strategy is given (flag --ramp-up-strategy linear or exponential)",
-       "ramp_up"},
       {"--request-rate 0 --burstiness 0.5",
        "traffic_cfg.burstiness 0.5 ignored: in instant mode every request is due at once",
        "burstiness"},
