@@ -406,10 +406,9 @@ void CheckRampRatesHaveStrategy(const RunConfig& c, Errors& errors) {
   }
   if (given.empty()) return;
   const bool burst = std::isinf(c.request_rate()) || c.request_rate() < kInstantModeBelowRps;
-  const std::string rate =
-      burst ? absl::StrCat(Num(c.request_rate()), ", instant mode: all ", c.num_prompts(),
-                           " requests at once")
-            : absl::StrCat(Num(c.request_rate()), " RPS");
+  const std::string rate = burst ? absl::StrCat(Num(c.request_rate()), ", instant mode: all ",
+                                                c.num_prompts(), " requests at once")
+                                 : absl::StrCat(Num(c.request_rate()), " RPS");
   errors.AddRaw(absl::StrCat(
       "  ", absl::StrJoin(given, ", "), ": a ramp-up needs traffic_cfg.ramp_up_strategy linear or ",
       "exponential (flag --ramp-up-strategy linear|exponential), which is ",

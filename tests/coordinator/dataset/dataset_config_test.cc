@@ -350,8 +350,8 @@ TEST(RampRatesWithoutStrategyTest, AreRefusedNamingTheFields) {
   }
   // With a strategy the same rates are a ramp; an explicit rate below 0.1
   // alone stays instant mode with its warning.
-  EXPECT_TRUE(FromFlags("--ramp-up-strategy linear --ramp-up-start-rps 10 --ramp-up-end-rps 50")
-                  .ok());
+  EXPECT_TRUE(
+      FromFlags("--ramp-up-strategy linear --ramp-up-start-rps 10 --ramp-up-end-rps 50").ok());
   auto slow = FromFlags("--request-rate 0.05 --num-prompts 5");
   ASSERT_TRUE(slow.ok()) << slow.status();
   EXPECT_THAT(surge::coordinator::TrafficWarnings(*slow),
