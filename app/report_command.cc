@@ -3,10 +3,12 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <sstream>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "app/exit_codes.h"
 #include "app/warmup_prepare.h"
 #include "common/failure_kind.h"
@@ -23,6 +25,7 @@
 #include "coordinator/results/run_facts_json.h"
 #include "coordinator/results/run_files.h"
 #include "coordinator/results/run_results.h"
+#include "coordinator/results/run_state.h"
 #include "coordinator/results/summary.h"
 
 namespace surge::app {
@@ -93,10 +96,64 @@ absl::StatusOr<RunConfig> ReadRunConfig(const fs::path& folder) {
   return config;
 }
 
+// What the run folder's run_state.json says about a run without its summary:
+// nothing when the folder has no such mark (older surge) or the run ended.
+struct CrashFacts {
+  // Missing records of requests planned after this (s after t0) were never
+  // sent: every worker had stopped (+inf: unknown, each is lost).
+  double no_send_after_s = std::numeric_limits<double>::infinity();
+  // The stop reason to keep when the summary was never written.
+  std::string stop_reason;
+};
+
+// The run state's verdict: a run that never started is an error (nothing
+// to report), a crashed one gives its cut-off and stop reason. Errors:
+// INVALID_ARGUMENT.
+absl::StatusOr<CrashFacts> ReadCrashFacts(const fs::path& folder, const std::string& folder_arg) {
+  CrashFacts facts;
+  auto mark = coordinator::ReadRunState(folder / "run_state.json");
+  if (!mark.ok()) {
+    if (!absl::IsNotFound(mark.status())) LogWarning(std::string(mark.status().message()));
+    return facts;
+  }
+  if (mark->state == "never_started" || mark->state == "waiting_for_workers") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "run folder = \"", folder_arg, "\": the run never started (",
+        mark->state == "never_started" ? mark->stop_reason
+                                       : "the coordinator ended while it waited for its workers",
+        "); nothing was sent, there is nothing to report"));
+  }
+  if (mark->state == "ended") return facts;
+  facts.no_send_after_s = mark->no_send_after_s;
+  facts.stop_reason = absl::StrFormat(
+      "ended early: the coordinator's last mark of being alive was at %.2f s%s, and no summary "
+      "was written (a crash or a kill)",
+      mark->elapsed_s, mark->state == "stopping" ? ", while it was stopping" : "");
+  return facts;
+}
+
+// The record of a planned request that has none: NOT_SENT when it was due
+// after every worker had stopped, else LOST (it may have been sent).
+surge::v1::RequestRecord MissingRecord(uint64_t index, double offset_s, const CrashFacts& crash) {
+  surge::v1::RequestRecord r;
+  r.set_index(index);
+  r.set_worker(-1);
+  r.set_planned_ns(SecondsToNanos(offset_s));
+  if (offset_s > crash.no_send_after_s) {
+    SetFailure(r, surge::v1::NOT_SENT, surge::v1::FAILURE_KIND_NOT_SENT,
+               "not_sent: no record (the run ended early, before this request was due)");
+  } else {
+    SetFailure(r, surge::v1::LOST, surge::v1::FAILURE_KIND_NO_RECORD,
+               "no_record: the run ended before this request's record was written");
+  }
+  return r;
+}
+
 // Records as written; a line cut by a crash is skipped. Requests without a
-// record (the run ended before it arrived) are counted as lost. Streamed
-// into `sinks`; the records are not kept.
-void StreamRecords(const fs::path& details, const ArrivalSchedule& plan, RecordFanOut& sinks) {
+// record get one from MissingRecord. Streamed into `sinks`; the records are
+// not kept.
+void StreamRecords(const fs::path& details, const ArrivalSchedule& plan, const CrashFacts& crash,
+                   RecordFanOut& sinks) {
   std::vector<bool> seen(plan.size(), false);
   uint64_t skipped = 0;
   ForEachDetailsLine(details, [&](absl::StatusOr<surge::v1::RequestRecord> r) {
@@ -111,23 +168,23 @@ void StreamRecords(const fs::path& details, const ArrivalSchedule& plan, RecordF
     seen[r->index()] = true;
     sinks.Add(*r);
   });
-  uint64_t missing = 0;
+  uint64_t lost = 0, not_sent = 0;
   for (uint64_t i = 0; i < plan.size(); ++i) {
     if (seen[i]) continue;
-    ++missing;
-    surge::v1::RequestRecord r;
-    r.set_index(i);
-    r.set_worker(-1);
-    r.set_planned_ns(SecondsToNanos(plan.offset_s[i]));
-    SetFailure(r, surge::v1::LOST, surge::v1::FAILURE_KIND_NO_RECORD,
-               "no_record: the run ended before this request's record was written");
+    const surge::v1::RequestRecord r = MissingRecord(i, plan.offset_s[i], crash);
+    ++(r.status() == surge::v1::NOT_SENT ? not_sent : lost);
     sinks.Add(r);
   }
   if (skipped > 0) {
     LogWarning(absl::StrCat(skipped, " unreadable or duplicate details lines skipped"));
   }
-  if (missing > 0) {
-    LogWarning(absl::StrCat(missing, " planned requests have no record; counted as lost"));
+  if (lost > 0) {
+    LogWarning(absl::StrCat(lost, " planned requests have no record; counted as lost"));
+  }
+  if (not_sent > 0) {
+    LogWarning(absl::StrCat(not_sent,
+                            " planned requests have no record and were due after the run ended "
+                            "(run_state.json); counted as not sent"));
   }
 }
 
@@ -135,7 +192,7 @@ void StreamRecords(const fs::path& details, const ArrivalSchedule& plan, RecordF
 // as rebuilt by this surge. The start time and version are the run's (else
 // the start from the folder's name and this surge's version).
 surge::v1::RunFacts ReportFacts(const fs::path& folder, const std::string& dataset,
-                                const RunConfig& config) {
+                                const RunConfig& config, const CrashFacts& crash) {
   surge::v1::RunFacts facts;
   {
     std::ifstream in(folder / (dataset + ".json"));
@@ -148,6 +205,9 @@ surge::v1::RunFacts ReportFacts(const fs::path& folder, const std::string& datas
         LogWarning(absl::StrCat(read.status().message(), ": its run facts are left out"));
       }
     }
+  }
+  if (!facts.has_stop_reason() && !crash.stop_reason.empty()) {
+    facts.set_stop_reason(crash.stop_reason);
   }
   facts.set_seed(config.seed());
   facts.set_dataset(dataset);
@@ -167,6 +227,8 @@ absl::Status Report(const std::string& folder_arg) {
   const fs::path folder(folder_arg);
   auto dataset = FindDataset(folder, folder_arg);
   if (!dataset.ok()) return dataset.status();
+  auto crash = ReadCrashFacts(folder, folder_arg);
+  if (!crash.ok()) return crash.status();
   auto config = ReadRunConfig(folder);
   if (!config.ok()) return config.status();
   auto plan =
@@ -188,8 +250,8 @@ absl::Status Report(const std::string& folder_arg) {
   summary.SetPercentiles(*percentiles);
   ActualPageInputs page(plan->size());
   RecordFanOut sinks({&summary, &page});
-  StreamRecords(folder / (*dataset + "_details.jsonl"), *plan, sinks);
-  const surge::v1::RunFacts facts = ReportFacts(folder, *dataset, *config);
+  StreamRecords(folder / (*dataset + "_details.jsonl"), *plan, *crash, sinks);
+  const surge::v1::RunFacts facts = ReportFacts(folder, *dataset, *config, *crash);
   // The pages' context from the run folder's files.
   const PageContext page_context =
       RunContextItems(*config, *plan, *dataset, facts.started_at(), facts.surge_version());

@@ -25,6 +25,7 @@
 #include "coordinator/results/live_metrics.h"
 #include "coordinator/results/prefix_reuse_summary.h"
 #include "coordinator/results/progress.h"
+#include "coordinator/results/run_state.h"
 #include "coordinator/results/redirect_notice.h"
 #include "coordinator/results/run_facts.h"
 #include "coordinator/results/run_files.h"
@@ -157,6 +158,8 @@ class Job {
   std::unique_ptr<SimServerProcess> sim_;
   int workers_ = 0;
   Prepared prepared_;
+  // run_state.json in the run folder, from the moment it exists.
+  std::unique_ptr<coordinator::RunStateWriter> state_;
 };
 
 absl::Status Job::Run() {
@@ -184,6 +187,8 @@ absl::Status Job::Run() {
   if (g_interrupted.load()) return Interrupted();
 
   DispatcherOptions options = MakeDispatcherOptions(config_, workers_);
+  state_ = std::make_unique<coordinator::RunStateWriter>(prepared_.folder, options.lease_ms);
+  state_->Waiting();
   // Each record goes to the details file, the summary and the actual
   // page's send list; none keeps the records themselves.
   SummaryAccumulator summary(&config_.goodput());
@@ -194,7 +199,10 @@ absl::Status Job::Run() {
   ActualPageInputs page(prepared_.plan.size());
   bool nothing_recorded = false;
   auto outcome = Dispatch(options, summary, page, &nothing_recorded);
-  if (nothing_recorded) return AsRuntimeFailure(outcome.status());
+  if (nothing_recorded) {
+    state_->NeverStarted(std::string(outcome.status().message()));
+    return AsRuntimeFailure(outcome.status());
+  }
   WriteResults(outcome, options, summary, page);
   return OutcomeStatus(outcome);
 }
@@ -287,8 +295,9 @@ absl::StatusOr<DispatchOutcome> Job::Dispatch(DispatcherOptions& options,
   ProgressReporter progress(stderr, isatty(fileno(stderr)) != 0);
   live_metrics_.SetPlan(&prepared_.plan);
   const bool live = metrics_server_ != nullptr;
-  options.on_progress = [&progress, this, live](const DispatchProgress& p) {
+  options.on_progress = [&progress, &summary, this, live](const DispatchProgress& p) {
     progress.Update(p);
+    state_->Update(p.elapsed_s, p.stopping, summary.records());
     if (live) live_metrics_.OnProgress(p);
   };
   // The details file is formatted and written on the writer's own thread
@@ -373,6 +382,7 @@ void Job::WriteResults(const absl::StatusOr<DispatchOutcome>& outcome,
         outcome->records_lost_in_transit, " requests recorded as record_lost)"));
   }
   WriteRunResults(p.folder, p.dataset, p.plan, ExactSummary(summary), page, facts, p.context);
+  state_->Ended(facts.stop_reason(), summary.records());
   if (metrics_server_ != nullptr) {
     // The metrics as a last scrape would read them, beside the summary.
     const fs::path last = p.folder / (p.dataset + "_metrics.prom");
