@@ -25,11 +25,11 @@
 #include "coordinator/results/live_metrics.h"
 #include "coordinator/results/prefix_reuse_summary.h"
 #include "coordinator/results/progress.h"
-#include "coordinator/results/run_state.h"
 #include "coordinator/results/redirect_notice.h"
 #include "coordinator/results/run_facts.h"
 #include "coordinator/results/run_files.h"
 #include "coordinator/results/run_results.h"
+#include "coordinator/results/run_state.h"
 #include "coordinator/results/summary.h"
 
 namespace surge::app {
