@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "app/exit_codes.h"
 #include "app/run_job.h"
+#include "client/api_key.h"
 #include "common/log.h"
 #include "common/role_options.h"
 
@@ -97,6 +98,7 @@ class RemoteWorkers : public WorkerSide {
           "pacer_cpu / pacer_realtime apply to the workers `surge run` starts; give "
           "--pacer-cpu / --pacer-realtime to each `surge worker` instead");
     }
+    HandOverApiKey(config, options);
     options->hello_timeout = JoinTimeoutMs(role_.join_timeout_s());
     options->lease_ms = role_.worker_lease_ms();
     options->dead_after = std::chrono::milliseconds(role_.worker_silence_ms());
@@ -115,6 +117,33 @@ class RemoteWorkers : public WorkerSide {
   }
 
  private:
+  // How the API key reaches remote workers (docs/SECURITY.md): handed over
+  // in each Welcome over CurveZMQ or a loopback bind (or over
+  // --insecure-transport with --send-api-key-insecure), the key file path
+  // then dropped from the workers' target; otherwise each worker uses its
+  // own api_key_file or OPENAI_API_KEY, said once here.
+  void HandOverApiKey(const RunConfig& config, DispatcherOptions* options) const {
+    absl::StatusOr<std::string> key = client::LoadApiKey(config.target());
+    if (!key.ok() || key->empty()) return;
+    const bool protected_link =
+        transport_options_.curve.has_value() || IsLoopbackEndpoint(role_.bind());
+    if (!protected_link && !role_.send_api_key_insecure()) {
+      LogWarning(
+          "the API key is not handed to the workers over --insecure-transport (it would cross "
+          "the network in clear): each worker sends its own --api-key-file (read on its "
+          "machine) or OPENAI_API_KEY; --send-api-key-insecure hands it over anyway, CurveZMQ "
+          "encrypts it");
+      return;
+    }
+    options->worker_api_key = *std::move(key);
+    options->target.clear_api_key_file();
+    LogInfo(absl::StrCat("the API key goes to each worker in its Welcome (",
+                         transport_options_.curve.has_value() ? "CurveZMQ-encrypted"
+                         : IsLoopbackEndpoint(role_.bind())   ? "loopback link"
+                                                              : "in clear: --send-api-key-insecure",
+                         ")"));
+  }
+
   const CoordinatorRoleConfig role_;
   ZmqRouterOptions transport_options_;
 };

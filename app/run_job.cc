@@ -127,6 +127,23 @@ absl::Status OutcomeStatus(const absl::StatusOr<DispatchOutcome>& outcome) {
   return absl::OkStatus();
 }
 
+// A run whose every sent request the server refused with 401 or 403 measured
+// nothing: its API key is missing or wrong (where the requests were sent
+// from). Errors: UNAUTHENTICATED (exit 1).
+absl::Status AuthorizationStatus(const coordinator::RunSummary& s) {
+  auto count = [&s](const char* key) {
+    auto it = s.reasons.find(key);
+    return it == s.reasons.end() ? uint64_t{0} : it->second;
+  };
+  const uint64_t refused = count("http_401") + count("http_403");
+  if (s.succeeded > 0 || s.sent == 0 || refused < s.sent) return absl::OkStatus();
+  return absl::UnauthenticatedError(absl::StrCat(
+      "the server refused every one of the ", s.sent,
+      " requests sent (HTTP 401/403): the API key is missing or wrong; give it with "
+      "--api-key-file or OPENAI_API_KEY (with remote workers see SECURITY.md: how the key "
+      "reaches them)"));
+}
+
 // One run, phase by phase; its members live as long as the run.
 class Job {
  public:
@@ -144,9 +161,9 @@ class Job {
   absl::StatusOr<DispatchOutcome> Dispatch(DispatcherOptions& options, SummaryAccumulator& summary,
                                            ActualPageInputs& page, bool* nothing_recorded);
   coordinator::RunSummary ExactSummary(SummaryAccumulator& summary);
-  void WriteResults(const absl::StatusOr<DispatchOutcome>& outcome,
-                    const DispatcherOptions& options, SummaryAccumulator& summary,
-                    const ActualPageInputs& page);
+  coordinator::RunSummary WriteResults(const absl::StatusOr<DispatchOutcome>& outcome,
+                                       const DispatcherOptions& options,
+                                       SummaryAccumulator& summary, const ActualPageInputs& page);
 
   RunConfig config_;
   const std::string self_exe_;
@@ -203,8 +220,9 @@ absl::Status Job::Run() {
     state_->NeverStarted(std::string(outcome.status().message()));
     return AsRuntimeFailure(outcome.status());
   }
-  WriteResults(outcome, options, summary, page);
-  return OutcomeStatus(outcome);
+  const coordinator::RunSummary written = WriteResults(outcome, options, summary, page);
+  if (absl::Status s = OutcomeStatus(outcome); !s.ok()) return s;
+  return AuthorizationStatus(written);
 }
 
 // Live metrics on --metrics-port, listening before anything is started or
@@ -360,9 +378,10 @@ coordinator::RunSummary Job::ExactSummary(SummaryAccumulator& summary) {
 
 // Summary and the actual page, also after an interrupt or worker loss
 // (R-ACT-1), and the last scrape of the live metrics.
-void Job::WriteResults(const absl::StatusOr<DispatchOutcome>& outcome,
-                       const DispatcherOptions& options, SummaryAccumulator& summary,
-                       const ActualPageInputs& page) {
+coordinator::RunSummary Job::WriteResults(const absl::StatusOr<DispatchOutcome>& outcome,
+                                          const DispatcherOptions& options,
+                                          SummaryAccumulator& summary,
+                                          const ActualPageInputs& page) {
   const Prepared& p = prepared_;
   surge::v1::RunFacts facts = ConfiguredRunFacts(config_, p.plan.traffic, p.dataset);
   facts.set_run_id(options.run_id);
@@ -381,7 +400,8 @@ void Job::WriteResults(const absl::StatusOr<DispatchOutcome>& outcome,
         outcome->undecodable_frames, " undecodable messages from workers were skipped (",
         outcome->records_lost_in_transit, " requests recorded as record_lost)"));
   }
-  WriteRunResults(p.folder, p.dataset, p.plan, ExactSummary(summary), page, facts, p.context);
+  coordinator::RunSummary written = ExactSummary(summary);
+  WriteRunResults(p.folder, p.dataset, p.plan, written, page, facts, p.context);
   state_->Ended(facts.stop_reason(), summary.records());
   if (metrics_server_ != nullptr) {
     // The metrics as a last scrape would read them, beside the summary.
@@ -391,6 +411,7 @@ void Job::WriteResults(const absl::StatusOr<DispatchOutcome>& outcome,
     }
   }
   std::cout << "results: " << p.folder.string() << std::endl;
+  return written;
 }
 
 }  // namespace

@@ -1,52 +1,19 @@
 #include "client/api_key.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "common/key_file.h"
 
 namespace surge::client {
-namespace {
-
-bool HasControlCharacters(const std::string& key) {
-  for (char c : key) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return true;
-  }
-  return false;
-}
-
-}  // namespace
 
 absl::StatusOr<std::string> LoadApiKey(const surge::v1::TargetConfig& target) {
-  const std::string& path = target.api_key_file();
-  if (!path.empty()) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("api_key_file: cannot read ", path, ": ", std::strerror(errno)));
-    }
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (in.bad()) {
-      return absl::InvalidArgumentError(absl::StrCat("api_key_file: cannot read ", path));
-    }
-    std::string key(absl::StripAsciiWhitespace(text.str()));
-    if (key.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat("api_key_file: ", path, " is empty"));
-    }
-    if (HasControlCharacters(key)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("api_key_file: ", path, " holds control characters inside the key"));
-    }
-    return key;
-  }
+  if (!target.api_key_file().empty()) return ReadKeyFile(target.api_key_file(), "api_key_file");
   const char* env = std::getenv("OPENAI_API_KEY");
   if (env == nullptr) return std::string();
   std::string key(absl::StripAsciiWhitespace(env));

@@ -3,6 +3,10 @@
 #   DIR/coordinator.key  DIR/coordinator.pub   the coordinator's pair
 #   DIR/worker.key       DIR/worker.pub        one pair shared by every worker
 #   DIR/allow/worker.pub                       the coordinator's --curve-allow dir
+#   DIR/api.key                                the target's API key: a random one for
+#                                              the built-in server (sim-server
+#                                              --api-key-file); put your server's key
+#                                              there instead for a real target
 # Usage: deploy/make-keys.sh [DIR]   (default: deploy/keys)
 # Environment: SURGE=path of the surge binary (default: build/surge, else
 # `surge` on PATH); SURGE_KEYS_OWNER=uid:gid the files are given to so the
@@ -23,6 +27,12 @@ fi
 "$surge" keygen --out "$dir" --name worker
 mkdir -p "$dir/allow"
 cp "$dir/worker.pub" "$dir/allow/worker.pub"
+if [ -e "$dir/api.key" ]; then
+  echo "make-keys: $dir/api.key exists; not overwritten" >&2
+  exit 1
+fi
+(umask 077 && printf 'sk-surge-%s\n' "$(od -An -tx1 -N24 /dev/urandom | tr -d ' \n')" \
+  > "$dir/api.key")
 owner="${SURGE_KEYS_OWNER-10001:10001}"
 if [ -n "$owner" ]; then
   if ! chown -R "$owner" "$dir" 2>/dev/null; then
@@ -31,4 +41,4 @@ if [ -n "$owner" ]; then
     exit 1
   fi
 fi
-echo "make-keys: wrote $dir/{coordinator,worker}.{key,pub} and $dir/allow/worker.pub"
+echo "make-keys: wrote $dir/{coordinator,worker}.{key,pub}, $dir/allow/worker.pub and $dir/api.key"

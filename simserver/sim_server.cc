@@ -30,10 +30,12 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/clock.h"
+#include "common/key_file.h"
 #include "common/log.h"
 #include "common/rate_limited_log.h"
 #include "nlohmann/json.hpp"
@@ -147,6 +149,23 @@ class SimServer::Impl {
   }
 
   ~Impl() { Stop(); }
+
+  // Reads options_.api_key_file() when one is set.
+  absl::Status LoadApiKey() {
+    if (options_.api_key_file().empty()) return absl::OkStatus();
+    absl::StatusOr<std::string> key = ReadKeyFile(options_.api_key_file(), "api_key_file");
+    if (!key.ok()) return key.status();
+    authorization_ = absl::StrCat("Bearer ", *key);
+    return absl::OkStatus();
+  }
+
+  // With an API key, whether `req` carries it (the /v1/ paths only).
+  bool Authorized(const http::request<http::string_body>& req, const std::string& path) const {
+    if (authorization_.empty() || !absl::StartsWith(path, "/v1/")) return true;
+    const auto it = req.find(http::field::authorization);
+    return it != req.end() &&
+           std::string_view(it->value().data(), it->value().size()) == authorization_;
+  }
 
   // Opens options_.request_log_file() (truncated) when one is set.
   absl::Status OpenRequestLog() {
@@ -372,6 +391,12 @@ class SimServer::Impl {
       co_return co_await WriteJson(
           stream, version, keep_alive, http::status::not_found,
           ErrorBody(absl::StrCat("no route for ", path), "not_found_error", 404));
+    }
+    if (!Authorized(req, path)) {
+      co_return co_await WriteJson(
+          stream, version, keep_alive, http::status::unauthorized,
+          ErrorBody("Unauthorized: this server needs an API key (Authorization: Bearer KEY)",
+                    "authentication_error", 401));
     }
     const http::verb expected = models || metrics ? http::verb::get : http::verb::post;
     if (req.method() != expected) {
@@ -762,6 +787,8 @@ class SimServer::Impl {
   std::atomic<uint64_t> serial_{0};
   std::mutex request_log_mu_;
   std::ofstream request_log_;  // guarded by request_log_mu_ once serving
+  // "Bearer <key>" when an API key is asked for, else empty.
+  std::string authorization_;
 
   // Outlive ioc_: suspended sessions deregister when ioc_ destroys them.
   std::mutex conns_mu_;
@@ -796,6 +823,7 @@ absl::StatusOr<std::unique_ptr<SimServer>> SimServer::Create(
   auto impl = std::make_unique<Impl>(config, std::move(tokenizer));
   if (absl::Status tls = impl->SetUpTls(); !tls.ok()) return tls;
   if (absl::Status log = impl->OpenRequestLog(); !log.ok()) return log;
+  if (absl::Status key = impl->LoadApiKey(); !key.ok()) return key;
   absl::Status bound = impl->Bind();
   if (!bound.ok()) return bound;
   return std::unique_ptr<SimServer>(new SimServer(std::move(impl)));

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <random>
 
 #include "absl/strings/str_cat.h"
@@ -101,7 +102,12 @@ int WorkerCommand(const surge::v1::WorkerRoleConfig& args) {
   WorkerSession session(
       *clock, **transport,
       [clock](const surge::v1::Welcome& welcome) -> absl::StatusOr<std::unique_ptr<RequestSender>> {
-        auto sender = BeastRequestSender::Create(*clock, welcome.target(), 1);
+        std::optional<std::string> api_key;
+        if (!welcome.api_key().empty()) {
+          api_key = welcome.api_key();
+          LogInfo("API key: the one the coordinator handed over (its own files are not read)");
+        }
+        auto sender = BeastRequestSender::Create(*clock, welcome.target(), 1, {}, api_key);
         if (!sender.ok()) return sender.status();
         return std::unique_ptr<RequestSender>(*std::move(sender));
       },

@@ -201,6 +201,7 @@ void Dispatcher::HandleHello(const Inbound& in, Clock::TimePoint now) {
   m->set_heartbeat_ms(options_.heartbeat_ms);
   m->set_lease_ms(options_.lease_ms);
   *m->mutable_target() = options_.target;
+  if (!options_.worker_api_key.empty()) m->set_api_key(options_.worker_api_key);
   if (static_cast<size_t>(w->index) < options_.max_inflight.size()) {
     m->set_max_inflight(options_.max_inflight[w->index]);
   }

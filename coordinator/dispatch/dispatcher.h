@@ -75,6 +75,9 @@ struct DispatcherOptions {
   std::vector<uint32_t> max_inflight;
   // Target and request options sent in Welcome.
   surge::v1::TargetConfig target;
+  // The target's API key for every worker's Welcome (Welcome.api_key);
+  // empty = each worker uses its own. Never logged.
+  std::string worker_api_key;
   uint64_t seed = 0;
   std::string run_id;
   // Late-send policy sent in Welcome (RunConfig.late_policy; every worker

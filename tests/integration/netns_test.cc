@@ -790,6 +790,56 @@ TEST_F(NetnsTest, FourWorkersTwentyThousandRequestsOneKilled) {
   EXPECT_LT(p99_s, 0.050);
 }
 
+// Credentials travel with the job: the sim server asks for an API key that
+// only the coordinator is given (--api-key-file; the workers get no key
+// file and no OPENAI_API_KEY). Over CurveZMQ the coordinator hands the key
+// to each worker in its Welcome, so every request from the remote workers
+// is authorized: all `ok`, exit 0, and each worker says whose key it uses.
+TEST_F(NetnsTest, RemoteWorkersSendTheKeyOnlyTheCoordinatorHas) {
+  unsetenv("OPENAI_API_KEY");
+  const int num = 400;
+  const fs::path request_log = dir_ / "requests.jsonl";
+  const fs::path key_file = dir_ / "api.key";
+  {
+    std::ofstream key(key_file);
+    key << "sk-netns-0123456789\n";
+  }
+  NsProcess sim(lab_.Ns("sim"),
+                {"sim-server", "--host", sim_ip_, "--port", "8000", "--request-log",
+                 request_log.string(), "--api-key-file", key_file.string()},
+                dir_ / "sim.log");
+  ASSERT_TRUE(AwaitLog(sim, "listening on", 5000)) << sim.Log();
+  std::vector<std::string> args = CoordinatorArgs(2, num, 200);
+  args.insert(args.end(), {"--api-key-file", key_file.string()});
+  NsProcess coordinator(lab_.Ns("coord"), args, dir_ / "coordinator.log");
+  NsProcess w0(lab_.Ns("w0"), WorkerArgs("w0", 30), dir_ / "w0.log");
+  NsProcess w1(lab_.Ns("w1"), WorkerArgs("w1", 30), dir_ / "w1.log");
+  const int coordinator_exit = coordinator.WaitExit(60000);
+  const int w0_exit = w0.WaitExit(15000);
+  const int w1_exit = w1.WaitExit(15000);
+  sim.Signal(SIGTERM);
+  EXPECT_EQ(sim.WaitExit(10000), 0) << sim.Log();
+  CaseResult r;
+  r.coordinator_log = coordinator.Log();
+  r.folder = ResultsFolder(r.coordinator_log);
+  r.requests = ReadRequestLog(request_log);
+  r.worker_address[worker_ip_[0]] = "w0";
+  r.worker_address[worker_ip_[1]] = "w1";
+  std::cout << "---- coordinator ----\n" << LastLines(r.coordinator_log, 30) << "\n";
+  EXPECT_THAT(r.coordinator_log,
+              HasSubstr("the API key goes to each worker in its Welcome (CurveZMQ-encrypted)"));
+  for (const NsProcess* w : {&w0, &w1}) {
+    EXPECT_THAT(w->Log(), HasSubstr("API key: the one the coordinator handed over")) << w->Log();
+  }
+  const std::map<uint64_t, std::string> statuses = CheckAccounted(r, num);
+  EXPECT_EQ(Count(statuses, "ok"), static_cast<size_t>(num));
+  const std::map<std::string, size_t> by_peer = ByPeer(r);
+  ASSERT_EQ(by_peer.size(), 2u);
+  EXPECT_EQ(coordinator_exit, 0) << r.coordinator_log;
+  EXPECT_EQ(w0_exit, 0) << w0.Log();
+  EXPECT_EQ(w1_exit, 0) << w1.Log();
+}
+
 TEST_F(NetnsTest, WorkerWithAKeyNotAllowedGetsNothing) {
   const int num = 600;
   const CaseResult r = RunCase(num, 200, Disturbance::kNone, /*stranger=*/true);

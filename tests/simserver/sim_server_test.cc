@@ -312,6 +312,40 @@ TEST_F(SimServerTest, NonStreamingAnswers) {
   EXPECT_EQ(c["usage"]["completion_tokens"], 16);  // the default
 }
 
+// With --api-key-file every /v1/ request must carry the key (vLLM's
+// --api-key): none or a wrong one is 401; /tokenize and /metrics stay open.
+TEST(SimServerApiKeyTest, V1PathsNeedTheKey) {
+  const std::string key_path = ::testing::TempDir() + "/sim_server_api_key";
+  std::ofstream(key_path) << "  sk-sim-123\n";
+  SimServerConfig options = TestSimServerConfig();
+  options.set_api_key_file(key_path);
+  auto server = SimServer::Create(options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  (*server)->Start();
+  const uint16_t port = (*server)->port();
+  const std::string body = R"({"prompt":"p","max_tokens":2})";
+  auto with_header = [&](const std::string& header) {
+    std::string request = Post("/v1/completions", body);
+    return request.insert(request.find("\r\n") + 2, header);
+  };
+  const Response none = Exchange(port, Post("/v1/completions", body));
+  EXPECT_EQ(none.status, 401);
+  EXPECT_EQ(Json::parse(none.body)["error"]["type"], "authentication_error");
+  EXPECT_EQ(Exchange(port, with_header("Authorization: Bearer sk-sim-12\r\n")).status, 401);
+  EXPECT_EQ(
+      Exchange(port, "GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").status,
+      401);
+  EXPECT_EQ(Exchange(port, with_header("Authorization: Bearer sk-sim-123\r\n")).status, 200);
+  EXPECT_EQ(Exchange(port, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").status,
+            200);
+  // A key file that cannot be read stops the server before it listens.
+  options.set_api_key_file(key_path + ".missing");
+  auto broken = SimServer::Create(options);
+  ASSERT_FALSE(broken.ok());
+  EXPECT_THAT(std::string(broken.status().message()),
+              StartsWith("api_key_file: cannot read " + key_path + ".missing"));
+}
+
 TEST_F(SimServerTest, ErrorsAreOpenAiStyle) {
   StartServer();
   struct Case {

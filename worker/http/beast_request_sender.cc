@@ -484,7 +484,8 @@ class BeastRequestSender::Impl {
 };
 
 absl::StatusOr<std::unique_ptr<BeastRequestSender>> BeastRequestSender::Create(
-    Clock& clock, const surge::v1::TargetConfig& target, int io_threads, AddressResolver resolver) {
+    Clock& clock, const surge::v1::TargetConfig& target, int io_threads, AddressResolver resolver,
+    std::optional<std::string> api_key) {
   if (io_threads < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("io_threads: ", io_threads, " is not allowed; use 1 or more"));
@@ -498,7 +499,8 @@ absl::StatusOr<std::unique_ptr<BeastRequestSender>> BeastRequestSender::Create(
     if (!context.ok()) return context.status();
     tls_context = *std::move(context);
   }
-  absl::StatusOr<RequestFormat> format = MakeRequestFormat(target, *std::move(url));
+  absl::StatusOr<RequestFormat> format =
+      MakeRequestFormat(target, *std::move(url), std::move(api_key));
   if (!format.ok()) return format.status();
 
   const std::optional<AddressPolicy> policy = AddressPolicyFromName(target.address_policy());

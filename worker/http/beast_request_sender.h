@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include "absl/status/statusor.h"
 #include "common/clock.h"
@@ -109,6 +110,9 @@ class BeastRequestSender final : public RequestSender {
   // An empty endpoint means "/v1/chat/completions".
   //
   // Addresses: every address the host resolves to is logged in one line at
+  // `api_key`, when given, is sent instead of reading target.api_key_file
+  // or OPENAI_API_KEY (the coordinator handed it over, docs/SECURITY.md).
+  //
   // start; new connections spread over them by target.address_policy
   // (round-robin, default; or first), and the host is resolved again when
   // every known address refuses a connection (Connector). `resolver`, when
@@ -118,7 +122,7 @@ class BeastRequestSender final : public RequestSender {
       std::function<absl::StatusOr<std::vector<std::string>>(const std::string& host)>;
   static absl::StatusOr<std::unique_ptr<BeastRequestSender>> Create(
       Clock& clock, const surge::v1::TargetConfig& target, int io_threads = 1,
-      AddressResolver resolver = {});
+      AddressResolver resolver = {}, std::optional<std::string> api_key = std::nullopt);
 
   // Calls Shutdown(0ms).
   ~BeastRequestSender() override;

@@ -41,7 +41,8 @@ absl::StatusOr<std::vector<client::HeaderLine>> ParsedHeaders(
 }  // namespace
 
 absl::StatusOr<RequestFormat> MakeRequestFormat(const surge::v1::TargetConfig& target,
-                                                client::ParsedUrl url) {
+                                                client::ParsedUrl url,
+                                                std::optional<std::string> given_key) {
   absl::StatusOr<std::string> endpoint = CheckedEndpoint(target);
   if (!endpoint.ok()) return endpoint.status();
   if (!(target.request_timeout_s() >= 0)) {
@@ -55,7 +56,8 @@ absl::StatusOr<RequestFormat> MakeRequestFormat(const surge::v1::TargetConfig& t
     return absl::InvalidArgumentError(
         absl::StrCat("extra_body_json: ", std::string(extra_body.status().message())));
   }
-  absl::StatusOr<std::string> api_key = client::LoadApiKey(target);
+  absl::StatusOr<std::string> api_key =
+      given_key.has_value() ? *std::move(given_key) : client::LoadApiKey(target);
   if (!api_key.ok()) return api_key.status();
 
   RequestFormat format;

@@ -5,6 +5,7 @@
 #define SURGE_WORKER_HTTP_REQUEST_FORMAT_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,9 +44,12 @@ struct RequestFormat {
 // that does not start with "/" or holds white space ("endpoint: ..."), a
 // negative request_timeout_s ("request_timeout_s: ..."), a bad header
 // ("headers[i]: ..."), bad extra_body_json ("extra_body_json: ..."), and
-// LoadApiKey's errors (an unreadable api_key_file).
+// LoadApiKey's errors (an unreadable api_key_file). `api_key`, when given,
+// is the key to send (handed over by the coordinator): no key file or
+// environment variable is read.
 absl::StatusOr<RequestFormat> MakeRequestFormat(const surge::v1::TargetConfig& target,
-                                                client::ParsedUrl url);
+                                                client::ParsedUrl url,
+                                                std::optional<std::string> api_key = std::nullopt);
 
 // The headers of every request but Content-Length, each ending in CRLF:
 // Host, User-Agent: surge, Content-Type, Accept and Accept-Encoding:

@@ -223,7 +223,8 @@ TEST(OptionTableTest, RunConfigKeepsEveryFlagAndKey) {
     sim.push_back(f.name);
   }
   EXPECT_EQ(absl::StrJoin(sim, " "),
-            "host port request-log model tls-cert tls-key ttft-ms itl-ms fault-429 fault-500 "
+            "host port request-log model tls-cert tls-key api-key-file ttft-ms itl-ms fault-429 "
+            "fault-500 "
             "fault-503 fault-reset fault-malformed fault-stall fault-split fault-error-event "
             "fault-after-tokens fault-stall-ms fault-seed cache-blocks block-tokens "
             "prefill-ms-per-token tokenizer-model max-num-seqs decode-ms-base decode-ms-per-seq");
