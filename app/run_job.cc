@@ -73,7 +73,7 @@ void OnSignal(int sig) {
   int none = 0;
   g_stop_signal.compare_exchange_strong(none, sig);
   g_interrupted.store(true);
-  if (Dispatcher* d = g_dispatcher.load()) d->RequestStop();
+  if (Dispatcher* d = g_dispatcher.load()) d->RequestStop(sig == SIGTERM);
 }
 
 // 130 after SIGINT (Ctrl-C), 143 after SIGTERM: the shell's 128 + signal.
@@ -335,7 +335,7 @@ absl::StatusOr<DispatchOutcome> Job::Dispatch(DispatcherOptions& options,
       clock_, **transport, prepared_.plan, *prepared_.payloads, options,
       [&sinks](const surge::v1::RequestRecord& r) { sinks.Add(r); }, pool.get());
   g_dispatcher.store(&dispatcher);
-  if (g_interrupted.load()) dispatcher.RequestStop();
+  if (g_interrupted.load()) dispatcher.RequestStop(g_stop_signal.load() == SIGTERM);
   auto outcome = dispatcher.Run();
   // Every record on disk before anything reads the folder.
   if (absl::Status s = (*details)->Flush(); !s.ok()) {

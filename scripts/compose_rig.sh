@@ -2,8 +2,11 @@
 # The compose rig (docs/DEPLOY.md): builds deploy/Dockerfile
 # with podman on a local Debian 12 base image, makes keys with
 # deploy/make-keys.sh, runs deploy/docker-compose.yml with podman-compose
-# (coordinator, 2 workers over CurveZMQ, the sim server), and checks that the
-# results folder accounts for every request of the plan exactly once.
+# (coordinator, 2 workers over CurveZMQ, the sim server asking for an API
+# key that only the coordinator is given), stops one worker with `podman
+# stop` mid-run (SIGTERM: it hands back what it has not sent), and checks
+# that the results folder accounts for every request of the plan exactly
+# once, none of them lost.
 # Part of the test suite (ctest `compose_rig`, label integration; about 10-15
 # minutes on 2 cores, most of it the image build). Run alone as root:
 #   scripts/compose_rig.sh
@@ -12,7 +15,8 @@
 # that is not a mount point (podman's layer unpacking remounts / private).
 # Environment (defaults): SURGE_RIG_DIR (/var/tmp/surge-rig: base rootfs cache,
 # keys, results, logs), SURGE_RIG_WORKERS (2), SURGE_RIG_REQUESTS (200),
-# SURGE_RIG_RATE (50), SURGE_RIG_TIMEOUT_S (900, the whole script including
+# SURGE_RIG_RATE (50), SURGE_RIG_STOP_WORKER (1: `podman stop` the first
+# worker 2 s after the start; 0: no stop), SURGE_RIG_TIMEOUT_S (900, the whole script including
 # the image build), SURGE_RIG_KEEP_IMAGE (0: untag the rig's image at the end),
 # SURGE_EXTRA_CA_DIR (/usr/local/share/ca-certificates: *.crt trusted by the
 # image's build stage, for TLS-inspecting networks).
@@ -29,6 +33,7 @@ work="${SURGE_RIG_DIR:-/var/tmp/surge-rig}"
 workers="${SURGE_RIG_WORKERS:-2}"
 requests="${SURGE_RIG_REQUESTS:-200}"
 rate="${SURGE_RIG_RATE:-50}"
+stop_worker="${SURGE_RIG_STOP_WORKER:-1}"
 project=surge-rig
 image=localhost/surge-rig:latest
 base=localhost/debian:12
@@ -131,6 +136,18 @@ export SURGE_IMAGE="$image" SURGE_WORKERS="$workers" SURGE_NUM_PROMPTS="$request
   --scale worker="$workers") > "$work/up.log" 2>&1 || { cat "$work/up.log" >&2; exit 1; }
 coordinator="${project}_surge-coordinator_1"
 say "containers: $(containers | tr '\n' ' ')"
+stopped=""
+if [ "$stop_worker" = 1 ]; then
+  # As a user's `docker stop` of one worker: SIGTERM, then SIGKILL after 10 s.
+  for _ in $(seq 1 600); do
+    if podman logs "$coordinator" 2>&1 | grep -q "started $requests requests"; then break; fi
+    sleep 0.2
+  done
+  sleep 2
+  stopped="$(containers | grep "_worker_" | head -n 1)"
+  say "podman stop $stopped (mid-run)"
+  podman stop -t 10 "$stopped" > /dev/null
+fi
 coordinator_rc=$(timeout 300 podman wait "$coordinator" || echo timeout)
 podman logs "$coordinator" > "$work/coordinator.log" 2>&1 || true
 sed -n '/surge run summary/,/^results:/p' "$work/coordinator.log"
@@ -142,13 +159,19 @@ fi
 for c in $(containers | grep "_worker_"); do
   worker_rc=$(timeout 60 podman wait "$c" || echo timeout)
   say "$c exited $worker_rc"
-  if [ "$worker_rc" != 0 ]; then podman logs "$c" | tail -n 20 >&2; exit 1; fi
+  # The stopped worker left on SIGTERM: 143 (128 + 15), after its Goodbye.
+  want=0
+  if [ "$c" = "$stopped" ]; then want=143; fi
+  if [ "$worker_rc" != "$want" ]; then podman logs "$c" | tail -n 20 >&2; exit 1; fi
 done
+if [ -n "$stopped" ]; then grep -E "is leaving \(SIGTERM\)|left \(SIGTERM\)" "$work/coordinator.log"; fi
 
-# 5. Every request of the plan has exactly one record in the results folder.
-python3 - "$run_dir/results" "$requests" <<'EOF'
+# 5. Every request of the plan has exactly one record in the results folder;
+# with a stopped worker none is lost, and only the few already due when it
+# handed them back are not sent.
+python3 - "$run_dir/results" "$requests" "$stopped" <<'EOF'
 import csv, glob, json, sys
-root, expected = sys.argv[1], int(sys.argv[2])
+root, expected, stopped = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 plans = glob.glob(f"{root}/*/performances/*/*_plan.csv")
 if len(plans) != 1:
     sys.exit(f"compose_rig: expected one run folder under {root}, found plans {plans}")
@@ -159,7 +182,13 @@ indices = [r["index"] for r in records]
 ok = [r for r in records if not r.get("error")]
 print(f"compose_rig: {len(planned)} planned, {len(records)} records, "
       f"{len(set(indices))} distinct indices, {len(ok)} without error")
-if len(planned) != expected or sorted(indices) != sorted(planned) or len(ok) != expected:
+statuses = [r.get("status", "") for r in records]
+lost = statuses.count("lost")
+not_sent = statuses.count("not_sent")
+print(f"compose_rig: lost {lost}, not_sent {not_sent}")
+if len(planned) != expected or sorted(indices) != sorted(planned):
     sys.exit("compose_rig: FAIL: the results folder does not account for every request once")
+if lost != 0 or len(ok) + not_sent != expected or not_sent > (20 if stopped else 0):
+    sys.exit("compose_rig: FAIL: requests lost, failed or not sent")
 print(f"compose_rig: PASS: every one of the {expected} requests has exactly one record")
 EOF

@@ -21,6 +21,19 @@
 #include "worker/worker_session.h"
 
 namespace surge::worker {
+namespace {
+
+// The stop signals this process received (lock-free atomics: safe in a
+// signal handler).
+StopSignals g_stop_signals;
+
+void OnStopSignal(int signal) {
+  int none = 0;
+  g_stop_signals.first.compare_exchange_strong(none, signal);
+  g_stop_signals.count.fetch_add(1);
+}
+
+}  // namespace
 
 int WorkerCommand(const surge::v1::WorkerRoleConfig& args) {
   if (args.parent_pid() > 0) {
@@ -29,9 +42,12 @@ int WorkerCommand(const surge::v1::WorkerRoleConfig& args) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != args.parent_pid()) return kExitCoordinatorLost;
   }
-  // Ctrl-C reaches the whole process group; the coordinator alone decides
-  // how a run stops and tells its workers.
-  signal(SIGINT, SIG_IGN);
+  // A worker of `surge run` ignores Ctrl-C: it reaches the whole process
+  // group, and the coordinator alone decides how that run stops. A
+  // standalone worker leaves cleanly on Ctrl-C, and every worker on SIGTERM
+  // (`docker stop`, a pod eviction): see WorkerSessionOptions.stop_signals.
+  signal(SIGINT, args.parent_pid() > 0 ? SIG_IGN : OnStopSignal);
+  signal(SIGTERM, OnStopSignal);
   signal(SIGPIPE, SIG_IGN);
   SetLogTag(absl::StrFormat("worker %d", args.worker_index()));
   std::mt19937_64 rng(std::random_device{}());
@@ -97,6 +113,7 @@ int WorkerCommand(const surge::v1::WorkerRoleConfig& args) {
   // the coordinator's own steady clock: offset 0 is exact, the estimate is
   // not (docs/DESIGN.md "Shared clock").
   options.same_clock = args.parent_pid() > 0 && skewed == nullptr;
+  options.stop_signals = &g_stop_signals;
   options.pacer.cpu = args.pacer_cpu();
   options.pacer.realtime = args.pacer_realtime();
   WorkerSession session(

@@ -1,5 +1,6 @@
 #include "worker/worker_session.h"
 
+#include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -36,6 +37,13 @@ std::string HostName() {
   char buf[256] = {0};
   gethostname(buf, sizeof(buf) - 1);
   return buf;
+}
+
+// "SIGTERM", "SIGINT", else "signal N".
+std::string SignalName(int signal) {
+  return signal == SIGTERM  ? "SIGTERM"
+         : signal == SIGINT ? "SIGINT"
+                            : absl::StrCat("signal ", signal);
 }
 
 }  // namespace
@@ -236,12 +244,20 @@ struct WorkerSession::State {
   std::string stop_reason;
   uint32_t drain_ms = 0;
   int exit_code = kExitDone;
+  // Leaving on its own after a stop signal (LeaveOnSignal): 0 when not,
+  // else the signal; the pacer is stopped and joined then.
+  int left_on_signal = 0;
 };
 
 std::optional<int> WorkerSession::Join(State& st) {
   const Clock::TimePoint give_up = clock_.Now() + options_.hello_timeout;
   Clock::TimePoint next_hello = clock_.Now();
   while (true) {
+    if (const int signal = StopSignal(); signal != 0) {
+      LogInfo(absl::StrCat(SignalName(signal), ": stopped before joining a run"));
+      SendGoodbye(SignalName(signal));
+      return 128 + signal;
+    }
     if (clock_.Now() >= give_up) {
       LogError("no Welcome from the coordinator; giving up");
       return kExitCoordinatorLost;
@@ -456,8 +472,43 @@ bool WorkerSession::ServeMessage(State& st, Envelope& e) {
   return false;
 }
 
+void WorkerSession::HandBack(State& st, const std::vector<surge::v1::Assignment>& requests) {
+  Envelope e;
+  auto* back = e.mutable_hand_back();
+  back->set_reason(SignalName(st.left_on_signal));
+  for (const surge::v1::Assignment& a : requests) {
+    auto* r = back->add_requests();
+    r->set_index(a.index());
+    r->set_attempt(a.attempt());
+  }
+  (void)SendEnvelope(std::move(e));
+}
+
+int WorkerSession::StopSignal() const {
+  if (options_.stop_signals == nullptr || options_.stop_signals->count.load() == 0) return 0;
+  return options_.stop_signals->first.load();
+}
+
+bool WorkerSession::LeaveOnSignal(State& st) {
+  if (StopSignal() == 0) return false;
+  st.left_on_signal = StopSignal();
+  st.stop_reason = SignalName(st.left_on_signal);
+  st.drain_ms = static_cast<uint32_t>(options_.leave_drain.count());
+  // Nothing more is released; what was never released goes back.
+  st.loop->Stop();
+  clock_.Join(st.pacer);
+  const std::vector<surge::v1::Assignment> unreleased = st.loop->TakeUnreleased();
+  HandBack(st, unreleased);
+  LogInfo(absl::StrFormat(
+      "%s: leaving; %d requests not yet sent handed back to the coordinator, %d in flight get up "
+      "to %d ms (a second signal cuts them now)",
+      st.stop_reason, unreleased.size(), st.sender->inflight(), st.drain_ms));
+  return true;
+}
+
 void WorkerSession::Serve(State& st) {
   while (true) {
+    if (st.started ? LeaveOnSignal(st) : StopSignal() != 0) return;
     const Clock::TimePoint now = clock_.Now();
     if (now >= st.next_heartbeat) SendHeartbeat(st, now);
     if (CoordinatorLost(st, now)) {
@@ -481,8 +532,10 @@ void WorkerSession::Drain(State& st) {
   // requests up to drain_ms, then cut them off (they become INTERRUPTED
   // with what is known of them). A later Stop (the user's second Ctrl-C, or
   // the coordinator's end of run) shortens the drain to its own drain_ms.
-  st.loop->Stop();
-  clock_.Join(st.pacer);
+  if (st.left_on_signal == 0) {
+    st.loop->Stop();
+    clock_.Join(st.pacer);
+  }
   for (const auto& a : st.loop->TakeUnreleased()) {
     surge::v1::RequestRecord r;
     r.set_index(a.index());
@@ -496,6 +549,7 @@ void WorkerSession::Drain(State& st) {
   }
   Clock::TimePoint drain_end = clock_.Now() + std::chrono::milliseconds(st.drain_ms);
   while (st.exit_code == kExitDone && st.sender->inflight() > 0 && clock_.Now() < drain_end) {
+    if (st.left_on_signal != 0 && options_.stop_signals->count.load() > 1) break;  // cut now
     const Clock::TimePoint now = clock_.Now();
     if (now >= st.next_heartbeat) SendHeartbeat(st, now);
     if (ToNanos(now) > st.lease_expiry_ns + 1000000000) break;  // coordinator gone
@@ -503,7 +557,11 @@ void WorkerSession::Drain(State& st) {
     auto in = transport_.Receive(clock_.Now() + options_.poll);
     if (!in.ok() || !in->has_value()) continue;
     const Envelope& e = (*in)->message;
-    if (e.has_stop()) {
+    if (e.has_assignment_batch() && st.left_on_signal != 0) {
+      // Sent before the coordinator read the HandBack: handed back too.
+      const auto& list = e.assignment_batch().assignments();
+      if (!list.empty()) HandBack(st, {list.begin(), list.end()});
+    } else if (e.has_stop()) {
       drain_end =
           std::min(drain_end, clock_.Now() + std::chrono::milliseconds(e.stop().drain_ms()));
     } else if (e.has_heartbeat_ack()) {
@@ -518,6 +576,7 @@ void WorkerSession::Drain(State& st) {
 
 int WorkerSession::Goodbye(State& st) {
   st.sender->Shutdown(std::chrono::milliseconds(0));
+  if (st.left_on_signal != 0 && st.exit_code == kExitDone) st.exit_code = 128 + st.left_on_signal;
   // A full send queue empties as the coordinator reads: retry for a while
   // (bounded) before giving up on the last records.
   const Clock::TimePoint flush_deadline = clock_.Now() + std::chrono::seconds(2);
@@ -543,6 +602,14 @@ int WorkerSession::Run() {
   if (std::optional<int> code = SyncClockPhase()) return *code;
   StartPacer(st);
   Serve(st);
+  if (!st.started && StopSignal() != 0) {
+    // Before the start nothing was released: leave at once.
+    st.loop->Stop();
+    clock_.Join(st.pacer);
+    LogInfo(absl::StrCat(SignalName(StopSignal()), ": stopped before the run started"));
+    SendGoodbye(SignalName(StopSignal()));
+    return 128 + StopSignal();
+  }
   Drain(st);
   return Goodbye(st);
 }

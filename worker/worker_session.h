@@ -4,6 +4,7 @@
 #ifndef SURGE_WORKER_WORKER_SESSION_H_
 #define SURGE_WORKER_WORKER_SESSION_H_
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -33,6 +34,13 @@ inline constexpr int kExitSenderFailed = 4;
 inline constexpr int kExitFenced = 5;
 // Stop.reason the coordinator gives a worker it has declared dead.
 inline constexpr char kStopFenced[] = "fenced";
+// Stop signals a process received (SIGTERM, or SIGINT to a standalone
+// worker), written by its signal handler: how many, and the first one.
+struct StopSignals {
+  std::atomic<int> count{0};
+  std::atomic<int> first{0};
+};
+
 // Internal (never an exit code): told to stop before the start.
 inline constexpr int kExitStoppedBeforeStart = -1;
 
@@ -84,6 +92,14 @@ struct WorkerSessionOptions {
   // The pacer thread's scheduling, applied on that thread before it runs;
   // a refused setting is logged once as a warning.
   PacerThreadOptions pacer;
+  // Stop signals to leave on (null: none are watched). At the first one the
+  // worker leaves on its own: before the start it says Goodbye at once;
+  // after it, it stops its pacer, hands back what it never released
+  // (HandBack: the coordinator gives it to the others), gives its requests
+  // in flight up to leave_drain (a second signal cuts them at once), sends
+  // every record and a Goodbye, and exits 128 + the signal.
+  const StopSignals* stop_signals = nullptr;
+  std::chrono::milliseconds leave_drain{5000};
 };
 
 // Makes the HTTP sender once the Welcome names the target.
@@ -116,6 +132,13 @@ class WorkerSession {
   std::optional<int> RefusedJoin(const surge::v1::Envelope& e);
   // Serve: handles one message; true when it ends serving (Stop, Reject).
   bool ServeMessage(State& st, surge::v1::Envelope& e);
+  // The first stop signal received (0: none, or none watched).
+  int StopSignal() const;
+  // Serve: the first stop signal after the start (stop_signals): stops the
+  // pacer and hands back what was never released. True when it left.
+  bool LeaveOnSignal(State& st);
+  // Sends a HandBack of `requests` (the worker is leaving).
+  void HandBack(State& st, const std::vector<surge::v1::Assignment>& requests);
   // Serve: true when the coordinator counts as lost (asks once more first).
   bool CoordinatorLost(State& st, Clock::TimePoint now);
   void SendHeartbeat(State& st, Clock::TimePoint now);

@@ -282,9 +282,51 @@ void Dispatcher::Handle(Inbound& in) {
     for (const auto& r : e.record_batch().records()) {
       if (auto accepted = ledger_.Accept(w->index, r)) Deliver(std::move(*accepted));
     }
+  } else if (e.has_hand_back()) {
+    OnHandBack(*w, e.hand_back(), now);
   } else if (e.has_goodbye()) {
-    registry_.OnGoodbye(*w, e.goodbye().reason());
+    OnGoodbye(*w, e.goodbye(), now);
   }
+}
+
+void Dispatcher::OnHandBack(Worker& w, const surge::v1::HandBack& hand_back, Clock::TimePoint now) {
+  std::vector<RequestLedger::HandedBack> requests;
+  requests.reserve(hand_back.requests_size() + outboxes_[w.index].pending.size());
+  for (const auto& r : hand_back.requests()) requests.push_back({r.index(), r.attempt()});
+  // Assigned to it but never sent: the same as handed back.
+  for (const auto& a : outboxes_[w.index].pending) requests.push_back({a.index(), a.attempt()});
+  outboxes_[w.index].pending.clear();
+  const bool first = !w.leaving;
+  w.leaving = true;
+  w.leaving_reason = hand_back.reason();
+  const std::string why = hand_back.reason().empty() ? "stopped" : hand_back.reason();
+  const RequestLedger::TakeBackCounts counts =
+      ledger_.HandBack(w.index, requests, NowRelNs(now), !stopping_ && stop_requests_.load() == 0,
+                       why, [this](surge::v1::RequestRecord r) { Deliver(std::move(r)); });
+  outcome_.handed_back += counts.reassigned + counts.not_sent;
+  if (first) {
+    ++outcome_.workers_left;
+    LogInfo(absl::StrFormat(
+        "worker %d (%s) is leaving (%s) at %.2f s: %d requests handed back (%d reassigned, %d "
+        "not sent: already due); it finishes its %d in flight",
+        w.index, WorkerRegistry::Describe(w), why, NanosToSeconds(NowRelNs(now)),
+        counts.reassigned + counts.not_sent, counts.reassigned, counts.not_sent,
+        ledger_.outstanding(w.index)));
+  }
+}
+
+void Dispatcher::OnGoodbye(Worker& w, const surge::v1::Goodbye& goodbye, Clock::TimePoint now) {
+  registry_.OnGoodbye(w, goodbye.reason());
+  if (!w.leaving || !registry_.started()) return;
+  if (ledger_.outstanding(w.index) > 0) {
+    DeclareDead(w, now,
+                absl::StrCat("left (", w.leaving_reason, ") with ", ledger_.outstanding(w.index),
+                             " requests unreported"));
+    return;
+  }
+  registry_.MarkDead(w);
+  LogInfo(absl::StrFormat("worker %d left (%s) at %.2f s; every request it held is recorded",
+                          w.index, w.leaving_reason, NanosToSeconds(NowRelNs(now))));
 }
 
 void Dispatcher::ObserveLateness(const Worker& w, const surge::v1::Heartbeat& hb,
@@ -362,8 +404,9 @@ void Dispatcher::Refill(Clock::TimePoint now) {
   std::vector<Worker>& workers = registry_.workers();
   loads_.resize(workers.size());
   for (size_t k = 0; k < workers.size(); ++k) {
-    loads_[k] = WorkerLoad{workers[k].alive, ledger_.outstanding(workers[k].index),
-                           options_.max_outstanding_per_worker, workers[k].inflight};
+    loads_[k] =
+        WorkerLoad{workers[k].alive && !workers[k].leaving, ledger_.outstanding(workers[k].index),
+                   options_.max_outstanding_per_worker, workers[k].inflight};
   }
   // The earliest due request (taken-back ones first on a tie) to the worker
   // the policy picks, until the window or every worker's room is full.
@@ -488,13 +531,17 @@ std::optional<Dispatcher::StopOrder> Dispatcher::UserStopRule(Clock::TimePoint n
   user_stop_seen_ = true;
   outcome_.interrupted = true;
   outcome_.interrupted_at_ns = NowRelNs(now);
+  outcome_.terminated = terminate_requested_.load();
   if (stopping_) return std::nullopt;  // already stopping for another cause
+  const std::chrono::milliseconds drain =
+      outcome_.terminated ? options_.terminate_drain : options_.drain;
   LogWarning(absl::StrFormat(
-      "interrupted by the user at %.2f s: nothing more is sent; waiting up to %d s for "
-      "the %d requests in flight; Ctrl-C again to cut them off now",
-      NanosToSeconds(outcome_.interrupted_at_ns), static_cast<int>(options_.drain.count() / 1000),
-      registry_.inflight()));
-  return StopOrder{"interrupted", options_.drain, std::nullopt, /*cut_off=*/false};
+      "%s at %.2f s: nothing more is sent; waiting up to %d s for the %d requests in flight; "
+      "%s again to cut them off now",
+      outcome_.terminated ? "stopped (SIGTERM)" : "interrupted by the user",
+      NanosToSeconds(outcome_.interrupted_at_ns), static_cast<int>(drain.count() / 1000),
+      registry_.inflight(), outcome_.terminated ? "SIGTERM" : "Ctrl-C"));
+  return StopOrder{"interrupted", drain, std::nullopt, /*cut_off=*/false};
 }
 
 std::optional<Dispatcher::StopOrder> Dispatcher::SecondStopRule(Clock::TimePoint) {

@@ -117,6 +117,10 @@ struct DispatcherOptions {
   std::chrono::milliseconds hello_timeout{20000};
   // In-flight requests get this long after the first stop request (Ctrl-C).
   std::chrono::milliseconds drain{10000};
+  // The same after SIGTERM (RequestStop(true): `docker stop`, a pod
+  // eviction), shorter so that the drain, the cut-off wait and writing the
+  // results fit inside the 10 s a container gets before SIGKILL.
+  std::chrono::milliseconds terminate_drain{5000};
   // After a second stop request (or a stop by surge itself), how long the
   // coordinator still waits for the records of the requests it cut off;
   // anything without a record then is INTERRUPTED "interrupted: no_record".
@@ -176,8 +180,10 @@ struct JoinDrop {
 };
 
 struct DispatchOutcome {
-  // The user asked to stop (RequestStop) after the start.
+  // The user asked to stop (RequestStop) after the start; `terminated`
+  // when that stop was SIGTERM's.
   bool interrupted = false;
+  bool terminated = false;
   // Stopped by --stop-on-alarm at the first lateness alarm (stop_message
   // says which worker, when and why).
   bool stopped_on_alarm = false;
@@ -209,6 +215,13 @@ struct DispatchOutcome {
   uint64_t workers_fenced = 0;
   // One entry per lost worker, in the order they were declared dead.
   std::vector<WorkerLoss> worker_losses;
+  // Workers that left on their own after the start (a stop signal): they
+  // handed back what they had not released (HandBack) and finished their
+  // requests in flight; none of them is in workers_lost. `handed_back`:
+  // the requests they handed back (queued again for the others, or
+  // not_sent when already due).
+  uint64_t workers_left = 0;
+  uint64_t handed_back = 0;
   // Workers dropped during the join wait, in the order they were dropped
   // (none of them is in workers_lost: they never held a request).
   std::vector<JoinDrop> left_before_start;
@@ -249,7 +262,12 @@ class Dispatcher {
   // in-flight requests get `drain`. A second call cuts the drain short: the
   // workers cut off what is in flight (INTERRUPTED, with what is known of
   // each) and the coordinator waits at most `cut_wait` for those records.
-  void RequestStop() { stop_requests_.fetch_add(1); }
+  // `terminate`: the stop is SIGTERM's (terminate_drain, and the run is
+  // reported "stopped (SIGTERM)" instead of "interrupted by the user").
+  void RequestStop(bool terminate = false) {
+    if (terminate) terminate_requested_.store(true);
+    stop_requests_.fetch_add(1);
+  }
 
  private:
   using Worker = WorkerRegistry::Worker;
@@ -281,6 +299,13 @@ class Dispatcher {
   void FlushPending(Worker& worker, bool last);
   void SweepLiveness(Clock::TimePoint now);
   void DeclareDead(Worker& worker, Clock::TimePoint now, const std::string& why);
+  // A worker leaving on its own hands back what it never released (and
+  // what still waits in its outbox): queued again or not_sent; it is
+  // assigned nothing more.
+  void OnHandBack(Worker& worker, const surge::v1::HandBack& hand_back, Clock::TimePoint now);
+  // Its Goodbye: a leaving worker that owns nothing more is gone without
+  // being lost; one that still owns requests is declared dead.
+  void OnGoodbye(Worker& worker, const surge::v1::Goodbye& goodbye, Clock::TimePoint now);
   void FinishUnassigned(const std::string& reason);
   // A failed Receive: counts and logs (the first undecodable frame only).
   void OnReceiveError(const absl::Status& status);
@@ -343,6 +368,7 @@ class Dispatcher {
   // Workers a failed send has been logged for (once each).
   std::set<int32_t> send_failures_logged_;
   std::atomic<int> stop_requests_{0};
+  std::atomic<bool> terminate_requested_{false};
 
   // The parts this class composes: who holds which request (ledger), who
   // is there and alive (registry), who gets the next request (policy).

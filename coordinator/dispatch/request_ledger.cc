@@ -117,9 +117,46 @@ RequestLedger::TakeBackCounts RequestLedger::TakeBack(int32_t owner, int64_t may
     }
   }
   if (static_cast<size_t>(owner) < outstanding_.size()) outstanding_[owner] = 0;
+  SortReassign();
+  return counts;
+}
+
+void RequestLedger::SortReassign() {
   std::sort(reassign_.begin(), reassign_.end(), [this](uint64_t a, uint64_t b) {
     return offset_ns_[a] != offset_ns_[b] ? offset_ns_[a] < offset_ns_[b] : a < b;
   });
+}
+
+RequestLedger::TakeBackCounts RequestLedger::HandBack(int32_t owner,
+                                                      const std::vector<HandedBack>& requests,
+                                                      int64_t now_ns, bool may_reassign,
+                                                      absl::string_view why, Emit emit) {
+  TakeBackCounts counts;
+  const int64_t reassign_after_ns = now_ns + kReassignMarginNs;
+  for (const HandedBack& h : requests) {
+    const uint64_t i = SlotOf(h.index);
+    if (i >= size() || state_[i] != State::kAssigned || owner_[i] != owner ||
+        attempt_[i] != h.attempt) {
+      continue;
+    }
+    if (offset_ns_[i] > reassign_after_ns && may_reassign) {
+      if (static_cast<size_t>(owner) < outstanding_.size() && outstanding_[owner] > 0) {
+        --outstanding_[owner];
+      }
+      state_[i] = State::kUnassigned;
+      owner_[i] = -1;
+      ++attempt_[i];
+      reassign_.push_back(i);
+      ++reassigned_;
+      ++counts.reassigned;
+    } else {
+      emit(Finalize(i, Made(i, owner, surge::v1::NOT_SENT, surge::v1::FAILURE_KIND_NOT_SENT,
+                            absl::StrCat("not_sent: worker ", owner,
+                                         " left before this request could be sent (", why, ")"))));
+      ++counts.not_sent;
+    }
+  }
+  SortReassign();
   return counts;
 }
 

@@ -105,6 +105,21 @@ class RequestLedger {
   TakeBackCounts TakeBack(int32_t owner, int64_t may_have_sent_until_ns, int64_t now_ns,
                           bool may_reassign, absl::string_view why, Emit emit);
 
+  // Worker `owner` is leaving on its own (a stop signal) and hands back
+  // requests it never released: each `(index, attempt)` still assigned to
+  // it with that attempt is provably unsent. Those planned after `now_ns` +
+  // kReassignMarginNs are queued again with attempt + 1 when
+  // `may_reassign`; the others end NOT_SENT "not_sent: worker k left before
+  // this request could be sent (why)". Pairs it no longer owns (taken back,
+  // final, a stale attempt) are skipped. Records are emitted in the order
+  // given. Returns how many went each way (lost is 0).
+  struct HandedBack {
+    uint64_t index = 0;
+    uint32_t attempt = 0;
+  };
+  TakeBackCounts HandBack(int32_t owner, const std::vector<HandedBack>& requests, int64_t now_ns,
+                          bool may_reassign, absl::string_view why, Emit emit);
+
   // Worker `owner` is alive but has reported itself idle (nothing in flight
   // or queued) for the idle grace: its requests planned at or before
   // `due_before_ns` will never get a record (lost in transit). They end LOST
@@ -126,6 +141,8 @@ class RequestLedger {
   // Makes `record` the final one of slot `i` (state, wire index, warmup
   // mark, planned_ns, counts).
   surge::v1::RequestRecord Finalize(uint64_t i, surge::v1::RequestRecord record);
+  // Keeps reassign_ in planned order (offset, then slot).
+  void SortReassign();
   surge::v1::RequestRecord Made(uint64_t i, int32_t worker, surge::v1::RequestStatus status,
                                 surge::v1::FailureKind kind, std::string error) const;
 

@@ -57,6 +57,11 @@ class WorkerRegistry {
     std::string goodbye_reason;
     // Declared dead, then heard again and told to stop ("fenced").
     bool fenced_told = false;
+    // Leaving on its own (its HandBack, e.g. after SIGTERM): it is assigned
+    // nothing more and finishes what it has in flight; `leaving_reason` is
+    // the HandBack's reason ("SIGTERM").
+    bool leaving = false;
+    std::string leaving_reason;
     // First heartbeat received (the worker's HTTP sender exists).
     bool ready = false;
     Clock::TimePoint last_heard{};

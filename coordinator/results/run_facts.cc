@@ -26,7 +26,8 @@ constexpr char kClockNote[] =
 std::string StopReason(const absl::StatusOr<DispatchOutcome>& outcome) {
   if (!outcome.ok()) return absl::StrCat("stopped: ", outcome.status().message());
   if (outcome->interrupted) {
-    return absl::StrFormat("interrupted by the user at %.2f s",
+    return absl::StrFormat("%s at %.2f s",
+                           outcome->terminated ? "stopped (SIGTERM)" : "interrupted by the user",
                            NanosToSeconds(outcome->interrupted_at_ns));
   }
   if (outcome->stopped_on_alarm) {
@@ -45,6 +46,8 @@ void AddCounters(const DispatchOutcome& o, RunFacts* f) {
   f->set_rejected_records(o.rejected_records);
   f->set_workers_lost(o.workers_lost);
   f->set_workers_fenced(o.workers_fenced);
+  f->set_workers_left(o.workers_left);
+  f->set_handed_back(o.handed_back);
   for (const WorkerLoss& l : o.worker_losses) {
     *f->add_worker_losses() =
         WorkerLossFactOf(l.worker, l.at_ns, l.why, l.send_unknown, l.not_sent, l.reassigned);

@@ -86,6 +86,11 @@ void PrintRunLines(const RunFacts& facts, const std::string& clock_text,
     }
     std::cout << "\n";
   }
+  if (facts.workers_left() > 0) {
+    std::cout << "workers that left on their own (a stop signal): " << facts.workers_left()
+              << ", requests they handed back: " << facts.handed_back()
+              << " (reassigned to the others, or not sent when already due)\n";
+  }
   for (const RunEvent& e : WorkerLossEvents(facts.worker_losses())) std::cout << e.text << "\n";
 }
 

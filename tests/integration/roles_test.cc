@@ -29,6 +29,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using ::testing::StartsWith;
 
 // A TCP port on 127.0.0.1 that was free a moment ago.
 std::string FreeLoopbackPort() {
@@ -174,7 +175,48 @@ TEST(RolesTest, CoordinatorSigtermDrainsWritesAndExits143) {
   EXPECT_GT(report.ok, 50u);    // about 2 s at 50/s went out
   EXPECT_LT(report.ok, 500u);   // and the rest never did
   EXPECT_EQ(report.summary["run"]["interrupted"], true);
+  EXPECT_THAT(report.summary["run"].value("stop_reason", ""), StartsWith("stopped (SIGTERM) at "));
   EXPECT_GT(report.summary["requests"]["not_sent"].get<int>(), 400);
+}
+
+// `docker stop` gives a container 10 s after SIGTERM, then SIGKILL. With
+// 15 s streams in flight, the coordinator's SIGTERM drain (5 s) cuts them
+// off in time: it exits 143 well inside the 10 s, with the summary and both
+// pages written (a SIGKILL at 10 s would leave none of them).
+TEST(RolesTest, CoordinatorSigtermWithLongStreamsWritesEverythingInsideTenSeconds) {
+  const fs::path dir = FreshDir("surge_roles_sigterm_long");
+  const std::string port = FreeLoopbackPort();
+  ASSERT_FALSE(port.empty());
+  const std::string endpoint = "tcp://127.0.0.1:" + port;
+  SurgeProcess worker({"worker", "--connect", endpoint}, dir / "w0.log");
+  // 300 tokens 50 ms apart: each stream takes 15 s.
+  SurgeProcess coordinator(
+      {"coordinator", "--bind", endpoint, "--expect-workers", "1", "--num-prompts", "200",
+       "--request-rate", "20", "--random-input-len", "16", "--random-output-len", "300",
+       "--sim-itl-ms", "50", "--output-dir", (dir / "out").string()},
+      dir / "coordinator.log");
+  ASSERT_TRUE(WaitForText(dir / "coordinator.log", "started 200 requests", 30000))
+      << coordinator.Log();
+  usleep(2000000);
+  ASSERT_TRUE(coordinator.Signal(SIGTERM));
+  const auto signalled = std::chrono::steady_clock::now();
+  const int code = coordinator.WaitExit(10000);
+  const double took_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - signalled).count();
+  if (code == -1) coordinator.Signal(SIGKILL);  // what the container runtime would do
+  std::cout << "exit " << code << " " << took_s << " s after SIGTERM\n";
+  ASSERT_EQ(code, 143) << coordinator.Log();
+  EXPECT_EQ(worker.WaitExit(15000), 0) << worker.Log();
+  const fs::path folder = ResultsFolder(coordinator.Log());
+  const RunFolderReport report = CheckRunFolder(folder, "synthetic");
+  EXPECT_TRUE(report.problems.empty()) << report.Describe();
+  EXPECT_EQ(report.records, 200u);
+  EXPECT_EQ(report.ok, 0u);  // none of the 15 s streams could end in 2 + 5 s
+  EXPECT_GT(report.summary["requests"]["interrupted"].get<int>(), 20);
+  EXPECT_THAT(report.summary["run"].value("stop_reason", ""), StartsWith("stopped (SIGTERM) at "));
+  EXPECT_TRUE(fs::exists(folder / "synthetic_rps_distribution_plot.html"));
+  EXPECT_TRUE(fs::exists(folder / "synthetic_rps_distribution_plot_with_actual_rps.html"));
+  EXPECT_THAT(coordinator.Log(), HasSubstr("waiting up to 5 s for the"));
 }
 
 // R-DIST-7: the coordinator is SIGKILLed mid-run. Every worker stops

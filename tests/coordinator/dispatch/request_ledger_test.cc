@@ -125,6 +125,45 @@ TEST(RequestLedgerTest, TakeBackSplitsIntoLostNotSentAndReassigned) {
   EXPECT_EQ(ledger.NextDue(10000 * kMs), std::optional<uint64_t>(23));
 }
 
+// Worker 1 leaves on its own at 1.0 s and hands back what it never
+// released: the odd indices 9..27 (1.0 s … 2.8 s), plus index 3 with a
+// stale attempt and index 0 that is worker 0's (both skipped). Those
+// planned after 1.0 + 0.05 s go back with attempt 1, the one due at 1.0 s
+// ends NOT_SENT "left"; what it still has in flight (1..7) stays its own.
+TEST(RequestLedgerTest, HandBackQueuesWhatIsAheadAndKeepsWhatIsInFlight) {
+  RequestLedger ledger = Every100Ms(40, 2);
+  AssignAll(ledger, 3000 * kMs, 2);  // worker 1: odd indices 1..27
+  std::vector<RequestLedger::HandedBack> back = {{3, 1}, {0, 0}};
+  for (uint64_t i = 9; i <= 27; i += 2) back.push_back({i, 0});
+  std::vector<surge::v1::RequestRecord> ended;
+  const RequestLedger::TakeBackCounts counts =
+      ledger.HandBack(1, back, 1000 * kMs, /*may_reassign=*/true, "SIGTERM",
+                      [&](surge::v1::RequestRecord r) { ended.push_back(std::move(r)); });
+  ASSERT_EQ(ended.size(), 1u);
+  EXPECT_EQ(ended[0].index(), 9u);
+  EXPECT_EQ(ended[0].status(), surge::v1::NOT_SENT);
+  EXPECT_EQ(ended[0].error(),
+            "not_sent: worker 1 left before this request could be sent (SIGTERM)");
+  EXPECT_EQ(counts.lost, 0u);
+  EXPECT_EQ(counts.not_sent, 1u);
+  EXPECT_EQ(counts.reassigned, 9u);
+  EXPECT_EQ(ledger.reassigned(), 9u);
+  // In flight: 1, 3, 5, 7 are still worker 1's, attempt 0.
+  EXPECT_EQ(ledger.outstanding(1), 4u);
+  for (uint64_t i : {1u, 3u, 5u, 7u}) {
+    EXPECT_EQ(ledger.owner(i), 1) << i;
+    EXPECT_EQ(ledger.attempt(i), 0) << i;
+  }
+  EXPECT_EQ(ledger.owner(0), 0);
+  EXPECT_EQ(ledger.state(0), State::kAssigned);
+  // Their records still count; the handed-back ones go to the others first.
+  EXPECT_TRUE(ledger.Accept(1, Ok(3, 0)).has_value());
+  ASSERT_EQ(ledger.NextDue(10000 * kMs), std::optional<uint64_t>(11));
+  EXPECT_EQ(ledger.Assign(11, 0), 1);
+  // A record from worker 1 for a request it handed back is refused.
+  EXPECT_FALSE(ledger.Accept(1, Ok(13, 0)).has_value());
+}
+
 // Fencing: after the take-back, a record from the dead worker (attempt 0)
 // is refused for every kind of request it held; the new owner's record
 // (attempt 1) is the final one.
