@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -24,6 +25,17 @@ struct Inbound {
   surge::v1::Envelope message;
 };
 
+// What a connecting side saw go wrong on its link (libzmq's socket
+// monitor), so that a set-up mistake names itself while the side keeps
+// trying:
+//  - kRefused: a connection attempt failed before TCP was up (nothing
+//    listens at that host and port, or the host is unreachable);
+//  - kKeyNotAllowed: the other side's authenticator refused this side's
+//    CurveZMQ key (it is not in the coordinator's --curve-allow);
+//  - kHandshakeFailed: TCP was up but the handshake failed or was dropped
+//    (a wrong --curve-server-key, or CurveZMQ on one side only).
+enum class LinkTrouble { kRefused, kKeyNotAllowed, kHandshakeFailed };
+
 // A message channel. Not thread-safe: exactly one thread owns a Transport
 // (sends and receives on it); other threads never touch it.
 class Transport {
@@ -38,6 +50,9 @@ class Transport {
   // only looks). Errors: DATA_LOSS for a frame that is not an Envelope,
   // INTERNAL on socket errors.
   virtual absl::StatusOr<std::optional<Inbound>> Receive(Clock::TimePoint deadline) = 0;
+  // The link troubles seen since the last call, in order (never blocks).
+  // Transports that cannot tell return none.
+  virtual std::vector<LinkTrouble> TakeLinkTroubles() { return {}; }
 };
 
 }  // namespace surge

@@ -531,12 +531,46 @@ struct ZmqRouterTransport::Impl {
   // Closes the socket first, then stops the ZAP thread, then the context.
   ~Impl() {
     socket.close();
+    monitor.close();
     zap.reset();
     context.close();
+  }
+  // With CURVE: logs failed handshakes (a worker with another server key,
+  // or without CurveZMQ) from the socket monitor, the first at once, then
+  // at most every 10 s with the count; looked at most every 100 ms.
+  void LogHandshakeFailures() {
+    if (!monitoring) return;
+    const Clock::TimePoint now = clock.Now();
+    if (now < next_monitor_look) return;
+    next_monitor_look = now + std::chrono::milliseconds(100);
+    uint64_t seen = 0;
+    try {
+      zmq::message_t head;
+      while (monitor.recv(head, zmq::recv_flags::dontwait)) {
+        zmq::message_t address;
+        if (head.more()) (void)monitor.recv(address, zmq::recv_flags::none);
+        ++seen;
+      }
+    } catch (const zmq::error_t&) {
+      monitoring = false;
+    }
+    if (seen == 0) return;
+    handshake_failures += seen;
+    if (now < next_handshake_log) return;
+    next_handshake_log = now + std::chrono::seconds(10);
+    LogWarning(absl::StrCat(
+        "a peer failed the CurveZMQ handshake (", handshake_failures,
+        " so far): a worker whose --curve-server-key is not this coordinator's public key, or "
+        "one without CurveZMQ (--insecure-transport)"));
   }
   zmq::context_t context{1};
   std::unique_ptr<ZapHandler> zap;  // set with CURVE only
   zmq::socket_t socket{context, zmq::socket_type::router};
+  zmq::socket_t monitor{context, zmq::socket_type::pair};
+  bool monitoring = false;
+  uint64_t handshake_failures = 0;
+  Clock::TimePoint next_monitor_look{};
+  Clock::TimePoint next_handshake_log{};
   std::string endpoint;
   Clock& clock;
 };
@@ -580,6 +614,15 @@ absl::StatusOr<std::unique_ptr<ZmqRouterTransport>> ZmqRouterTransport::Create(
       impl->socket.set(zmq::sockopt::curve_server, 1);
       impl->socket.set(zmq::sockopt::curve_secretkey, options.curve->secret_key_z85);
       impl->socket.set(zmq::sockopt::zap_domain, kZapDomain);
+      const std::string monitor_endpoint =
+          absl::StrCat("inproc://surge-handshake-monitor-", reinterpret_cast<uintptr_t>(&*impl));
+      if (zmq_socket_monitor(
+              static_cast<void*>(impl->socket), monitor_endpoint.c_str(),
+              ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) == 0) {
+        impl->monitor.set(zmq::sockopt::linger, 0);
+        impl->monitor.connect(monitor_endpoint);
+        impl->monitoring = true;
+      }
     }
     impl->socket.bind(endpoint);
     impl->endpoint = impl->socket.get(zmq::sockopt::last_endpoint);
@@ -613,6 +656,7 @@ absl::Status ZmqRouterTransport::Send(const std::string& peer, const surge::v1::
 }
 
 absl::StatusOr<std::optional<Inbound>> ZmqRouterTransport::Receive(Clock::TimePoint deadline) {
+  impl_->LogHandshakeFailures();
   try {
     auto id = PollOne(impl_->socket, impl_->clock, deadline);
     if (!id.ok()) return id.status();
@@ -634,9 +678,17 @@ absl::StatusOr<std::optional<Inbound>> ZmqRouterTransport::Receive(Clock::TimePo
 
 struct ZmqDealerTransport::Impl {
   explicit Impl(Clock& c) : clock(c) {}
+  // Declared before `socket`: destroyed after it.
   zmq::context_t context{1};
+  zmq::socket_t monitor{context, zmq::socket_type::pair};
   zmq::socket_t socket{context, zmq::socket_type::dealer};
   Clock& clock;
+  // The monitor's state: TCP is up, the handshake on it completed, and a
+  // TCP connection was up since the last retry.
+  bool tcp_up = false;
+  bool handshake_done = false;
+  bool tcp_since_retry = false;
+  bool monitoring = false;
 };
 
 ZmqDealerTransport::ZmqDealerTransport(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -667,11 +719,74 @@ absl::StatusOr<std::unique_ptr<ZmqDealerTransport>> ZmqDealerTransport::Create(
       impl->socket.set(zmq::sockopt::curve_publickey, public_key);
       impl->socket.set(zmq::sockopt::curve_secretkey, options.curve->secret_key_z85);
     }
+    // The monitor must exist before the connect: the first attempt's
+    // events are the ones a mistake shows in.
+    const std::string monitor_endpoint = absl::StrCat("inproc://surge-link-monitor-", identity);
+    if (zmq_socket_monitor(static_cast<void*>(impl->socket), monitor_endpoint.c_str(),
+                           ZMQ_EVENT_ALL) == 0) {
+      impl->monitor.set(zmq::sockopt::linger, 0);
+      impl->monitor.connect(monitor_endpoint);
+      impl->monitoring = true;
+    }
     impl->socket.connect(endpoint);
   } catch (const zmq::error_t& e) {
     return absl::InvalidArgumentError(absl::StrCat("cannot connect to ", endpoint, ": ", e.what()));
   }
   return std::unique_ptr<ZmqDealerTransport>(new ZmqDealerTransport(std::move(impl)));
+}
+
+std::vector<LinkTrouble> ZmqDealerTransport::TakeLinkTroubles() {
+  std::vector<LinkTrouble> out;
+  if (!impl_->monitoring) return out;
+  Impl& m = *impl_;
+  try {
+    while (true) {
+      // Each event is two frames: 2 bytes event id + 4 bytes value, then the
+      // endpoint.
+      zmq::message_t head;
+      if (!m.monitor.recv(head, zmq::recv_flags::dontwait)) break;
+      zmq::message_t address;
+      if (head.more()) (void)m.monitor.recv(address, zmq::recv_flags::none);
+      if (head.size() < 6) continue;
+      uint16_t event = 0;
+      std::memcpy(&event, head.data(), sizeof(event));
+      switch (event) {
+        case ZMQ_EVENT_CONNECTED:
+          m.tcp_up = true;
+          m.tcp_since_retry = true;
+          m.handshake_done = false;
+          break;
+        case ZMQ_EVENT_HANDSHAKE_SUCCEEDED:
+          m.handshake_done = true;
+          break;
+        case ZMQ_EVENT_HANDSHAKE_FAILED_AUTH:
+          out.push_back(LinkTrouble::kKeyNotAllowed);
+          m.handshake_done = true;  // said; its disconnect says nothing more
+          break;
+        case ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL:
+        case ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL:
+          out.push_back(LinkTrouble::kHandshakeFailed);
+          m.handshake_done = true;
+          break;
+        case ZMQ_EVENT_DISCONNECTED:
+          if (m.tcp_up && !m.handshake_done) out.push_back(LinkTrouble::kHandshakeFailed);
+          m.tcp_up = false;
+          break;
+        case ZMQ_EVENT_CONNECT_RETRIED:
+          // A retry after a connection that was up (and dropped) is no
+          // refusal: that drop said what it had to.
+          if (!m.tcp_since_retry) out.push_back(LinkTrouble::kRefused);
+          m.tcp_since_retry = false;
+          break;
+        default:
+          break;
+      }
+    }
+  } catch (const zmq::error_t&) {
+    // A monitor that fails says nothing more; the link itself is unaffected.
+    m.monitoring = false;
+  }
+  return out;
 }
 
 absl::Status ZmqDealerTransport::Send(const std::string& /*peer*/,

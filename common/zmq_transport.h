@@ -189,6 +189,10 @@ class ZmqDealerTransport final : public Transport {
 
   absl::Status Send(const std::string& peer, const surge::v1::Envelope& message) override;
   absl::StatusOr<std::optional<Inbound>> Receive(Clock::TimePoint deadline) override;
+  // From the socket monitor: a retry with no TCP connection since the last
+  // one → kRefused; a ZAP refusal → kKeyNotAllowed; a failed handshake, or
+  // a connection closed before its handshake completed → kHandshakeFailed.
+  std::vector<LinkTrouble> TakeLinkTroubles() override;
 
  private:
   struct Impl;

@@ -271,6 +271,7 @@ std::optional<int> WorkerSession::Join(State& st) {
       (void)SendEnvelope(std::move(hello));
       next_hello = clock_.Now() + options_.hello_period;
     }
+    ReportLinkTroubles();
     auto in = transport_.Receive(clock_.Now() + options_.poll);
     if (!in.ok()) OnReceiveError(in.status());
     if (!in.ok() || !in->has_value()) continue;
@@ -296,6 +297,41 @@ std::optional<int> WorkerSession::Join(State& st) {
   st.lease_ns =
       static_cast<int64_t>(st.welcome.lease_ms() > 0 ? st.welcome.lease_ms() : 1000) * 1000000;
   return std::nullopt;
+}
+
+void WorkerSession::ReportLinkTroubles() {
+  // Each kind at once, then again at most every 10 s while it lasts.
+  constexpr auto kRepeat = std::chrono::seconds(10);
+  for (const LinkTrouble trouble : transport_.TakeLinkTroubles()) {
+    const size_t k = static_cast<size_t>(trouble);
+    const Clock::TimePoint now = clock_.Now();
+    ++link_trouble_count_[k];
+    if (link_trouble_logged_[k] && now < link_trouble_next_[k]) continue;
+    link_trouble_logged_[k] = true;
+    link_trouble_next_[k] = now + kRepeat;
+    const std::string times =
+        link_trouble_count_[k] > 1 ? absl::StrCat(" (", link_trouble_count_[k], " times)") : "";
+    switch (trouble) {
+      case LinkTrouble::kRefused:
+        LogWarning(absl::StrCat(
+            "cannot connect to the coordinator", times,
+            ": the connection is refused or fails (nothing listens at that host and port, or the "
+            "host is unreachable: check --connect); still trying"));
+        break;
+      case LinkTrouble::kKeyNotAllowed:
+        LogWarning(absl::StrCat(
+            "the coordinator refused this worker's CurveZMQ key", times,
+            ": its public key (the .pub beside --curve-secret-key) is not in the coordinator's "
+            "--curve-allow directory; still trying"));
+        break;
+      case LinkTrouble::kHandshakeFailed:
+        LogWarning(absl::StrCat(
+            "reached the coordinator but the CurveZMQ handshake failed", times,
+            ": --curve-server-key is not that coordinator's public key, or only one side uses "
+            "CurveZMQ (--insecure-transport on the other); still trying"));
+        break;
+    }
+  }
 }
 
 std::optional<int> WorkerSession::RefusedJoin(const Envelope& e) {

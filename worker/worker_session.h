@@ -127,6 +127,10 @@ class WorkerSession {
   void Serve(State& st);
   void Drain(State& st);
   int Goodbye(State& st);
+  // Join: logs what the transport saw go wrong on the link (a refused
+  // connection, a refused key, a failed handshake), each kind at once and
+  // then at most every 10 s.
+  void ReportLinkTroubles();
   // Join: the exit code when `e` refuses this worker (another protocol
   // version, a Reject).
   std::optional<int> RefusedJoin(const surge::v1::Envelope& e);
@@ -173,6 +177,10 @@ class WorkerSession {
   std::string run_id_;
 
   uint64_t undecodable_frames_ = 0;  // frames from the coordinator skipped
+  // ReportLinkTroubles, by LinkTrouble: seen, logged, next log allowed.
+  uint64_t link_trouble_count_[3] = {0, 0, 0};
+  bool link_trouble_logged_[3] = {false, false, false};
+  Clock::TimePoint link_trouble_next_[3] = {};
   uint64_t failed_batches_ = 0;      // batches the transport refused (retried)
 
   std::mutex outbox_mu_;

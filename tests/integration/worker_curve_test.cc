@@ -137,6 +137,66 @@ TEST(WorkerCurveTest, AllowedWorkerIsHeardAndUnlistedWorkerIsNot) {
   EXPECT_EQ(s.server->zap_counts().accepted, 1u);
 }
 
+// Waits (bounded) until `worker`'s log holds `text`; true when it did
+// within `limit`.
+bool LogShowsWithin(const WorkerProcess& worker, const std::string& text,
+                    std::chrono::milliseconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (worker.Log().find(text) != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+// The three common set-up mistakes name themselves within 5 s, while the
+// worker keeps trying (its join timeout is 30 s): nothing listening at
+// --connect, a --curve-server-key that is not the coordinator's (the
+// coordinator's socket logs the failed handshake too), and a key missing
+// from --curve-allow. Each says only its own cause.
+TEST(WorkerCurveTest, EachSetUpMistakeIsNamedWithinFiveSeconds) {
+  CurveRig s = MakeSetup("surge_worker_curve_mistakes");
+  ASSERT_NE(s.server, nullptr);
+  const std::string refused = "cannot connect to the coordinator";
+  const std::string wrong_key = "reached the coordinator but the CurveZMQ handshake failed";
+  const std::string not_allowed = "the coordinator refused this worker's CurveZMQ key";
+  const std::chrono::seconds limit(5);
+  {
+    // A port that was just bound and closed again: nothing listens there.
+    std::string closed;
+    {
+      auto probe = ZmqRouterTransport::Create("tcp://127.0.0.1:0");
+      ASSERT_TRUE(probe.ok()) << probe.status();
+      closed = (*probe)->endpoint();
+    }
+    WorkerProcess w({"--connect", closed, "--join-timeout", "30"}, s.dir / "refused.log");
+    EXPECT_TRUE(LogShowsWithin(w, refused, limit)) << w.Log();
+    EXPECT_EQ(w.Log().find(wrong_key), std::string::npos) << w.Log();
+    EXPECT_EQ(w.WaitExit(std::chrono::milliseconds(0)), -1);  // still trying
+  }
+  {
+    // The stranger's public key as the server key: the handshake fails.
+    WorkerProcess w(
+        {"--connect", s.server->endpoint(), "--join-timeout", "30", "--curve-secret-key",
+         s.allowed.secret_key.string(), "--curve-server-key", s.stranger.public_key.string()},
+        s.dir / "wrong_key.log");
+    EXPECT_TRUE(LogShowsWithin(w, wrong_key, limit)) << w.Log();
+    EXPECT_EQ(w.Log().find(refused), std::string::npos) << w.Log();
+    EXPECT_EQ(w.Log().find(not_allowed), std::string::npos) << w.Log();
+    EXPECT_FALSE(ReceiveWithin(*s.server, std::chrono::milliseconds(300)).has_value());
+    EXPECT_EQ(w.WaitExit(std::chrono::milliseconds(0)), -1);
+  }
+  {
+    WorkerProcess w(
+        {"--connect", s.server->endpoint(), "--join-timeout", "30", "--curve-secret-key",
+         s.stranger.secret_key.string(), "--curve-server-key", s.coordinator.public_key.string()},
+        s.dir / "not_allowed.log");
+    EXPECT_TRUE(LogShowsWithin(w, not_allowed, limit)) << w.Log();
+    EXPECT_EQ(w.Log().find(wrong_key), std::string::npos) << w.Log();
+    EXPECT_EQ(w.WaitExit(std::chrono::milliseconds(0)), -1);
+  }
+}
+
 TEST(WorkerCurveTest, FlagRuleAndBadKeyFilesStopTheWorkerBeforeItConnects) {
   const fs::path dir = AbsentDir("surge_worker_curve_flags");
   const CurveKeyFiles keys = *WriteCurveKeyPair(dir, "w");
