@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <random>
@@ -157,6 +158,9 @@ class Job {
   absl::Status StartLiveMetrics();
   absl::Status StartBuiltInServer();
   absl::Status ResolveModel();
+  // Runs the pre-flight `check` until it passes, fails with anything but
+  // UNAVAILABLE, a stop signal comes, or wait_for_target_s has passed.
+  absl::Status WaitForTarget(const std::function<absl::Status()>& check);
   absl::Status ResolveWorkers();
   absl::StatusOr<DispatchOutcome> Dispatch(DispatcherOptions& options, SummaryAccumulator& summary,
                                            ActualPageInputs& page, bool* nothing_recorded);
@@ -265,17 +269,48 @@ absl::Status Job::StartBuiltInServer() {
 // even accept a connection fails the run now, not after N failed requests
 // (only connect/TLS failures count; any HTTP answer, even 404 at
 // /v1/models, is fine).
+absl::Status Job::WaitForTarget(const std::function<absl::Status()>& check) {
+  const Clock::TimePoint give_up =
+      clock_.Now() + std::chrono::milliseconds(
+                         static_cast<int64_t>((sim_ ? 0.0 : config_.wait_for_target_s()) * 1000));
+  bool said = false;
+  while (true) {
+    absl::Status s = check();
+    if (s.ok() || !absl::IsUnavailable(s) || g_interrupted.load() || clock_.Now() >= give_up) {
+      if (said && s.ok()) LogInfo("the target answers");
+      return s;
+    }
+    if (!said) {
+      said = true;
+      LogInfo(
+          absl::StrFormat("the target does not answer yet (%s); retrying every second for up "
+                          "to %.0f s (--wait-for-target)",
+                          s.message(), config_.wait_for_target_s()));
+    }
+    clock_.SleepUntilCoarse(std::min(give_up, clock_.Now() + std::chrono::seconds(1)));
+  }
+}
+
 absl::Status Job::ResolveModel() {
   if (config_.target().model().empty()) {
-    auto model = surge::client::FetchFirstModel(config_.target(), std::chrono::milliseconds(10000));
-    if (!model.ok()) return AsRuntimeFailure(model.status());
-    config_.mutable_target()->set_model(*model);
-    LogInfo(absl::StrCat("model: ", *model, " (first listed at /v1/models)"));
+    std::string model;
+    absl::Status listed = WaitForTarget([&]() {
+      auto first =
+          surge::client::FetchFirstModel(config_.target(), std::chrono::milliseconds(10000));
+      if (!first.ok()) return first.status();
+      model = *std::move(first);
+      return absl::OkStatus();
+    });
+    if (!listed.ok()) return AsRuntimeFailure(listed);
+    config_.mutable_target()->set_model(model);
+    LogInfo(absl::StrCat("model: ", model, " (first listed at /v1/models)"));
     return absl::OkStatus();
   }
   if (sim_) return absl::OkStatus();
-  if (absl::Status s =
-          surge::client::CheckTargetConnects(config_.target(), std::chrono::milliseconds(10000));
+  if (absl::Status s = WaitForTarget([&]() {
+        return surge::client::CheckTargetConnects(config_.target(),
+                                                  std::chrono::milliseconds(10000));
+      });
       !s.ok()) {
     return absl::UnavailableError(
         absl::StrCat(s.message(), " (pre-flight check of --base-url; nothing was sent)"));

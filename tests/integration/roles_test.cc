@@ -219,6 +219,49 @@ TEST(RolesTest, CoordinatorSigtermWithLongStreamsWritesEverythingInsideTenSecond
   EXPECT_THAT(coordinator.Log(), HasSubstr("waiting up to 5 s for the"));
 }
 
+// Start in any order: the coordinator starts before its target, with
+// --wait-for-target 30; the server comes up 3 s later. The coordinator says
+// it is waiting, retries every second, and the run completes: every
+// request answered, exit 0. Without the flag it fails at once (exit 1).
+TEST(RolesTest, CoordinatorStartedBeforeTheServerWaitsForIt) {
+  const fs::path dir = FreshDir("surge_roles_wait_for_target");
+  const std::string port = FreeLoopbackPort();
+  const std::string server_port = FreeLoopbackPort();
+  ASSERT_FALSE(port.empty());
+  ASSERT_FALSE(server_port.empty());
+  const std::string endpoint = "tcp://127.0.0.1:" + port;
+  const std::vector<std::string> run = {"--num-prompts",       "40",
+                                        "--request-rate",      "20",
+                                        "--random-input-len",  "16",
+                                        "--random-output-len", "2",
+                                        "--base-url",          "http://127.0.0.1:" + server_port,
+                                        "--output-dir",        (dir / "out").string()};
+  {
+    std::vector<std::string> args = {"coordinator", "--bind", endpoint, "--expect-workers", "1"};
+    args.insert(args.end(), run.begin(), run.end());
+    SurgeProcess once(args, dir / "once.log");
+    EXPECT_EQ(once.WaitExit(15000), 1) << once.Log();
+    EXPECT_THAT(once.Log(), HasSubstr("cannot reach"));
+  }
+  std::vector<std::string> args = {"coordinator",       "--bind", endpoint, "--expect-workers", "1",
+                                   "--wait-for-target", "30"};
+  args.insert(args.end(), run.begin(), run.end());
+  SurgeProcess coordinator(args, dir / "coordinator.log");
+  SurgeProcess worker({"worker", "--connect", endpoint}, dir / "w0.log");
+  ASSERT_TRUE(WaitForText(dir / "coordinator.log", "the target does not answer yet", 10000))
+      << coordinator.Log();
+  usleep(3000000);
+  SurgeProcess sim({"sim-server", "--host", "127.0.0.1", "--port", server_port}, dir / "sim.log");
+  EXPECT_EQ(coordinator.WaitExit(60000), 0) << coordinator.Log();
+  EXPECT_EQ(worker.WaitExit(15000), 0) << worker.Log();
+  EXPECT_THAT(coordinator.Log(), HasSubstr("the target answers"));
+  const RunFolderReport report = CheckRunFolder(ResultsFolder(coordinator.Log()), "synthetic");
+  EXPECT_TRUE(report.problems.empty()) << report.Describe();
+  EXPECT_EQ(report.ok, 40u);
+  sim.Signal(SIGTERM);
+  EXPECT_EQ(sim.WaitExit(10000), 0) << sim.Log();
+}
+
 // R-DIST-7: the coordinator is SIGKILLed mid-run. Every worker stops
 // sending within 3 s (its lease is 1 s: the server reads nothing from it
 // later than that, with slack) and exits non-zero (3, "coordinator lost")

@@ -190,7 +190,8 @@ TEST(OptionTableTest, RunConfigKeepsEveryFlagAndKey) {
       "sim-fault-error-event sim-fault-malformed sim-fault-reset sim-fault-seed "
       "sim-fault-split sim-fault-stall sim-fault-stall-ms sim-itl-ms sim-max-num-seqs "
       "sim-prefill-ms-per-token sim-tokenizer-model sim-ttft-ms steady-state-s "
-      "stop-on-alarm target-address-policy tokenizer trace-replay trace-time-scale workers "
+      "stop-on-alarm target-address-policy tokenizer trace-replay trace-time-scale wait-for-target "
+      "workers "
       "workers-force");
   EXPECT_EQ(
       table.root().KeyList(),
@@ -209,7 +210,8 @@ TEST(OptionTableTest, RunConfigKeepsEveryFlagAndKey) {
       "sim_fault_stall, sim_fault_stall_ms, sim_itl_ms, sim_max_num_seqs, "
       "sim_prefill_ms_per_token, "
       "sim_tokenizer_model, sim_ttft_ms, steady_state_s, stop_on_alarm, stream, "
-      "tokenizer, trace_replay, trace_time_scale, workers, workers_force, traffic_cfg: "
+      "tokenizer, trace_replay, trace_time_scale, wait_for_target_s, workers, workers_force, "
+      "traffic_cfg: "
       "{burstiness, ramp_up_end_rps, ramp_up_start_rps, ramp_up_strategy, sampler, "
       "stages: [{amplitude_rps, burstiness, duration_s, max_rps, mean_rps, min_rps, "
       "num_requests, peak_at_s, period_s, phase_s, profile, ramp_up_end_rps, "
