@@ -103,11 +103,7 @@ RequestLedger::TakeBackCounts RequestLedger::TakeBack(int32_t owner, int64_t may
                          absl::StrCat("send_unknown: worker ", owner, " lost (", why, ")"))));
       ++counts.lost;
     } else if (offset_ns_[i] > reassign_after_ns && may_reassign) {
-      state_[i] = State::kUnassigned;
-      owner_[i] = -1;
-      ++attempt_[i];
-      reassign_.push_back(i);
-      ++reassigned_;
+      Requeue(i);
       ++counts.reassigned;
     } else {
       emit(Finalize(i, Made(i, owner, surge::v1::NOT_SENT, surge::v1::FAILURE_KIND_NOT_SENT,
@@ -119,6 +115,18 @@ RequestLedger::TakeBackCounts RequestLedger::TakeBack(int32_t owner, int64_t may
   if (static_cast<size_t>(owner) < outstanding_.size()) outstanding_[owner] = 0;
   SortReassign();
   return counts;
+}
+
+void RequestLedger::Requeue(uint64_t i) {
+  const int32_t owner = owner_[i];
+  if (owner >= 0 && static_cast<size_t>(owner) < outstanding_.size() && outstanding_[owner] > 0) {
+    --outstanding_[owner];
+  }
+  state_[i] = State::kUnassigned;
+  owner_[i] = -1;
+  ++attempt_[i];
+  reassign_.push_back(i);
+  ++reassigned_;
 }
 
 void RequestLedger::SortReassign() {
@@ -140,14 +148,7 @@ RequestLedger::TakeBackCounts RequestLedger::HandBack(int32_t owner,
       continue;
     }
     if (offset_ns_[i] > reassign_after_ns && may_reassign) {
-      if (static_cast<size_t>(owner) < outstanding_.size() && outstanding_[owner] > 0) {
-        --outstanding_[owner];
-      }
-      state_[i] = State::kUnassigned;
-      owner_[i] = -1;
-      ++attempt_[i];
-      reassign_.push_back(i);
-      ++reassigned_;
+      Requeue(i);
       ++counts.reassigned;
     } else {
       emit(Finalize(i, Made(i, owner, surge::v1::NOT_SENT, surge::v1::FAILURE_KIND_NOT_SENT,

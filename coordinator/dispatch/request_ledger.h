@@ -141,6 +141,9 @@ class RequestLedger {
   // Makes `record` the final one of slot `i` (state, wire index, warmup
   // mark, planned_ns, counts).
   surge::v1::RequestRecord Finalize(uint64_t i, surge::v1::RequestRecord record);
+  // Takes assigned slot `i` back from its owner and queues it again with
+  // attempt + 1 (call SortReassign after a batch).
+  void Requeue(uint64_t i);
   // Keeps reassign_ in planned order (offset, then slot).
   void SortReassign();
   surge::v1::RequestRecord Made(uint64_t i, int32_t worker, surge::v1::RequestStatus status,
