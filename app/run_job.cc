@@ -156,6 +156,7 @@ class Job {
 
  private:
   absl::Status StartLiveMetrics();
+  absl::Status BindWorkerPort();
   absl::Status StartBuiltInServer();
   absl::Status ResolveModel();
   // Runs the pre-flight `check` until it passes, fails with anything but
@@ -176,6 +177,8 @@ class Job {
   Clock& clock_ = RealClock();
   LiveMetrics live_metrics_;
   std::unique_ptr<MetricsHttpServer> metrics_server_;
+  // The workers' socket, bound before anything else is started.
+  std::unique_ptr<ZmqRouterTransport> transport_;
   std::unique_ptr<SimServerProcess> sim_;
   int workers_ = 0;
   Prepared prepared_;
@@ -192,6 +195,7 @@ absl::Status Job::Run() {
   signal(SIGTERM, OnSignal);
   signal(SIGPIPE, SIG_IGN);
   if (absl::Status s = StartLiveMetrics(); !s.ok()) return s;
+  if (absl::Status s = BindWorkerPort(); !s.ok()) return s;
   if (absl::Status s = StartBuiltInServer(); !s.ok()) return s;
   if (absl::Status s = ResolveModel(); !s.ok()) return s;
   if (absl::Status s = ResolveWorkers(); !s.ok()) return s;
@@ -245,6 +249,22 @@ absl::Status Job::StartLiveMetrics() {
   metrics_server_ = *std::move(server);
   LogInfo(absl::StrCat("live metrics on http://", host, ":", metrics_server_->port(),
                        "/metrics (docs/METRICS.md)"));
+  return absl::OkStatus();
+}
+
+// The socket the workers join, bound right after the live metrics' port so
+// that a port in use stops the run before the built-in server, the wait
+// for the target or the run folder. Workers that connect early queue their
+// Hello until the dispatcher reads it. Errors: INVALID_ARGUMENT.
+absl::Status Job::BindWorkerPort() {
+  auto transport = ZmqRouterTransport::Create(side_.bind(), side_.transport_options());
+  if (!transport.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(transport.status().message(),
+                     " (the workers' port: is another coordinator still running there? choose "
+                     "another --bind); nothing was started"));
+  }
+  transport_ = *std::move(transport);
   return absl::OkStatus();
 }
 
@@ -338,11 +358,9 @@ absl::StatusOr<DispatchOutcome> Job::Dispatch(DispatcherOptions& options,
                                               SummaryAccumulator& summary, ActualPageInputs& page,
                                               bool* nothing_recorded) {
   *nothing_recorded = true;
-  auto transport = ZmqRouterTransport::Create(side_.bind(), side_.transport_options());
-  if (!transport.ok()) return AsRuntimeFailure(transport.status());
   std::unique_ptr<WorkerPool> pool =
-      side_.MakePool(clock_, config_, workers_, (*transport)->endpoint(), sim_.get(), &options);
-  if (absl::Status s = pool->Start(workers_, (*transport)->endpoint()); !s.ok()) {
+      side_.MakePool(clock_, config_, workers_, transport_->endpoint(), sim_.get(), &options);
+  if (absl::Status s = pool->Start(workers_, transport_->endpoint()); !s.ok()) {
     return AsRuntimeFailure(s);
   }
   ProgressReporter progress(stderr, isatty(fileno(stderr)) != 0);
@@ -367,7 +385,7 @@ absl::StatusOr<DispatchOutcome> Job::Dispatch(DispatcherOptions& options,
   RecordFanOut sinks({details->get(), &summary, &page, &progress, &redirects});
   if (live) sinks.Attach(&live_metrics_);
   Dispatcher dispatcher(
-      clock_, **transport, prepared_.plan, *prepared_.payloads, options,
+      clock_, *transport_, prepared_.plan, *prepared_.payloads, options,
       [&sinks](const surge::v1::RequestRecord& r) { sinks.Add(r); }, pool.get());
   g_dispatcher.store(&dispatcher);
   if (g_interrupted.load()) dispatcher.RequestStop(g_stop_signal.load() == SIGTERM);

@@ -29,6 +29,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 // A TCP port on 127.0.0.1 that was free a moment ago.
@@ -260,6 +261,36 @@ TEST(RolesTest, CoordinatorStartedBeforeTheServerWaitsForIt) {
   EXPECT_EQ(report.ok, 40u);
   sim.Signal(SIGTERM);
   EXPECT_EQ(sim.WaitExit(10000), 0) << sim.Log();
+}
+
+// A port in use fails first: with the coordinator's --bind port held by
+// another listener, it stops at once with exit 2 naming the endpoint, before
+// it waits 30 s for a target that is not there and before any run folder.
+TEST(RolesTest, CoordinatorBindPortInUseFailsFirst) {
+  const fs::path dir = FreshDir("surge_roles_port_in_use");
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  ASSERT_EQ(listen(fd, 4), 0);
+  socklen_t len = sizeof(a);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  const std::string dead_port = FreeLoopbackPort();
+  const auto start = std::chrono::steady_clock::now();
+  SurgeProcess coordinator(
+      {"coordinator", "--bind", endpoint, "--expect-workers", "1", "--wait-for-target", "30",
+       "--base-url", "http://127.0.0.1:" + dead_port, "--model", "m", "--num-prompts", "5",
+       "--request-rate", "5", "--output-dir", (dir / "out").string()},
+      dir / "coordinator.log");
+  EXPECT_EQ(coordinator.WaitExit(20000), 2) << coordinator.Log();
+  close(fd);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(15));
+  EXPECT_THAT(coordinator.Log(), HasSubstr("cannot bind " + endpoint));
+  EXPECT_THAT(coordinator.Log(), HasSubstr("Address already in use"));
+  EXPECT_THAT(coordinator.Log(), Not(HasSubstr("does not answer yet")));
+  EXPECT_FALSE(fs::exists(dir / "out"));
 }
 
 // R-DIST-7: the coordinator is SIGKILLed mid-run. Every worker stops
