@@ -102,6 +102,7 @@ class RemoteWorkers : public WorkerSide {
     options->hello_timeout = JoinTimeoutMs(role_.join_timeout_s());
     options->lease_ms = role_.worker_lease_ms();
     options->dead_after = std::chrono::milliseconds(role_.worker_silence_ms());
+    options->allow_unreachable_workers = role_.allow_unreachable_workers();
     // A wildcard bind is no address to connect to: name the host instead.
     std::string connect = endpoint;
     for (const char* any : {"tcp://0.0.0.0:", "tcp://*:", "tcp://[::]:"}) {

@@ -454,6 +454,8 @@ coordinator::RunSummary Job::WriteResults(const absl::StatusOr<DispatchOutcome>&
         outcome->records_lost_in_transit, " requests recorded as record_lost)"));
   }
   coordinator::RunSummary written = ExactSummary(summary);
+  coordinator::AddWorkerFacts(outcome, written, &facts);
+  if (facts.has_failures_concentrate()) LogWarning(facts.failures_concentrate());
   WriteRunResults(p.folder, p.dataset, p.plan, written, page, facts, p.context);
   state_->Ended(facts.stop_reason(), summary.records());
   if (metrics_server_ != nullptr) {

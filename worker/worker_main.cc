@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "client/model_lister.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/role_options.h"
@@ -116,6 +117,15 @@ int WorkerCommand(const surge::v1::WorkerRoleConfig& args) {
   options.stop_signals = &g_stop_signals;
   options.pacer.cpu = args.pacer_cpu();
   options.pacer.realtime = args.pacer_realtime();
+  // A standalone worker may be on a host that cannot reach the target: it
+  // checks from here (a connection and GET /v1/models, whatever it answers)
+  // and tells the
+  // coordinator, which does not start the run without it.
+  if (args.parent_pid() == 0) {
+    options.check_target = [](const surge::v1::Welcome& welcome) {
+      return client::CheckTargetConnects(welcome.target(), std::chrono::milliseconds(3000));
+    };
+  }
   WorkerSession session(
       *clock, **transport,
       [clock](const surge::v1::Welcome& welcome) -> absl::StatusOr<std::unique_ptr<RequestSender>> {

@@ -160,6 +160,24 @@ void WorkerSession::AddToOutbox(surge::v1::RequestRecord record) {
     LogWarning(absl::StrCat("request ", record.index(),
                             ": error text had invalid UTF-8; replaced by U+FFFD"));
   }
+  ++tally_.records;
+  if (record.sent()) ++tally_.sent;
+  switch (record.status()) {
+    case surge::v1::OK:
+      ++tally_.ok;
+      break;
+    case surge::v1::FAILED:
+      ++tally_.failed;
+      break;
+    case surge::v1::INTERRUPTED:
+      ++tally_.cut_off;
+      break;
+    case surge::v1::NOT_SENT:
+      ++tally_.not_sent;
+      break;
+    default:
+      break;
+  }
   outbox_.push_back(std::move(record));
 }
 
@@ -247,6 +265,8 @@ struct WorkerSession::State {
   // Leaving on its own after a stop signal (LeaveOnSignal): 0 when not,
   // else the signal; the pacer is stopped and joined then.
   int left_on_signal = 0;
+  // The pre-flight check's result (CheckTarget); empty when none was made.
+  std::optional<surge::v1::TargetCheck> target_check;
 };
 
 std::optional<int> WorkerSession::Join(State& st) {
@@ -292,6 +312,7 @@ std::optional<int> WorkerSession::Join(State& st) {
     return kExitSenderFailed;
   }
   st.sender = *std::move(sender);
+  CheckTarget(st);
   st.heartbeat_period =
       std::chrono::milliseconds(st.welcome.heartbeat_ms() > 0 ? st.welcome.heartbeat_ms() : 250);
   st.lease_ns =
@@ -360,7 +381,9 @@ std::optional<int> WorkerSession::SyncClockPhase() {
   const int code = SyncClock(clock_.Now() + options_.hello_timeout);
   if (code == kExitDone) return std::nullopt;
   SendGoodbye(code == kExitStoppedBeforeStart ? "stopped" : "clock_sync_failed");
-  return code == kExitStoppedBeforeStart ? kExitDone : code;
+  if (code != kExitStoppedBeforeStart) return code;
+  LogError("the coordinator stopped this worker before the run started: the run did not happen");
+  return kExitRunNotStarted;
 }
 
 HealthTotals WorkerSession::ReadTotals(const RequestSender& sender) const {
@@ -429,6 +452,7 @@ void WorkerSession::SendHeartbeat(State& st, Clock::TimePoint now) {
   h->set_queued(static_cast<uint32_t>(st.loop->queued()));
   h->set_horizon_ns(st.loop->horizon_ns());
   *h->mutable_clock() = ClockReportNow();
+  if (!st.started && st.target_check) *h->mutable_target_check() = *st.target_check;
   if (st.started) {
     surge::v1::SendHealth* sh = h->mutable_send_health();
     *sh = st.health->Report(ToNanos(now), ReadTotals(*st.sender), st.loop->OverdueNs(ToNanos(now)));
@@ -636,6 +660,7 @@ int WorkerSession::Run() {
   State st;
   if (std::optional<int> code = Join(st)) return *code;
   if (std::optional<int> code = SyncClockPhase()) return *code;
+  LogJoined(st);
   StartPacer(st);
   Serve(st);
   if (!st.started && StopSignal() != 0) {
@@ -646,8 +671,57 @@ int WorkerSession::Run() {
     SendGoodbye(SignalName(StopSignal()));
     return 128 + StopSignal();
   }
+  if (!st.started && st.exit_code == kExitDone) {
+    LogError(absl::StrCat("the coordinator stopped this worker before the run started (",
+                          st.stop_reason, "): the run did not happen"));
+    st.exit_code = kExitRunNotStarted;
+  }
   Drain(st);
-  return Goodbye(st);
+  const int code = Goodbye(st);
+  LogEnded(st, code);
+  return code;
+}
+
+void WorkerSession::CheckTarget(State& st) {
+  if (!options_.check_target) return;
+  const absl::Status s = options_.check_target(st.welcome);
+  surge::v1::TargetCheck check;
+  check.set_reachable(s.ok());
+  if (!s.ok()) check.set_error(ToValidUtf8(std::string(s.message())));
+  if (s.ok()) {
+    LogInfo("the target accepts connections from this host (pre-flight check)");
+  } else {
+    LogError(absl::StrCat("this host cannot connect to the target: ", check.error(),
+                          " (told to the coordinator, which does not start the run without "
+                          "--allow-unreachable-workers)"));
+  }
+  st.target_check = std::move(check);
+}
+
+void WorkerSession::LogJoined(const State& st) const {
+  const ClockEstimate& e = clock_sync_.estimate();
+  const std::string of =
+      st.welcome.num_workers() > 0 ? absl::StrCat(" of ", st.welcome.num_workers()) : "";
+  const std::string clock =
+      options_.same_clock
+          ? std::string("the coordinator's own clock (same host)")
+          : absl::StrFormat("clock offset %+.3f ms ± %.3f ms against the coordinator's (%d probes)",
+                            e.mapping.offset_ns / 1e6, e.uncertainty_ns / 1e6,
+                            static_cast<int>(e.samples));
+  LogInfo(absl::StrCat("joined run ", run_id_, " as worker ", st.welcome.worker_index(), of, "; ",
+                       clock, "; waiting for the start"));
+}
+
+void WorkerSession::LogEnded(const State& st, int exit_code) {
+  Tally t;
+  {
+    std::lock_guard<std::mutex> lock(outbox_mu_);
+    t = tally_;
+  }
+  const std::string why = st.stop_reason.empty() ? std::string("stopped") : st.stop_reason;
+  LogInfo(absl::StrFormat(
+      "ended (%s): %d records: %d sent (%d ok, %d failed, %d cut off), %d not sent; exit %d", why,
+      t.records, t.sent, t.ok, t.failed, t.cut_off, t.not_sent, exit_code));
 }
 
 }  // namespace surge::worker

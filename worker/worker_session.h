@@ -32,6 +32,10 @@ inline constexpr int kExitSenderFailed = 4;
 // Declared dead by the coordinator (silent past its death timeout) and told
 // to stop when it spoke again (Stop reason kStopFenced, R-DIST-6/7).
 inline constexpr int kExitFenced = 5;
+// Told to stop before the run started (the coordinator gave up: a worker
+// missing at its join timeout, a worker that cannot reach the target, a
+// Ctrl-C): the run did not happen, so this worker sent nothing.
+inline constexpr int kExitRunNotStarted = 6;
 // Stop.reason the coordinator gives a worker it has declared dead.
 inline constexpr char kStopFenced[] = "fenced";
 // Stop signals a process received (SIGTERM, or SIGINT to a standalone
@@ -100,6 +104,13 @@ struct WorkerSessionOptions {
   // every record and a Goodbye, and exits 128 + the signal.
   const StopSignals* stop_signals = nullptr;
   std::chrono::milliseconds leave_drain{5000};
+  // The worker's own pre-flight check of the target, once after the Welcome
+  // (a standalone worker: a connection to the target from this host and a
+  // GET /v1/models, any answer passing); its
+  // result goes to the coordinator in every heartbeat before the start
+  // (Heartbeat.target_check). Empty = no check (a worker of `surge run`,
+  // on the host the coordinator checked from).
+  std::function<absl::Status(const surge::v1::Welcome&)> check_target;
 };
 
 // Makes the HTTP sender once the Welcome names the target.
@@ -150,6 +161,12 @@ class WorkerSession {
   HealthTotals ReadTotals(const RequestSender& sender) const;
   // A Goodbye that carries only `reason` (a session that ends before Serve).
   void SendGoodbye(const std::string& reason);
+  // The pre-flight check of the target (options_.check_target), logged.
+  void CheckTarget(State& st);
+  // One INFO line when the worker has joined (index, clock) and one when it
+  // ends (what became of its requests, why, the exit code).
+  void LogJoined(const State& st) const;
+  void LogEnded(const State& st, int exit_code);
 
   absl::Status SendEnvelope(surge::v1::Envelope envelope);
   // Sends the outbox in batches when due (or now when `force`). A batch the
@@ -186,6 +203,17 @@ class WorkerSession {
   std::mutex outbox_mu_;
   std::vector<surge::v1::RequestRecord> outbox_;
   uint64_t repaired_errors_ = 0;  // records whose error text had bad UTF-8
+  // What became of this worker's requests, for its end line (counted as
+  // their records enter the outbox).
+  struct Tally {
+    uint64_t records = 0;
+    uint64_t sent = 0;
+    uint64_t ok = 0;
+    uint64_t failed = 0;
+    uint64_t cut_off = 0;
+    uint64_t not_sent = 0;
+  };
+  Tally tally_;
   Clock::TimePoint last_flush_{};
   ClockSyncEstimator clock_sync_;
   // The mapping the pacer uses: identity with options_.same_clock, else the

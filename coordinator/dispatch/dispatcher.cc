@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "common/failure_kind.h"
 #include "common/log.h"
 #include "common/time_units.h"
@@ -115,7 +116,7 @@ absl::Status Dispatcher::AwaitWorkers() {
     }
     if (registry_.BeginSweep(now)) DropGone(now, /*probe_all=*/false);
     if (registry_.ready_count() >= options_.num_workers && DropGone(now, /*probe_all=*/true) == 0) {
-      return absl::OkStatus();
+      return CheckWorkersReachTarget();
     }
     auto in = transport_.Receive(clock_.Now() + std::chrono::milliseconds(10));
     if (!in.ok()) {
@@ -136,6 +137,31 @@ bool Dispatcher::Reachable(const Worker& w) {
   // Before the start nothing fills a worker's send queue: a refused send
   // means the transport no longer knows the peer (its connection closed).
   return transport_.Send(w.peer, ping).ok();
+}
+
+absl::Status Dispatcher::CheckWorkersReachTarget() {
+  std::vector<std::string> cannot;
+  for (const Worker& w : registry_.workers()) {
+    if (w.target_error.empty()) continue;
+    cannot.push_back(
+        absl::StrCat("worker ", w.index, " (", WorkerRegistry::Describe(w), "): ", w.target_error));
+  }
+  if (cannot.empty()) return absl::OkStatus();
+  const std::string who = absl::StrJoin(cannot, "; ");
+  if (options_.allow_unreachable_workers) {
+    LogWarning(absl::StrCat("starting anyway (--allow-unreachable-workers) with ", cannot.size(),
+                            " of ", options_.num_workers,
+                            " workers that cannot connect to the target; their requests will "
+                            "fail: ",
+                            who));
+    return absl::OkStatus();
+  }
+  return absl::UnavailableError(absl::StrCat(
+      cannot.size(), " of ", options_.num_workers,
+      " workers cannot connect to the target from their host, so the run does not start "
+      "(nothing was sent; fix their network or --base-url, or --allow-unreachable-workers to "
+      "start anyway): ",
+      who));
 }
 
 int Dispatcher::DropGone(Clock::TimePoint now, bool probe_all) {
@@ -206,6 +232,7 @@ void Dispatcher::HandleHello(const Inbound& in, Clock::TimePoint now) {
     m->set_max_inflight(options_.max_inflight[w->index]);
   }
   m->set_seed(options_.seed);
+  m->set_num_workers(options_.num_workers);
   m->set_late_policy(options_.late_policy);
   m->set_late_threshold_ns(options_.late_threshold_ns);
   if (options_.late_policy == surge::v1::LATE_POLICY_CAP && options_.num_workers > 0) {
@@ -648,6 +675,12 @@ void Dispatcher::StartRun() {
     Send(w, std::move(start));
   }
   registry_.Start(now);
+  outcome_.worker_names.assign(options_.num_workers, "");
+  for (const auto& w : registry_.workers()) {
+    if (static_cast<size_t>(w.index) < outcome_.worker_names.size()) {
+      outcome_.worker_names[w.index] = WorkerRegistry::Describe(w);
+    }
+  }
   LogInfo(absl::StrCat("started ", ledger_.plan_size(), " requests on ",
                        registry_.workers().size(), " workers",
                        ledger_.num_warmups() > 0
@@ -718,7 +751,8 @@ absl::StatusOr<DispatchOutcome> Dispatcher::Run() {
   }
   if (absl::Status s = AwaitWorkers(); !s.ok()) {
     // Nothing was assigned: release the workers that did come.
-    StopWorkers("start_failed", std::chrono::milliseconds(0), /*alive_only=*/false);
+    StopWorkers(absl::StrCat("start_failed: ", s.message()), std::chrono::milliseconds(0),
+                /*alive_only=*/false);
     return s;
   }
   StartRun();

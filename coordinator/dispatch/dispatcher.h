@@ -78,6 +78,11 @@ struct DispatcherOptions {
   // The target's API key for every worker's Welcome (Welcome.api_key);
   // empty = each worker uses its own. Never logged.
   std::string worker_api_key;
+  // A worker whose own pre-flight check (Heartbeat.target_check) says it
+  // cannot connect to the target: false = the run does not start (Run
+  // fails, naming each such worker); true = each is named in a WARNING and
+  // the run starts with it.
+  bool allow_unreachable_workers = false;
   uint64_t seed = 0;
   std::string run_id;
   // Late-send policy sent in Welcome (RunConfig.late_policy; every worker
@@ -180,6 +185,9 @@ struct JoinDrop {
 };
 
 struct DispatchOutcome {
+  // Who each worker of the run was, by index, as the logs name it
+  // (WorkerRegistry::Describe at the start: address, host, pid).
+  std::vector<std::string> worker_names;
   // The user asked to stop (RequestStop) after the start; `terminated`
   // when that stop was SIGTERM's.
   bool interrupted = false;
@@ -290,6 +298,10 @@ class Dispatcher {
   // every one with `probe_all` (just before t0). Returns how many left.
   int DropGone(Clock::TimePoint now, bool probe_all);
   bool Reachable(const Worker& worker);
+  // The workers' own pre-flight checks, once all are ready: OK, or (unless
+  // allow_unreachable_workers) UNAVAILABLE naming each worker that cannot
+  // connect to the target and why.
+  absl::Status CheckWorkersReachTarget();
   // A message from a worker dropped before the start: told to stop.
   void AnswerLeft(WorkerRegistry::Left& left);
   // A final record from the ledger: counted, checked by the connect-failure

@@ -51,6 +51,12 @@ WorkerRegistry::Worker* WorkerRegistry::Join(const std::string& peer, uint64_t i
 surge::v1::HeartbeatAck WorkerRegistry::OnHeartbeat(Worker& w, const surge::v1::Heartbeat& hb,
                                                     Clock::TimePoint received) {
   w.ready = true;
+  if (hb.has_target_check()) {
+    w.target_error = hb.target_check().reachable()
+                         ? ""
+                         : (hb.target_check().error().empty() ? std::string("cannot connect")
+                                                              : hb.target_check().error());
+  }
   w.inflight = hb.inflight();
   w.sent_total = std::max(w.sent_total, hb.sent_total());
   if (hb.has_send_health()) {

@@ -64,6 +64,9 @@ class WorkerRegistry {
     std::string leaving_reason;
     // First heartbeat received (the worker's HTTP sender exists).
     bool ready = false;
+    // Its own pre-flight check of the target (Heartbeat.target_check): why
+    // it cannot connect from its host; empty when it can or did not check.
+    std::string target_error;
     Clock::TimePoint last_heard{};
     // In flight, from the last heartbeat.
     uint32_t inflight = 0;

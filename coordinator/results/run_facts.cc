@@ -116,4 +116,62 @@ void AddOutcomeFacts(const absl::StatusOr<DispatchOutcome>& outcome, const RunCo
   *facts->mutable_schedule() = ScheduleFactOf(ScheduleFactsOf(outcome, config));
 }
 
+namespace {
+
+// The worker failures concentrate on, or -1 (RunFacts.failures_concentrate).
+int32_t ConcentratedFailures(const RunSummary& summary) {
+  uint64_t failed = 0, records = 0;
+  for (const auto& [index, c] : summary.by_worker) {
+    failed += c.failed;
+    records += c.records;
+  }
+  if (failed < 10 || summary.by_worker.size() < 2) return -1;
+  for (const auto& [index, c] : summary.by_worker) {
+    const uint64_t others_failed = failed - c.failed;
+    const uint64_t others_records = records - c.records;
+    if (c.records == 0 || 2 * c.failed < failed) continue;
+    // c.failed / c.records >= 2 * others_failed / others_records.
+    if (others_records == 0 || c.failed * others_records >= 2 * others_failed * c.records) {
+      return index;
+    }
+  }
+  return -1;
+}
+
+}  // namespace
+
+void AddWorkerFacts(const absl::StatusOr<DispatchOutcome>& outcome, const RunSummary& summary,
+                    RunFacts* facts) {
+  for (const auto& [index, c] : summary.by_worker) {
+    surge::v1::WorkerFact* f = facts->add_by_worker();
+    f->set_worker(index);
+    if (outcome.ok() && static_cast<size_t>(index) < outcome->worker_names.size()) {
+      f->set_who(outcome->worker_names[index]);
+    }
+    f->set_records(c.records);
+    f->set_sent(c.sent);
+    f->set_ok(c.ok);
+    f->set_failed(c.failed);
+    f->set_interrupted(c.interrupted);
+    f->set_not_sent(c.not_sent);
+    f->set_lost(c.lost);
+  }
+  const int32_t worker = ConcentratedFailures(summary);
+  if (worker < 0) return;
+  const WorkerCounts& c = summary.by_worker.at(worker);
+  uint64_t others_failed = 0, others_records = 0;
+  for (const auto& [index, other] : summary.by_worker) {
+    if (index == worker) continue;
+    others_failed += other.failed;
+    others_records += other.records;
+  }
+  const std::string who = outcome.ok() && static_cast<size_t>(worker) < outcome->worker_names.size()
+                              ? outcome->worker_names[worker]
+                              : std::string();
+  facts->set_failures_concentrate(absl::StrCat(
+      "failures concentrate on worker ", worker, who.empty() ? "" : absl::StrCat(" (", who, ")"),
+      ": ", c.failed, " of its ", c.records, " requests failed, ", others_failed, " of ",
+      others_records, " on the other workers"));
+}
+
 }  // namespace surge::coordinator

@@ -10,6 +10,7 @@
 #include "coordinator/dispatch/dispatcher.h"
 #include "coordinator/plan/traffic.h"
 #include "coordinator/report/schedule_verdict.h"
+#include "coordinator/results/summary.h"
 #include "surge/v1/config.pb.h"
 #include "surge/v1/run_facts.pb.h"
 
@@ -36,6 +37,13 @@ ScheduleFacts ScheduleFactsOf(const absl::StatusOr<DispatchOutcome>& outcome,
 // 0 and the clocks empty. Pure.
 void AddOutcomeFacts(const absl::StatusOr<DispatchOutcome>& outcome,
                      const surge::v1::RunConfig& config, surge::v1::RunFacts* facts);
+
+// One WorkerFact per worker of the summary's by_worker (named from the
+// outcome's worker_names where the dispatcher ran), and the sentence
+// failures_concentrate when failures concentrate on one worker (the rule
+// is RunFacts.failures_concentrate's). Pure.
+void AddWorkerFacts(const absl::StatusOr<DispatchOutcome>& outcome, const RunSummary& summary,
+                    surge::v1::RunFacts* facts);
 
 }  // namespace surge::coordinator
 

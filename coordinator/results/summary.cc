@@ -175,6 +175,36 @@ SummaryAccumulator::SummaryAccumulator(const surge::v1::GoodputConfig* goodput, 
                    (goodput->has_ttft_ms() || goodput->has_tpot_ms() || goodput->has_e2el_ms());
 }
 
+namespace {
+
+void CountForWorker(const surge::v1::RequestRecord& r, std::map<int32_t, WorkerCounts>& by_worker) {
+  if (r.worker() < 0) return;
+  WorkerCounts& c = by_worker[r.worker()];
+  ++c.records;
+  c.sent += r.sent() ? 1 : 0;
+  switch (r.status()) {
+    case surge::v1::OK:
+      ++c.ok;
+      break;
+    case surge::v1::FAILED:
+      ++c.failed;
+      break;
+    case surge::v1::INTERRUPTED:
+      ++c.interrupted;
+      break;
+    case surge::v1::LOST:
+      ++c.lost;
+      break;
+    case surge::v1::NOT_SENT:
+      ++c.not_sent;
+      break;
+    default:
+      break;
+  }
+}
+
+}  // namespace
+
 void SummaryAccumulator::Add(const surge::v1::RequestRecord& r) {
   RunSummary& s = s_;
   if (r.warmup()) {
@@ -182,6 +212,7 @@ void SummaryAccumulator::Add(const surge::v1::RequestRecord& r) {
     return;
   }
   ++s.total;
+  CountForWorker(r, s.by_worker);
   const double planned = NanosToSeconds(r.planned_ns());
   planned_min_s_ = std::min(planned_min_s_, planned);
   planned_max_s_ = std::max(planned_max_s_, planned);

@@ -59,9 +59,17 @@ int64_t FromPlannedNs(const surge::v1::RequestRecord& record, int64_t metric_ns)
 // Pure.
 std::string ReasonKey(const surge::v1::RequestRecord& record);
 
+// The records that name one worker (record.worker), by final state.
+struct WorkerCounts {
+  uint64_t records = 0, sent = 0, ok = 0, failed = 0, interrupted = 0, not_sent = 0, lost = 0;
+};
+
 struct RunSummary {
   // Records by final state; total = all six.
   uint64_t total = 0, succeeded = 0, failed = 0, lost = 0, not_sent = 0, interrupted = 0;
+  // The same by worker index (records with a worker >= 0; warm-ups not
+  // counted).
+  std::map<int32_t, WorkerCounts> by_worker;
   // Late-send policy (docs/DESIGN.md "Late-send policy"): SKIPPED records
   // (late_policy skip; not in `failed` nor in "Failed Requests"), released
   // requests marked late (record.late: released more than late_threshold_ms

@@ -14,6 +14,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -119,6 +120,9 @@ class ScriptedWorker {
       if (started_ && send_health_) {
         *hb.mutable_heartbeat()->mutable_send_health() = send_health_(now_ns - t0_ns_);
       }
+      if (!started_ && target_check_) {
+        *hb.mutable_heartbeat()->mutable_target_check() = *target_check_;
+      }
       SendEnvelope(std::move(hb));
       next_heartbeat_ns_ = now_ns + heartbeat_ns_;
     }
@@ -133,6 +137,9 @@ class ScriptedWorker {
   void set_send_health(std::function<surge::v1::SendHealth(int64_t now_after_t0_ns)> f) {
     send_health_ = std::move(f);
   }
+  // Before Start, every heartbeat carries this pre-flight check of the
+  // target (a standalone worker's; none by default).
+  void set_target_check(surge::v1::TargetCheck check) { target_check_ = std::move(check); }
   // From now on the worker says nothing and reads nothing.
   void Silence() { silent_ = true; }
   // A silenced worker wakes (SIGCONT after SIGSTOP): it speaks and reads
@@ -197,6 +204,7 @@ class ScriptedWorker {
   std::deque<surge::v1::Assignment> queue_;
   std::vector<Sent> sent_;
   std::string stop_reason_;
+  std::optional<surge::v1::TargetCheck> target_check_;
 };
 
 }  // namespace surge::testing

@@ -161,7 +161,8 @@ TEST(DispatcherJoinTest, NoRunStartsWithAWorkerKnownToBeGone) {
             "only 1 of 2 workers were ready (1 connected) within 8000 ms");
   EXPECT_EQ(run.ended, kStart + milliseconds(8000));
   EXPECT_TRUE(run.records.empty());
-  EXPECT_EQ(run.scripted[1]->stop_reason(), "start_failed");
+  EXPECT_EQ(run.scripted[1]->stop_reason(),
+            "start_failed: only 1 of 2 workers were ready (1 connected) within 8000 ms");
   EXPECT_TRUE(run.scripted[1]->sent().empty());
 }
 
@@ -182,6 +183,56 @@ TEST(DispatcherJoinTest, WorkerThatStaysIsNeverDroppedWhileTheWaitIsLong) {
   EXPECT_EQ(run.scripted[1]->sent().size(), 100u);
   // About 4 acks a second for 92 s: it was heard (and answered) throughout.
   EXPECT_GE(run.scripted[0]->acks(), 360u);
+}
+
+// A worker whose own pre-flight check says it cannot connect to the target
+// keeps the run from starting: nothing is assigned, the failure names the
+// worker and why, and every worker is told why the start failed. With
+// allow_unreachable_workers the same world starts and sends everything.
+TEST(DispatcherJoinTest, WorkerThatCannotReachTheTargetKeepsTheRunFromStarting) {
+  const ArrivalSchedule plan = ConstantPlan(100, 20);
+  surge::v1::TargetCheck refused;
+  refused.set_reachable(false);
+  refused.set_error("cannot reach http://10.0.0.9:8000/v1/models: connect: Connection refused");
+  surge::v1::TargetCheck fine;
+  fine.set_reachable(true);
+  for (const bool allow : {false, true}) {
+    SCOPED_TRACE(allow ? "allowed" : "refused");
+    DispatcherOptions options = TestOptions(2);
+    options.allow_unreachable_workers = allow;
+    auto rig = std::make_unique<SimRig>(plan, options);
+    rig->AddScriptedWorker("w0", 0);
+    rig->AddScriptedWorker("w1", 1);
+    rig->scripted[0]->set_target_check(fine);
+    rig->scripted[1]->set_target_check(refused);
+    rig->clock.set_world([&r = *rig] {
+      for (auto& w : r.scripted) w->Step();
+    });
+    rig->Run();
+    if (!allow) {
+      ASSERT_FALSE(rig->outcome.ok());
+      EXPECT_EQ(rig->outcome.status().code(), absl::StatusCode::kUnavailable);
+      const std::string message(rig->outcome.status().message());
+      EXPECT_NE(message.find("1 of 2 workers cannot connect to the target from their host"),
+                std::string::npos)
+          << message;
+      EXPECT_NE(message.find("worker 1 (peer w1): cannot reach http://10.0.0.9:8000/v1/models: "
+                             "connect: Connection refused"),
+                std::string::npos)
+          << message;
+      EXPECT_EQ(message.find("worker 0"), std::string::npos) << message;
+      EXPECT_TRUE(rig->records.empty());
+      for (auto& w : rig->scripted) {
+        w->Step();
+        EXPECT_TRUE(w->sent().empty());
+        EXPECT_EQ(w->stop_reason().rfind("start_failed: 1 of 2 workers cannot connect", 0), 0u)
+            << w->stop_reason();
+      }
+    } else {
+      ASSERT_TRUE(rig->outcome.ok()) << rig->outcome.status();
+      ExpectAllOk(*rig, 20);
+    }
+  }
 }
 
 }  // namespace

@@ -71,8 +71,9 @@ TEST(DispatcherRunTest, RunStartsOnlyWhenEveryWorkerIsReady) {
   EXPECT_THAT(std::string(outcome.status().message()),
               ::testing::HasSubstr("only 1 of 2 workers were ready (2 connected)"));
   EXPECT_TRUE(rig.records.empty());
-  // The live worker got no Start and no work, and was told to stop.
-  EXPECT_EQ(live.exit_code, surge::worker::kExitDone);
+  // The live worker got no Start and no work, and was told to stop: the run
+  // did not happen, which its exit code says.
+  EXPECT_EQ(live.exit_code, surge::worker::kExitRunNotStarted);
   EXPECT_TRUE(live.sender->sent().empty());
 }
 
