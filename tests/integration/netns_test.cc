@@ -184,6 +184,13 @@ class NetLab {
     return In(*hub_, "link set h" + std::to_string(host) + (up ? " up" : " down"), &out);
   }
 
+  // Runs `ip route <args>` in node `name`'s namespace (e.g. "add
+  // unreachable 10.231.0.3/32": that node can no longer reach the address).
+  bool Route(const std::string& name, const std::string& args) {
+    std::string out;
+    return In(*nodes_.at(name), "route " + args, &out);
+  }
+
   // The path of node `name`'s namespace (for SpawnSurge's setns).
   std::string Ns(const std::string& name) const { return nodes_.at(name)->path(); }
 
@@ -901,6 +908,188 @@ TEST_F(NetnsTest, WorkerWithAKeyNotAllowedGetsNothing) {
   EXPECT_EQ(r.worker_exits[1], 0);
   EXPECT_NE(r.worker_exits[2], 0);
   EXPECT_NE(r.worker_exits[2], -1) << "the stranger still running";
+}
+
+// A worker host that cannot reach the server: w1's namespace has no route
+// to the sim server (the coordinator's has). Each standalone worker checks
+// the target from its own host after its Welcome; the coordinator does not
+// start, names the worker by index, address and host and says why, exits 1
+// with nothing sent, and both workers exit 6 (the run did not happen).
+// With --allow-unreachable-workers the run starts: w1's requests all fail,
+// and the summary's per-worker split names the worker they concentrate on.
+TEST_F(NetnsTest, WorkerThatCannotReachTheServerIsNamedBeforeTheStart) {
+  ASSERT_TRUE(lab_.Route("w1", "add unreachable " + sim_ip_ + "/32"));
+  const fs::path request_log = dir_ / "requests.jsonl";
+  NsProcess sim(
+      lab_.Ns("sim"),
+      {"sim-server", "--host", sim_ip_, "--port", "8000", "--request-log", request_log.string()},
+      dir_ / "sim.log");
+  ASSERT_TRUE(AwaitLog(sim, "listening on", 5000)) << sim.Log();
+  {
+    NsProcess coordinator(lab_.Ns("coord"), CoordinatorArgs(2, 200, 100),
+                          dir_ / "refused_coordinator.log");
+    NsProcess w0(lab_.Ns("w0"), WorkerArgs("w0", 30), dir_ / "refused_w0.log");
+    NsProcess w1(lab_.Ns("w1"), WorkerArgs("w1", 30), dir_ / "refused_w1.log");
+    const int code = coordinator.WaitExit(40000);
+    std::cout << "---- refused: coordinator ----\n" << LastLines(coordinator.Log(), 8) << "\n";
+    EXPECT_EQ(code, 1) << coordinator.Log();
+    EXPECT_THAT(coordinator.Log(),
+                HasSubstr("1 of 2 workers cannot connect to the target from their host, so the "
+                          "run does not start"));
+    EXPECT_THAT(coordinator.Log(), HasSubstr("(" + worker_ip_[1] + ", host "));
+    EXPECT_THAT(coordinator.Log(), HasSubstr("cannot reach http://" + sim_ip_ + ":8000"));
+    EXPECT_EQ(coordinator.Log().find("(" + worker_ip_[0] + ", host "), std::string::npos);
+    EXPECT_EQ(w0.WaitExit(15000), 6) << w0.Log();
+    EXPECT_EQ(w1.WaitExit(15000), 6) << w1.Log();
+    EXPECT_THAT(w1.Log(), HasSubstr("this host cannot connect to the target"));
+    EXPECT_THAT(w0.Log(), HasSubstr("the target accepts connections from this host"));
+    EXPECT_THAT(w0.Log(), HasSubstr("the run did not happen"));
+    EXPECT_THAT(w0.Log(), HasSubstr("joined run "));
+    EXPECT_EQ(CompletionsLogged(request_log), 0u);
+  }
+  std::vector<std::string> args = CoordinatorArgs(2, 200, 100);
+  args.push_back("--allow-unreachable-workers");
+  NsProcess coordinator(lab_.Ns("coord"), args, dir_ / "coordinator.log");
+  NsProcess w0(lab_.Ns("w0"), WorkerArgs("w0", 30), dir_ / "w0.log");
+  NsProcess w1(lab_.Ns("w1"), WorkerArgs("w1", 30), dir_ / "w1.log");
+  const int code = coordinator.WaitExit(60000);
+  std::cout << "---- allowed: coordinator ----\n" << LastLines(coordinator.Log(), 40) << "\n";
+  EXPECT_EQ(code, 0) << coordinator.Log();
+  EXPECT_EQ(w0.WaitExit(15000), 0) << w0.Log();
+  EXPECT_EQ(w1.WaitExit(15000), 0) << w1.Log();
+  sim.Signal(SIGTERM);
+  EXPECT_EQ(sim.WaitExit(10000), 0) << sim.Log();
+  EXPECT_THAT(coordinator.Log(), HasSubstr("starting anyway (--allow-unreachable-workers)"));
+  const RunFolderReport report = CheckRunFolder(ResultsFolder(coordinator.Log()), "synthetic");
+  EXPECT_EQ(report.ok, 100u);
+  // The per-worker split: the worker from w1's address failed everything.
+  const Json& split = report.summary["run"]["by_worker"];
+  ASSERT_TRUE(split.is_array()) << report.summary["run"].dump();
+  ASSERT_EQ(split.size(), 2u);
+  int bad_index = -1;
+  for (const Json& w : split) {
+    const bool bad = w.value("who", "").find(worker_ip_[1] + ",") != std::string::npos;
+    if (bad) bad_index = w.value("worker", -1);
+    EXPECT_THAT(w.value("who", ""), HasSubstr(bad ? worker_ip_[1] : worker_ip_[0]));
+    EXPECT_EQ(w.value("records", 0), 100) << w.dump();
+    EXPECT_EQ(w.value("failed", -1), bad ? 100 : 0) << w.dump();
+    EXPECT_EQ(w.value("ok", -1), bad ? 0 : 100) << w.dump();
+  }
+  ASSERT_GE(bad_index, 0) << split.dump();
+  const std::string concentrate = "failures concentrate on worker " + std::to_string(bad_index) +
+                                  " (" + worker_ip_[1] + ", host ";
+  EXPECT_THAT(report.summary["run"].value("failures_concentrate", ""), HasSubstr(concentrate));
+  EXPECT_THAT(coordinator.Log(), HasSubstr(concentrate));
+}
+
+// The coordinator gets SIGTERM 2 s into a run of 15 s streams, and SIGKILL
+// 10 s later if it is still there (a container runtime's grace): it drains
+// 5 s, cuts the streams off, writes the summary and both pages and exits
+// 143 before the grace ends; the workers end with it.
+TEST_F(NetnsTest, CoordinatorSigtermWithLongStreamsFitsTheTenSecondGrace) {
+  NsProcess sim(lab_.Ns("sim"),
+                {"sim-server", "--host", sim_ip_, "--port", "8000", "--itl-ms", "50"},
+                dir_ / "sim.log");
+  ASSERT_TRUE(AwaitLog(sim, "listening on", 5000)) << sim.Log();
+  std::vector<std::string> args = CoordinatorArgs(2, 200, 20);
+  // 300 tokens 50 ms apart: every stream takes 15 s.
+  for (size_t k = 0; k + 1 < args.size(); ++k) {
+    if (args[k] == "--random-output-len") args[k + 1] = "300";
+  }
+  NsProcess coordinator(lab_.Ns("coord"), args, dir_ / "coordinator.log");
+  NsProcess w0(lab_.Ns("w0"), WorkerArgs("w0", 30), dir_ / "w0.log");
+  NsProcess w1(lab_.Ns("w1"), WorkerArgs("w1", 30), dir_ / "w1.log");
+  ASSERT_TRUE(AwaitLog(coordinator, "started 200 requests", 30000)) << coordinator.Log();
+  usleep(2000000);
+  ASSERT_TRUE(coordinator.Signal(SIGTERM));
+  const auto signalled = std::chrono::steady_clock::now();
+  const int code = coordinator.WaitExit(10000);
+  const double took_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - signalled).count();
+  if (code == -1) coordinator.Signal(SIGKILL);  // the end of the grace
+  std::cout << "coordinator exit " << code << " " << took_s << " s after SIGTERM\n"
+            << LastLines(coordinator.Log(), 12) << "\n";
+  ASSERT_EQ(code, 143) << coordinator.Log();
+  EXPECT_EQ(w0.WaitExit(15000), 0) << w0.Log();
+  EXPECT_EQ(w1.WaitExit(15000), 0) << w1.Log();
+  sim.Signal(SIGTERM);
+  EXPECT_EQ(sim.WaitExit(10000), 0) << sim.Log();
+  const fs::path folder = ResultsFolder(coordinator.Log());
+  const RunFolderReport report = CheckRunFolder(folder, "synthetic");
+  EXPECT_TRUE(report.problems.empty()) << report.Describe();
+  EXPECT_EQ(report.records, 200u);
+  EXPECT_GT(report.summary["requests"]["interrupted"].get<int>(), 20);
+  EXPECT_EQ(report.summary["run"].value("stop_reason", "").rfind("stopped (SIGTERM) at ", 0), 0u);
+  EXPECT_TRUE(fs::exists(folder / "synthetic_rps_distribution_plot.html"));
+  EXPECT_TRUE(fs::exists(folder / "synthetic_rps_distribution_plot_with_actual_rps.html"));
+}
+
+// The three set-up mistakes across hosts, each named by the worker within
+// 5 s while it keeps trying: a --connect port where nothing listens, a
+// --curve-server-key that is not the coordinator's, and a key the
+// coordinator's --curve-allow does not hold (the coordinator logs the
+// failed handshake too).
+TEST_F(NetnsTest, EachSetUpMistakeIsNamedByTheWorkerWithinFiveSeconds) {
+  NsProcess sim(lab_.Ns("sim"), {"sim-server", "--host", sim_ip_, "--port", "8000"},
+                dir_ / "sim.log");
+  ASSERT_TRUE(AwaitLog(sim, "listening on", 5000)) << sim.Log();
+  NsProcess coordinator(lab_.Ns("coord"), CoordinatorArgs(1, 10, 10), dir_ / "coordinator.log");
+  ASSERT_TRUE(AwaitLog(coordinator, "waiting up to", 10000)) << coordinator.Log();
+  struct Mistake {
+    std::string name;
+    std::vector<std::string> args;
+    std::string says;
+  };
+  std::vector<std::string> refused = WorkerArgs("w0", 30);
+  refused[2] = "tcp://" + coord_ip_ + ":5556";
+  std::vector<std::string> wrong_key = WorkerArgs("w0", 30);
+  wrong_key.back() = (dir_ / "stranger" / "surge.pub").string();
+  const std::vector<Mistake> mistakes = {
+      {"refused", refused, "cannot connect to the coordinator"},
+      {"wrong_key", wrong_key, "reached the coordinator but the CurveZMQ handshake failed"},
+      {"not_allowed", WorkerArgs("stranger", 30),
+       "the coordinator refused this worker's CurveZMQ key"}};
+  for (const Mistake& m : mistakes) {
+    SCOPED_TRACE(m.name);
+    NsProcess w(lab_.Ns(m.name == "not_allowed" ? "stranger" : "w0"), m.args,
+                dir_ / (m.name + ".log"));
+    EXPECT_TRUE(AwaitLog(w, m.says, 5000)) << w.Log();
+    for (const Mistake& other : mistakes) {
+      if (other.name != m.name) {
+        EXPECT_EQ(w.Log().find(other.says), std::string::npos) << w.Log();
+      }
+    }
+    EXPECT_EQ(w.WaitExit(0), -1) << "still trying";
+  }
+  EXPECT_THAT(coordinator.Log(), HasSubstr("failed the CurveZMQ handshake"));
+  coordinator.Signal(SIGTERM);
+  EXPECT_NE(coordinator.WaitExit(10000), -1);
+  sim.Signal(SIGTERM);
+  EXPECT_EQ(sim.WaitExit(10000), 0) << sim.Log();
+}
+
+// Start in any order across hosts: the coordinator starts before the
+// server with --wait-for-target 30, the workers join, the server comes up
+// 3 s later, and the run completes: every request ok, exit 0.
+TEST_F(NetnsTest, CoordinatorStartedBeforeTheServerWaitsForIt) {
+  std::vector<std::string> args = CoordinatorArgs(2, 200, 100);
+  args.insert(args.end(), {"--wait-for-target", "30"});
+  NsProcess coordinator(lab_.Ns("coord"), args, dir_ / "coordinator.log");
+  NsProcess w0(lab_.Ns("w0"), WorkerArgs("w0", 60), dir_ / "w0.log");
+  NsProcess w1(lab_.Ns("w1"), WorkerArgs("w1", 60), dir_ / "w1.log");
+  ASSERT_TRUE(AwaitLog(coordinator, "the target does not answer yet", 10000)) << coordinator.Log();
+  usleep(3000000);
+  NsProcess sim(lab_.Ns("sim"), {"sim-server", "--host", sim_ip_, "--port", "8000"},
+                dir_ / "sim.log");
+  EXPECT_EQ(coordinator.WaitExit(60000), 0) << coordinator.Log();
+  EXPECT_EQ(w0.WaitExit(15000), 0) << w0.Log();
+  EXPECT_EQ(w1.WaitExit(15000), 0) << w1.Log();
+  sim.Signal(SIGTERM);
+  EXPECT_EQ(sim.WaitExit(10000), 0) << sim.Log();
+  EXPECT_THAT(coordinator.Log(), HasSubstr("the target answers"));
+  const RunFolderReport report = CheckRunFolder(ResultsFolder(coordinator.Log()), "synthetic");
+  EXPECT_TRUE(report.problems.empty()) << report.Describe();
+  EXPECT_EQ(report.ok, 200u);
 }
 
 }  // namespace
