@@ -387,7 +387,8 @@ class SimServer::Impl {
     const bool completions = path == "/v1/completions";
     const bool tokenize = path == "/tokenize";
     const bool metrics = path == "/metrics";
-    if (!models && !chat && !completions && !tokenize && !metrics) {
+    const bool health = path == "/health";
+    if (!models && !chat && !completions && !tokenize && !metrics && !health) {
       co_return co_await WriteJson(
           stream, version, keep_alive, http::status::not_found,
           ErrorBody(absl::StrCat("no route for ", path), "not_found_error", 404));
@@ -398,7 +399,7 @@ class SimServer::Impl {
           ErrorBody("Unauthorized: this server needs an API key (Authorization: Bearer KEY)",
                     "authentication_error", 401));
     }
-    const http::verb expected = models || metrics ? http::verb::get : http::verb::post;
+    const http::verb expected = models || metrics || health ? http::verb::get : http::verb::post;
     if (req.method() != expected) {
       co_return co_await WriteJson(
           stream, version, keep_alive, http::status::method_not_allowed,
@@ -411,6 +412,11 @@ class SimServer::Impl {
           {"data", Json::array({Json{
                        {"id", options_.model()}, {"object", "model"}, {"owned_by", "surge"}}})}};
       co_return co_await WriteJson(stream, version, keep_alive, http::status::ok, body.dump());
+    }
+    if (health) {
+      // vLLM's readiness answer: 200, empty body, no key needed.
+      co_return co_await WriteBody(stream, version, keep_alive, http::status::ok, "text/plain",
+                                   std::string());
     }
     if (metrics) {
       std::string text = PrometheusText(options_.model(), MetricsSnapshot());

@@ -313,7 +313,8 @@ TEST_F(SimServerTest, NonStreamingAnswers) {
 }
 
 // With --api-key-file every /v1/ request must carry the key (vLLM's
-// --api-key): none or a wrong one is 401; /tokenize and /metrics stay open.
+// --api-key): none or a wrong one is 401; /tokenize, /metrics and /health
+// stay open.
 TEST(SimServerApiKeyTest, V1PathsNeedTheKey) {
   const std::string key_path = ::testing::TempDir() + "/sim_server_api_key";
   std::ofstream(key_path) << "  sk-sim-123\n";
@@ -338,6 +339,13 @@ TEST(SimServerApiKeyTest, V1PathsNeedTheKey) {
   EXPECT_EQ(Exchange(port, with_header("Authorization: Bearer sk-sim-123\r\n")).status, 200);
   EXPECT_EQ(Exchange(port, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").status,
             200);
+  // GET /health is the readiness probe's: 200 with an empty body, no key;
+  // any other method is 405.
+  const Response health =
+      Exchange(port, "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(health.status, 200);
+  EXPECT_EQ(health.body, "");
+  EXPECT_EQ(Exchange(port, Post("/health", "{}")).status, 405);
   // A key file that cannot be read stops the server before it listens.
   options.set_api_key_file(key_path + ".missing");
   auto broken = SimServer::Create(options);
