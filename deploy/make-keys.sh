@@ -37,7 +37,8 @@ owner="${SURGE_KEYS_OWNER-10001:10001}"
 if [ -n "$owner" ]; then
   if ! chown -R "$owner" "$dir" 2>/dev/null; then
     echo "make-keys: cannot chown $dir to $owner (the image's user): run as root, or" \
-         "set SURGE_KEYS_OWNER to a uid:gid you may give files to" >&2
+         "set SURGE_KEYS_OWNER to a uid:gid you may give files to, or set it empty" \
+         "(SURGE_KEYS_OWNER=) when the files go into a Kubernetes Secret" >&2
     exit 1
   fi
 fi

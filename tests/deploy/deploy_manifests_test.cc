@@ -353,7 +353,9 @@ Problems CheckK8s(const std::vector<YAML::Node>& docs) {
   // Keys come from the Secret surge-keys, mounted as files.
   for (const auto& [role_name, flags] :
        std::map<std::string, std::vector<std::pair<std::string, bool>>>{
-           {"coordinator", {{"--curve-secret-key", false}, {"--curve-allow", true}}},
+           {"coordinator",
+            {{"--curve-secret-key", false}, {"--curve-allow", true}, {"--api-key-file", false}}},
+           {"sim-server", {{"--api-key-file", false}}},
            {"worker", {{"--curve-secret-key", false}, {"--curve-server-key", false}}}}) {
     for (const auto& [flag, is_dir] : flags) {
       const std::string path = FlagValue(roles.at(role_name).role.args, flag);
@@ -366,7 +368,133 @@ Problems CheckK8s(const std::vector<YAML::Node>& docs) {
   return problems;
 }
 
+// ---- Kubernetes: operating it ----
+
+// The sim server is ready only once GET /health answers on its --port.
+void CheckReadiness(const K8sRole& sim, Problems& problems) {
+  const YAML::Node probe = At(sim.container, {"readinessProbe", "httpGet"});
+  std::string port = At(probe, {"port"}).as<std::string>("");
+  for (const YAML::Node& p : sim.container["ports"]) {
+    if (p["name"].as<std::string>("") == port) port = p["containerPort"].as<std::string>("");
+  }
+  if (At(probe, {"path"}).as<std::string>("") != "/health" ||
+      port != FlagValue(sim.role.args, "--port")) {
+    problems.push_back("k8s: the sim server has no readinessProbe httpGet /health on its --port");
+  }
+}
+
+// Worker pods spread over nodes by host name, selecting the workers' own pods.
+void CheckSpread(const K8sRole& worker, Problems& problems) {
+  const YAML::Node labels = At(worker.workload, {"spec", "template", "metadata", "labels"});
+  bool spread = false;
+  for (const YAML::Node& c : worker.pod_spec["topologySpreadConstraints"]) {
+    spread = spread || (c["topologyKey"].as<std::string>("") == "kubernetes.io/hostname" &&
+                        IsSubset(At(c, {"labelSelector", "matchLabels"}), labels));
+  }
+  if (!spread) {
+    problems.push_back(
+        "k8s: worker pods have no topologySpreadConstraints over kubernetes.io/hostname "
+        "selecting the worker pods");
+  }
+}
+
+// Pod k of the Indexed Job asks for worker index k: --worker-index $(VAR)
+// with VAR from the pod's job-completion-index annotation.
+void CheckWorkerIndex(const K8sRole& worker, Problems& problems) {
+  static const std::regex kVarRef(R"(^\$\(([A-Za-z_][A-Za-z0-9_]*)\)$)");
+  std::smatch var;
+  const std::string value = FlagValue(worker.role.args, "--worker-index");
+  bool from_index = false;
+  if (std::regex_match(value, var, kVarRef)) {
+    for (const YAML::Node& env : worker.container["env"]) {
+      from_index =
+          from_index || (env["name"].as<std::string>("") == var[1].str() &&
+                         At(env, {"valueFrom", "fieldRef", "fieldPath"}).as<std::string>("") ==
+                             "metadata.annotations['batch.kubernetes.io/job-completion-index']");
+    }
+  }
+  if (!from_index) {
+    problems.push_back(absl::StrCat("k8s: worker --worker-index '", value,
+                                    "' is not the Indexed Job's completion index"));
+  }
+}
+
+// The coordinator's live metrics listen on all addresses, on a container
+// port that a Service selecting it and the scrape annotations name.
+void CheckMetrics(const K8sRole& coordinator, const std::vector<YAML::Node>& docs,
+                  Problems& problems) {
+  const std::string port = FlagValue(coordinator.role.args, "--metrics-port");
+  bool container_port = false;
+  for (const YAML::Node& p : coordinator.container["ports"]) {
+    container_port = container_port || p["containerPort"].as<std::string>("") == port;
+  }
+  bool service_port = false;
+  const YAML::Node labels = At(coordinator.workload, {"spec", "template", "metadata", "labels"});
+  for (const YAML::Node& doc : docs) {
+    if (doc["kind"].as<std::string>("") != "Service" ||
+        !IsSubset(At(doc, {"spec", "selector"}), labels)) {
+      continue;
+    }
+    for (const YAML::Node& p : At(doc, {"spec", "ports"})) {
+      service_port = service_port || p["port"].as<std::string>("") == port;
+    }
+  }
+  const YAML::Node annotations =
+      At(coordinator.workload, {"spec", "template", "metadata", "annotations"});
+  if (port.empty() || port == "0" ||
+      FlagValue(coordinator.role.args, "--metrics-host") != "0.0.0.0" || !container_port ||
+      !service_port || At(annotations, {"prometheus.io/port"}).as<std::string>("") != port) {
+    problems.push_back(absl::StrCat(
+        "k8s: the coordinator's metrics (--metrics-port '", port,
+        "') are not reachable: need --metrics-host 0.0.0.0, a containerPort, a Service port and "
+        "the prometheus.io/port annotation"));
+  }
+}
+
+// Both Jobs: bounded in time, removed after a while, and a stop grace that
+// fits the coordinator's drain and the worker's goodbye (about 7 s).
+void CheckJobLimits(const K8sRole& role, const std::string& name, Problems& problems) {
+  const YAML::Node spec = role.workload["spec"];
+  if (spec["activeDeadlineSeconds"].as<int>(0) <= 0 || !spec["ttlSecondsAfterFinished"]) {
+    problems.push_back(absl::StrCat("k8s: the ", name,
+                                    " Job lacks activeDeadlineSeconds or ttlSecondsAfterFinished"));
+  }
+  if (role.pod_spec["terminationGracePeriodSeconds"].as<int>(0) < 10) {
+    problems.push_back(
+        absl::StrCat("k8s: the ", name, " pods' terminationGracePeriodSeconds is under 10 s"));
+  }
+}
+
+Problems CheckK8sOperations(const std::vector<YAML::Node>& docs) {
+  Problems problems;
+  const auto roles = K8sRoles(docs);
+  for (const char* role : {"sim-server", "coordinator", "worker"}) {
+    if (roles.count(role) == 0) return {absl::StrCat("k8s: no container runs ", role)};
+  }
+  CheckReadiness(roles.at("sim-server"), problems);
+  CheckSpread(roles.at("worker"), problems);
+  CheckWorkerIndex(roles.at("worker"), problems);
+  CheckMetrics(roles.at("coordinator"), docs, problems);
+  CheckJobLimits(roles.at("coordinator"), "coordinator", problems);
+  CheckJobLimits(roles.at("worker"), "worker", problems);
+  return problems;
+}
+
 // ---- compose and Kubernetes agree ----
+
+// The arguments without `--worker-index VALUE`: only Kubernetes numbers its
+// workers (compose's replicas cannot be told apart in their arguments).
+std::vector<std::string> WithoutWorkerIndex(const std::vector<std::string>& args) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--worker-index") {
+      ++i;
+      continue;
+    }
+    out.push_back(args[i]);
+  }
+  return out;
+}
 
 Problems CheckAgreement(const YAML::Node& compose, const std::vector<YAML::Node>& docs) {
   Problems problems;
@@ -382,10 +510,11 @@ Problems CheckAgreement(const YAML::Node& compose, const std::vector<YAML::Node>
       problems.push_back(absl::StrCat(name, ": image '", role.image, "' (compose) vs '",
                                       k8s->second.role.image, "' (k8s)"));
     }
-    if (k8s->second.role.args != role.args) {
+    const std::vector<std::string> k8s_args = WithoutWorkerIndex(k8s->second.role.args);
+    if (k8s_args != role.args) {
       problems.push_back(
           absl::StrCat(name, ": arguments differ:\n  compose: ", absl::StrJoin(role.args, " "),
-                       "\n  k8s:     ", absl::StrJoin(k8s->second.role.args, " ")));
+                       "\n  k8s:     ", absl::StrJoin(k8s_args, " ")));
     }
   }
   return problems;
@@ -436,7 +565,9 @@ Deploy LoadDeploy() {
   Deploy deploy;
   deploy.compose = YAML::LoadFile((kDeploy / "docker-compose.yml").string());
   std::vector<fs::path> files;
-  for (const auto& entry : fs::directory_iterator(kDeploy / "k8s")) files.push_back(entry.path());
+  for (const auto& entry : fs::directory_iterator(kDeploy / "k8s")) {
+    if (entry.is_regular_file()) files.push_back(entry.path());  // not extras/
+  }
   std::sort(files.begin(), files.end());
   for (const fs::path& file : files) {
     for (const YAML::Node& doc : YAML::LoadAllFromFile(file.string())) {
@@ -474,8 +605,9 @@ TEST(DeployManifestsTest, EveryYamlFileInDeployParses) {
     EXPECT_NO_THROW(YAML::LoadAllFromFile(entry.path().string())) << entry.path();
     ++files;
   }
-  // docker-compose.yml, 4 manifests in k8s/, 4 example configs.
-  EXPECT_GE(files, 9);
+  // docker-compose.yml, 4 manifests in k8s/, the results reader, 4 example
+  // configs.
+  EXPECT_GE(files, 10);
 }
 
 TEST(DeployManifestsTest, ComposeHasTheRequiredFields) {
@@ -493,6 +625,38 @@ TEST(DeployManifestsTest, KubernetesManifestsHaveTheRequiredFields) {
   const Deploy deploy = LoadDeploy();
   ASSERT_EQ(deploy.k8s.size(), 6u);  // 2 Services, 2 Jobs, 1 Deployment, 1 PVC
   EXPECT_THAT(CheckK8s(deploy.k8s), ::testing::IsEmpty());
+  EXPECT_THAT(CheckK8sOperations(deploy.k8s), ::testing::IsEmpty());
+}
+
+// The run folders outlive the Jobs: the claim has a file of its own that
+// docs/DEPLOY.md's delete command leaves alone, and the results reader (not
+// in deploy/k8s/ itself, so `kubectl apply -f deploy/k8s/` does not start
+// it) mounts that claim read-only as the image's user.
+TEST(DeployManifestsTest, ResultsOutliveTheJobsAndCanBeCopiedOut) {
+  const std::vector<YAML::Node> pvc =
+      YAML::LoadAllFromFile((kDeploy / "k8s" / "results-pvc.yaml").string());
+  ASSERT_EQ(pvc.size(), 1u);
+  EXPECT_EQ(Name(pvc[0]), "PersistentVolumeClaim/surge-results");
+  const std::string deploy_md = Slurp(fs::path(SURGE_SOURCE_DIR) / "docs" / "DEPLOY.md");
+  std::stringstream lines(deploy_md);
+  int deletes = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (!absl::StrContains(line, "kubectl delete -f")) continue;
+    ++deletes;
+    EXPECT_THAT(line, ::testing::Not(HasSubstr("results-pvc.yaml"))) << line;
+    EXPECT_THAT(line, ::testing::Not(::testing::ContainsRegex("deploy/k8s/?( |$|`)"))) << line;
+  }
+  EXPECT_GE(deletes, 1);
+  const YAML::Node reader =
+      YAML::LoadFile((kDeploy / "k8s" / "extras" / "results-reader.yaml").string());
+  EXPECT_EQ(Name(reader), "Pod/surge-results-reader");
+  EXPECT_EQ(At(reader, {"spec", "securityContext", "runAsUser"}).as<int>(-1), kImageUid);
+  EXPECT_EQ(
+      At(reader, {"spec", "volumes"})[0]["persistentVolumeClaim"]["claimName"].as<std::string>(""),
+      "surge-results");
+  EXPECT_TRUE(At(reader, {"spec", "containers"})[0]["volumeMounts"][0]["readOnly"].as<bool>(false));
+  EXPECT_GT(At(reader, {"spec", "activeDeadlineSeconds"}).as<int>(0), 0);
+  EXPECT_THAT(deploy_md, HasSubstr("kubectl cp surge-results-reader:/results"));
 }
 
 TEST(DeployManifestsTest, ComposeAndKubernetesRunTheSameImageAndArguments) {
@@ -596,6 +760,38 @@ TEST(DeployManifestsTest, BrokenCopiesAreReported) {
     EXPECT_THAT(problems[0], HasSubstr("coordinator: arguments differ"));
     EXPECT_THAT(problems[0], HasSubstr("--request-rate 60"));
     EXPECT_EQ(problems[1], "worker: image 'surge:latest' (compose) vs 'surge:v2' (k8s)");
+  }
+  {
+    auto docs = CloneAll(deploy.k8s);
+    YAML::Node sim = Workload(docs, "sim-server")["spec"]["template"]["spec"]["containers"][0];
+    sim["readinessProbe"]["httpGet"]["path"] = "/v1/models";
+    YAML::Node worker = Workload(docs, "worker");
+    worker["spec"]["template"]["spec"].remove("topologySpreadConstraints");
+    worker["spec"]["template"]["spec"]["containers"][0]["env"][0]["valueFrom"]["fieldRef"]
+          ["fieldPath"] = "metadata.name";
+    worker["spec"].remove("ttlSecondsAfterFinished");
+    YAML::Node coordinator = Workload(docs, "coordinator");
+    coordinator["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 2;
+    coordinator["spec"]["template"]["metadata"]["annotations"]["prometheus.io/port"] = "9464";
+    const Problems problems = CheckK8sOperations(docs);
+    EXPECT_THAT(problems, ::testing::UnorderedElementsAre(
+                              HasSubstr("no readinessProbe httpGet /health"),
+                              HasSubstr("no topologySpreadConstraints"),
+                              "k8s: worker --worker-index '$(WORKER_INDEX)' is not the Indexed "
+                              "Job's completion index",
+                              HasSubstr("metrics (--metrics-port '9090') are not reachable"),
+                              "k8s: the worker Job lacks activeDeadlineSeconds or "
+                              "ttlSecondsAfterFinished",
+                              "k8s: the coordinator pods' terminationGracePeriodSeconds is under "
+                              "10 s"));
+  }
+  {
+    auto docs = CloneAll(deploy.k8s);
+    YAML::Node volumes = Workload(docs, "coordinator")["spec"]["template"]["spec"]["volumes"];
+    volumes[0]["secret"]["items"][2]["path"] = "other.key";
+    EXPECT_THAT(CheckK8s(docs),
+                ::testing::Contains("k8s: coordinator --api-key-file '/keys/api.key' is not "
+                                    "mounted from the Secret surge-keys"));
   }
   {
     YAML::Node compose = YAML::Clone(deploy.compose);
