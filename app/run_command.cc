@@ -9,8 +9,10 @@
 #include "absl/strings/str_join.h"
 #include "app/exit_codes.h"
 #include "app/run_job.h"
+#include "common/cpu_budget.h"
 #include "common/fd_limit.h"
 #include "common/log.h"
+#include "coordinator/plan/arrival_process.h"
 
 namespace surge::app {
 namespace {
@@ -31,14 +33,17 @@ class LocalWorkers : public WorkerSide {
   ZmqRouterOptions transport_options() const override { return {}; }
   void OnBuiltInServer() const override {}
 
-  // One per core by default; never more than the concurrency cap, which is
+  // Chosen from the usable CPUs and the plan's peak rate by default
+  // (common/cpu_budget.h); never more than the concurrency cap, which is
   // split over them (R-REQ-2). Far more processes than cores starve each
   // other (and their heartbeats); more workers than requests have nothing
   // to do.
   int Workers(const RunConfig& config) const override {
-    int workers = config.workers() > 0
-                      ? static_cast<int>(config.workers())
-                      : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    int workers = config.workers() > 0 ? static_cast<int>(config.workers()) : AutoWorkers(config);
+    if (config.workers() > 0) {
+      const std::string warning = OversubscribedWarning(workers, BudgetFrom(ReadCpuSources()));
+      if (!warning.empty()) LogWarning(warning);
+    }
     if (config.max_concurrency() > 0) {
       workers = static_cast<int>(std::min<uint64_t>(workers, config.max_concurrency()));
     }
@@ -50,6 +55,17 @@ class LocalWorkers : public WorkerSide {
         std::max(1u, std::thread::hardware_concurrency()), " cores, and no more than the ",
         config.num_prompts(), " requests); --workers-force keeps ", workers));
     return cap;
+  }
+
+  // `--workers 0` (the default): what the CPUs hold and the plan's peak
+  // needs, said in one INFO line (and a WARNING when the peak needs more).
+  static int AutoWorkers(const RunConfig& config) {
+    const coordinator::ResolvedTraffic traffic = coordinator::ResolveTraffic(config);
+    const double peak_rps = traffic.instant ? 0 : traffic.target_rate_rps;
+    const WorkerChoice choice = ChooseWorkers(BudgetFrom(ReadCpuSources()), peak_rps);
+    LogInfo(choice.reason);
+    if (!choice.warning.empty()) LogWarning(choice.warning);
+    return choice.workers;
   }
 
   // The planned connections must fit the open-file limit (raised to the

@@ -38,8 +38,8 @@ class WorkerPool {
   virtual absl::string_view kind() const = 0;
 };
 
-// The local `surge worker` processes of `surge run`: one per core by
-// default. Every process it starts, it stops by its pid.
+// The local `surge worker` processes of `surge run` (how many: app/'s
+// choice). Every process it starts, it stops by its pid.
 class LocalProcessPool final : public WorkerPool {
  public:
   // `executable` is the surge binary (normally /proc/self/exe).

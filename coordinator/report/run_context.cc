@@ -47,8 +47,9 @@ PageContext RunContextItems(const surge::v1::RunConfig& config, const ArrivalSch
   for (const TrafficFact& fact : plan.traffic.description.context) {
     c.push_back({fact.label, fact.value});
   }
-  c.push_back({"Workers", config.workers() == 0 ? std::string("one per core (chosen by surge run)")
-                                                : absl::StrCat(config.workers())});
+  c.push_back({"Workers", config.workers() == 0
+                              ? std::string("chosen by surge run (usable CPUs, peak rate)")
+                              : absl::StrCat(config.workers())});
   c.push_back({"Assignment", config.assign() == surge::v1::ASSIGN_POLICY_LEAST_LOADED
                                  ? std::string("least-loaded (fewest outstanding requests)")
                                  : std::string("round-robin (request i to worker i mod W)")});

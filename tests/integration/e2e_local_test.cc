@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -448,6 +449,41 @@ TEST(EndToEndTest, TooManyWorkersAreCappedWithAWarning) {
   EXPECT_EQ(report.summary["run"]["workers_lost"], 0);
   EXPECT_EQ(report.summary["run"]["send_unknown"], 0);
   EXPECT_EQ(report.summary["run"]["stop_reason"], "completed");
+}
+
+// Without --workers the count comes from the usable CPUs: pinned to one CPU
+// (the affinity mask the child inherits), surge runs one worker and says
+// why; asking for 2 there is a warning naming the effect.
+TEST(EndToEndTest, WorkerCountFollowsTheAffinityMask) {
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(all), &all), 0);
+  int first = 0;
+  while (!CPU_ISSET(first, &all)) ++first;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(first, &one);
+  ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
+  const fs::path out = AbsentDir("surge_e2e_workers_auto");
+  const std::string common =
+      "run --num-prompts 6 --request-rate 20 --random-input-len 8 --random-output-len 2 "
+      "--output-dir " +
+      out.string();
+  const Result chosen = RunSurge(common, 120);
+  const Result asked = RunSurge(common + " --workers 2", 120);
+  ASSERT_EQ(sched_setaffinity(0, sizeof(all), &all), 0);
+  ASSERT_EQ(chosen.exit_code, 0) << chosen.output;
+  EXPECT_THAT(chosen.output, HasSubstr("INFO workers: 1 (1 usable CPU (affinity 1, "));
+  EXPECT_THAT(chosen.output, HasSubstr("the plan's peak 20 RPS needs 1 at 10000 RPS per worker"));
+  EXPECT_THAT(chosen.output, HasSubstr("started 6 requests on 1 workers"));
+  EXPECT_THAT(chosen.output, ::testing::Not(HasSubstr("busy threads (a spinning pacer")));
+  const RunFolderReport report = CheckRunFolder(ResultsFolder(chosen.output), "synthetic");
+  EXPECT_TRUE(report.problems.empty()) << report.Describe();
+  EXPECT_EQ(report.summary["run"]["workers"], 1);
+  ASSERT_EQ(asked.exit_code, 0) << asked.output;
+  EXPECT_THAT(asked.output, HasSubstr("WARNING --workers 2 runs 4 busy threads (a spinning pacer "
+                                      "and an I/O thread each) on 1 usable CPU"));
+  EXPECT_THAT(asked.output, HasSubstr("started 6 requests on 2 workers"));
 }
 
 // A worker that dies holding requests makes them `lost`;

@@ -89,7 +89,7 @@ TEST(RunContextTest, RampInstantAndPlanWithoutTarget) {
   EXPECT_EQ(m["Ramp-up"], "Linear 10 → 50 RPS");
   EXPECT_EQ(m["Request rate"], "target 50 RPS (ramp-up end)");
   EXPECT_EQ(m["Server"], "surge's built-in simulated server (surge run starts it on 127.0.0.1)");
-  EXPECT_EQ(m["Workers"], "one per core (chosen by surge run)");
+  EXPECT_EQ(m["Workers"], "chosen by surge run (usable CPUs, peak rate)");
   EXPECT_EQ(m["Max concurrency"], "no cap");
   EXPECT_EQ(m["Assignment"], "round-robin (request i to worker i mod W)");
   EXPECT_EQ(m["Run started"], "unknown");
