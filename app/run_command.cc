@@ -81,7 +81,10 @@ class LocalWorkers : public WorkerSide {
 
   std::unique_ptr<WorkerPool> MakePool(Clock& clock, const RunConfig& config, int workers,
                                        const std::string&, SimServerProcess* sim,
-                                       DispatcherOptions*) const override {
+                                       DispatcherOptions* options) const override {
+    // The lateness alarm names "more workers than CPUs" when it is that.
+    options->lateness.local_workers = workers;
+    options->lateness.usable_cpus = BudgetFrom(ReadCpuSources()).usable_cpus;
     auto local = std::make_unique<LocalProcessPool>(clock, self_exe_);
     std::vector<std::vector<std::string>> extra_args(workers);
     if (test_.worker0_clock_offset_ms != 0 || test_.worker0_clock_drift_ppm != 0) {

@@ -10,6 +10,10 @@ namespace {
 
 double Ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
 
+// A worker's busy threads: its pacer (which spins before each deadline) and
+// its I/O thread (common/cpu_budget.h counts the same).
+constexpr int kBusyThreadsPerWorker = 2;
+
 }  // namespace
 
 std::string_view LatenessCauseKey(LatenessCause cause) {
@@ -24,6 +28,8 @@ std::string_view LatenessCauseKey(LatenessCause cause) {
       return "inflight_cap";
     case LatenessCause::kCpu:
       return "cpu_saturated";
+    case LatenessCause::kWorkersOverCpus:
+      return "workers_over_cpus";
     case LatenessCause::kConnectionSetup:
       return "connection_setup";
     case LatenessCause::kUnknown:
@@ -64,6 +70,18 @@ LatenessDiagnosis DiagnoseLateness(const surge::v1::SendHealth& r,
       static_cast<double>(r.cpu_ns()) / static_cast<double>(std::max<int64_t>(r.window_ns(), 1));
   const bool host_known = r.host_busy() >= 0;
   if (cores >= o.cpu_cores || (host_known && r.host_busy() >= o.host_busy)) {
+    if (o.usable_cpus > 0 && o.local_workers > 1 &&
+        o.local_workers * kBusyThreadsPerWorker > o.usable_cpus) {
+      return {LatenessCause::kWorkersOverCpus,
+              absl::StrFormat(
+                  "more workers than CPUs (%d local workers run %d busy threads, a "
+                  "spinning pacer and an I/O thread each, on %d usable CPUs; worker "
+                  "process %.2f cores%s): leave --workers out to let surge choose, or "
+                  "give it more CPUs",
+                  o.local_workers, o.local_workers * kBusyThreadsPerWorker, o.usable_cpus, cores,
+                  host_known ? absl::StrFormat(", host %.0f%% busy", r.host_busy() * 100)
+                             : std::string())};
+    }
     return {LatenessCause::kCpu,
             host_known
                 ? absl::StrFormat("CPU saturated (worker process %.2f cores, host %.0f%% busy)",

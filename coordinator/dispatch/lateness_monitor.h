@@ -25,12 +25,14 @@ enum class LatenessCause {
   kRefused,          // the target refused connections (ECONNREFUSED)
   kInflightCap,      // requests waited for an in-flight slot, or all slots are taken
   kCpu,              // the worker process or the host had no CPU to spare
+  kWorkersOverCpus,  // that, with more local workers' busy threads than CPUs
   kConnectionSetup,  // most sends needed a new connection
   kUnknown,          // none of the counters explains it
 };
 
 // Short name for JSON and logs: "file_descriptors", "target_refusing",
-// "inflight_cap", "cpu_saturated", "connection_setup", "unknown", "none".
+// "inflight_cap", "cpu_saturated", "workers_over_cpus", "connection_setup",
+// "unknown", "none".
 std::string_view LatenessCauseKey(LatenessCause cause);
 
 struct LatenessMonitorOptions {
@@ -48,6 +50,12 @@ struct LatenessMonitorOptions {
   // busy too) or the host was at least host_busy busy.
   double cpu_cores = 1.5;
   double host_busy = 0.9;
+  // Local workers (`surge run`) and the CPUs they may use; 0 = unknown
+  // (remote workers). When CPU is saturated and the workers' busy threads
+  // (2 each: the pacer and the I/O thread) outnumber the CPUs, the cause is
+  // "more workers than CPUs".
+  int local_workers = 0;
+  int usable_cpus = 0;
   // Connection set-up when at least connect_min new connections were
   // opened and they were at least connect_share of the sends.
   uint64_t connect_min = 10;

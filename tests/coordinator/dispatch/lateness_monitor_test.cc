@@ -136,6 +136,27 @@ TEST(LatenessMonitorTest, CausesFromTheCountersThatIdentifyThem) {
   host.set_host_busy(0.89);
   EXPECT_NE(DiagnoseLateness(host, o).cause, LatenessCause::kCpu);
 
+  // The same saturation with 2 local workers on 2 CPUs (4 busy threads):
+  // more workers than CPUs. 1 worker on 2 CPUs, or 2 on 4, stays CPU
+  // saturated; remote workers (CPUs unknown) too.
+  LatenessMonitorOptions local = o;
+  local.local_workers = 2;
+  local.usable_cpus = 2;
+  host.set_host_busy(1.0);
+  d = DiagnoseLateness(host, local);
+  EXPECT_EQ(d.cause, LatenessCause::kWorkersOverCpus);
+  EXPECT_EQ(d.text,
+            "more workers than CPUs (2 local workers run 4 busy threads, a spinning pacer and an "
+            "I/O thread each, on 2 usable CPUs; worker process 0.50 cores, host 100% busy): leave "
+            "--workers out to let surge choose, or give it more CPUs");
+  EXPECT_EQ(DiagnoseLateness(base, local).cause, LatenessCause::kUnknown);  // not saturated
+  local.usable_cpus = 4;
+  EXPECT_EQ(DiagnoseLateness(host, local).cause, LatenessCause::kCpu);
+  local.local_workers = 1;
+  local.usable_cpus = 1;
+  EXPECT_EQ(DiagnoseLateness(host, local).cause, LatenessCause::kCpu);
+  EXPECT_EQ(LatenessCauseKey(LatenessCause::kWorkersOverCpus), "workers_over_cpus");
+
   surge::v1::SendHealth connect = base;
   connect.set_connects(500);  // half of the 1,000 sends
   connect.set_connect_ns(500 * 3 * kMs);
