@@ -1,7 +1,5 @@
 #include "app/prepare.h"
 
-#include "coordinator/report/shaded_bands.h"
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,10 +22,11 @@
 #include "coordinator/plan/arrival_process.h"
 #include "coordinator/plan/replay_schedule.h"
 #include "coordinator/plan/traffic.h"
+#include "coordinator/plan/traffic_classes.h"
 #include "coordinator/plan/traffic_config.h"
-#include "coordinator/report/shaded_bands.h"
 #include "coordinator/report/plot_pages.h"
 #include "coordinator/report/run_context.h"
+#include "coordinator/report/shaded_bands.h"
 #include "coordinator/results/run_files.h"
 #include "coordinator/results/summary.h"
 
@@ -123,7 +122,7 @@ absl::StatusOr<ArrivalSchedule> BuildPlan(const RunConfig& config, const Payload
 // INVALID_ARGUMENT (unreadable file, another request count).
 absl::Status UsePlanFile(const RunConfig& config, const fs::path& plan_file,
                          ArrivalSchedule* plan) {
-  auto from_file = ReadPlanCsv(plan_file, plan->traffic, config.seed());
+  auto from_file = ReadPlanCsv(plan_file, plan->traffic, config.seed(), plan->classes);
   if (!from_file.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat(from_file.status().message(), " (flag --plan-file)"));
@@ -150,6 +149,45 @@ absl::Status UsePlanFile(const RunConfig& config, const fs::path& plan_file,
   return absl::OkStatus();
 }
 
+// A plan with traffic classes (docs/TRAFFIC.md "Traffic classes"): the
+// merged plan (or the plan file's), then each class's payloads from its own
+// dataset keys and seed, sized as a run of its own, tagged with its class.
+// Errors: INVALID_ARGUMENT.
+absl::Status MakeClassPayloadsAndPlan(const RunConfig& config, const fs::path& plan_file,
+                                      Prepared* p) {
+  auto plan = coordinator::BuildClassesPlan(config);
+  if (!plan.ok()) return AsConfigError(plan.status());
+  p->plan = *std::move(plan);
+  if (!plan_file.empty()) {
+    if (absl::Status s = UsePlanFile(config, plan_file, &p->plan); !s.ok()) return s;
+  }
+  std::vector<std::unique_ptr<PayloadSource>> sources;
+  std::vector<coordinator::TrafficClassTag> tags;
+  for (int c = 0; c < config.classes_size(); ++c) {
+    const RunConfig one = coordinator::ClassRunConfig(config, c);
+    const uint64_t n = std::max<uint64_t>(p->plan.classes[c].requests, 1);
+    auto source = MakePayloadSource(one.dataset(), n, one.seed());
+    if (!source.ok()) {
+      return AsConfigError(absl::InvalidArgumentError(
+          absl::StrCat("classes[", c, "]: ", source.status().message())));
+    }
+    auto sized = coordinator::SizePrompts(one, *std::move(source), RealClock());
+    if (!sized.ok()) {
+      return sized.status().code() == absl::StatusCode::kInvalidArgument
+                 ? AsConfigError(sized.status())
+                 : AsRuntimeFailure(sized.status());
+    }
+    sources.push_back(*std::move(sized));
+    const surge::v1::TrafficClass& k = config.classes(c);
+    tags.push_back({k.name(), k.model(), {k.headers().begin(), k.headers().end()}});
+  }
+  p->payloads = coordinator::MakeClassPayloadSource(std::move(sources), std::move(tags),
+                                                    p->plan.class_index, p->plan.class_request);
+  for (const auto& w : p->payloads->warnings()) LogWarning(w);
+  p->dataset = SafeFileName(p->payloads->name());
+  return absl::OkStatus();
+}
+
 // The plan's prefix reuse, when it has shared prefixes, and its log line.
 void LogPlannedReuse(const RunConfig& config, Prepared* p) {
   const uint32_t block = config.dataset().prefix_block_tokens();
@@ -162,11 +200,32 @@ void LogPlannedReuse(const RunConfig& config, Prepared* p) {
       100.0 * r.share(), r.shared_tokens, r.prompt_tokens, block));
 }
 
+// The plan's warnings and log lines (its traffic's description), and its
+// prefix reuse.
+absl::Status LogPlan(const RunConfig& config, Prepared* p) {
+  for (const std::string& w : PlanWarnings(p->plan)) LogWarning(w);
+  for (size_t c = 0; c < p->plan.classes.size(); ++c) {
+    for (const std::string& w : PlanWarnings(coordinator::ClassSubPlan(p->plan, c))) {
+      LogWarning(absl::StrCat("class ", p->plan.classes[c].name, ": ", w));
+    }
+  }
+  const coordinator::TrafficDescription& traffic = p->plan.traffic.description;
+  if (!traffic.log_intro.empty()) LogInfo(traffic.log_intro);
+  LogInfo(absl::StrFormat("plan: %d requests, seed %d, %s", p->plan.size(), config.seed(),
+                          traffic.log_line));
+  LogPlannedReuse(config, p);
+  return absl::OkStatus();
+}
+
 // Payloads and plan (the plan file's, for an exact replay), with their log
 // lines, which the plan's traffic description gives. Errors:
 // INVALID_ARGUMENT.
 absl::Status MakePayloadsAndPlan(const RunConfig& config, const fs::path& plan_file, bool big,
                                  Prepared* p) {
+  if (config.classes_size() > 0) {
+    if (absl::Status s = MakeClassPayloadsAndPlan(config, plan_file, p); !s.ok()) return s;
+    return LogPlan(config, p);
+  }
   auto payloads = MakePayloadSource(config.dataset(), config.num_prompts(), config.seed());
   if (!payloads.ok()) return AsConfigError(payloads.status());
   p->payloads = *std::move(payloads);
@@ -189,13 +248,7 @@ absl::Status MakePayloadsAndPlan(const RunConfig& config, const fs::path& plan_f
   if (!plan_file.empty()) {
     if (absl::Status s = UsePlanFile(config, plan_file, &p->plan); !s.ok()) return s;
   }
-  for (const std::string& w : PlanWarnings(p->plan)) LogWarning(w);
-  const coordinator::TrafficDescription& traffic = p->plan.traffic.description;
-  if (!traffic.log_intro.empty()) LogInfo(traffic.log_intro);
-  LogInfo(absl::StrFormat("plan: %d requests, seed %d, %s", p->plan.size(), config.seed(),
-                          traffic.log_line));
-  LogPlannedReuse(config, p);
-  return absl::OkStatus();
+  return LogPlan(config, p);
 }
 
 // run_config.json: `saved` with its files by absolute path, so the saved
@@ -260,7 +313,7 @@ absl::Status WriteRunFolder(const RunConfig& config, const std::string& model,
   p->context = RunContextItems(used, p->plan, p->dataset, p->started_at, kSurgeVersion);
   if (absl::Status s = SaveRunConfig(saved, p->folder); !s.ok()) return AsRuntimeFailure(s);
   const std::function<void(uint64_t)> csv_progress =
-      big ? CsvProgress(config.num_prompts()) : std::function<void(uint64_t)>();
+      big ? CsvProgress(p->plan.size()) : std::function<void(uint64_t)>();
   if (absl::Status s = WritePlanCsv(p->plan, p->folder / (p->dataset + "_plan.csv"), csv_progress);
       !s.ok()) {
     return AsRuntimeFailure(s);
@@ -333,8 +386,19 @@ absl::StatusOr<Prepared> Prepare(const RunConfig& config, const std::string& mod
   // A configured ramp that is inactive and would fall back to instant mode
   // is refused; then the traffic's warnings (keys a trace replay overrides,
   // an inactive ramp, instant mode).
-  if (absl::Status s = CheckTrafficConfig(config); !s.ok()) return AsConfigError(s);
-  for (const std::string& w : TrafficWarnings(config)) LogWarning(w);
+  // With traffic classes each class's traffic is its own (and the top
+  // level's is unused).
+  if (config.classes_size() == 0) {
+    if (absl::Status s = CheckTrafficConfig(config); !s.ok()) return AsConfigError(s);
+    for (const std::string& w : TrafficWarnings(config)) LogWarning(w);
+  }
+  for (int c = 0; c < config.classes_size(); ++c) {
+    const RunConfig one = coordinator::ClassRunConfig(config, c);
+    if (absl::Status s = CheckTrafficConfig(one); !s.ok()) return AsConfigError(s);
+    for (const std::string& w : TrafficWarnings(one)) {
+      LogWarning(absl::StrCat("class ", config.classes(c).name(), ": ", w));
+    }
+  }
   const uint64_t n = config.num_prompts();
   const bool big = n >= kBigPlanRequests;
   if (big) LogBigPlanEstimate(n);

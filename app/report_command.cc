@@ -20,6 +20,7 @@
 #include "coordinator/plan/arrival_process.h"  // ResolveTraffic
 #include "coordinator/plan/replay_schedule.h"
 #include "coordinator/plan/traffic.h"
+#include "coordinator/plan/traffic_classes.h"
 #include "coordinator/report/run_context.h"
 #include "coordinator/results/details_json.h"
 #include "coordinator/results/run_facts_json.h"
@@ -231,8 +232,18 @@ absl::Status Report(const std::string& folder_arg) {
   if (!crash.ok()) return crash.status();
   auto config = ReadRunConfig(folder);
   if (!config.ok()) return config.status();
+  // With traffic classes the plan's classes and traffic are the
+  // configuration's own merged plan's (the CSV holds each request's class).
+  coordinator::ArrivalSchedule own;
+  if (config->classes_size() > 0) {
+    auto merged = coordinator::BuildClassesPlan(*config);
+    if (!merged.ok()) return AsConfigError(merged.status());
+    own = *std::move(merged);
+  } else {
+    own.traffic = ResolveTraffic(*config);
+  }
   auto plan =
-      ReadPlanCsv(folder / (*dataset + "_plan.csv"), ResolveTraffic(*config), config->seed());
+      ReadPlanCsv(folder / (*dataset + "_plan.csv"), own.traffic, config->seed(), own.classes);
   if (!plan.ok()) return AsRuntimeFailure(plan.status());
   // A replayed trace's traffic facts come from its offsets, not the keys.
   if (config->dataset().trace_replay()) plan->traffic = ResolveReplayTraffic(plan->offset_s);
@@ -250,13 +261,16 @@ absl::Status Report(const std::string& folder_arg) {
   summary.SetPercentiles(*percentiles);
   ActualPageInputs page(plan->size());
   RecordFanOut sinks({&summary, &page});
+  coordinator::ClassSummaries classes(*plan, *config);
+  sinks.Attach(&classes);
   StreamRecords(folder / (*dataset + "_details.jsonl"), *plan, *crash, sinks);
   const surge::v1::RunFacts facts = ReportFacts(folder, *dataset, *config, *crash);
   // The pages' context from the run folder's files.
   const PageContext page_context =
       RunContextItems(*config, *plan, *dataset, facts.started_at(), facts.surge_version());
   // WriteRunResults rewrites the expected page too (rebuilt_by_report).
-  WriteRunResults(folder, *dataset, *plan, summary.Finish(), page, facts, page_context);
+  WriteRunResults(folder, *dataset, *plan, summary.Finish(), page, facts, page_context,
+                  classes.Finish());
   std::cout << "results: " << folder.string() << std::endl;
   return absl::OkStatus();
 }

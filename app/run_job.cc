@@ -184,6 +184,8 @@ class Job {
   Prepared prepared_;
   // run_state.json in the run folder, from the moment it exists.
   std::unique_ptr<coordinator::RunStateWriter> state_;
+  // The traffic classes' blocks of the summary; null without classes.
+  std::unique_ptr<coordinator::ClassSummaries> class_summaries_;
 };
 
 absl::Status Job::Run() {
@@ -222,6 +224,10 @@ absl::Status Job::Run() {
   options.warmup_offsets_ns = prepared_.warmups.offsets_ns;
   options.warmup_payloads = prepared_.warmups.payloads.get();
   ActualPageInputs page(prepared_.plan.size());
+  // A block per traffic class (docs/TRAFFIC.md "Traffic classes").
+  if (!prepared_.plan.classes.empty()) {
+    class_summaries_ = std::make_unique<coordinator::ClassSummaries>(prepared_.plan, config_);
+  }
   bool nothing_recorded = false;
   auto outcome = Dispatch(options, summary, page, &nothing_recorded);
   if (nothing_recorded) {
@@ -384,6 +390,7 @@ absl::StatusOr<DispatchOutcome> Job::Dispatch(DispatcherOptions& options,
   coordinator::RedirectNotice redirects;
   RecordFanOut sinks({details->get(), &summary, &page, &progress, &redirects});
   if (live) sinks.Attach(&live_metrics_);
+  if (class_summaries_ != nullptr) sinks.Attach(class_summaries_.get());
   Dispatcher dispatcher(
       clock_, *transport_, prepared_.plan, *prepared_.payloads, options,
       [&sinks](const surge::v1::RequestRecord& r) { sinks.Add(r); }, pool.get());
@@ -456,7 +463,9 @@ coordinator::RunSummary Job::WriteResults(const absl::StatusOr<DispatchOutcome>&
   coordinator::RunSummary written = ExactSummary(summary);
   coordinator::AddWorkerFacts(outcome, written, &facts);
   if (facts.has_failures_concentrate()) LogWarning(facts.failures_concentrate());
-  WriteRunResults(p.folder, p.dataset, p.plan, written, page, facts, p.context);
+  WriteRunResults(p.folder, p.dataset, p.plan, written, page, facts, p.context,
+                  class_summaries_ != nullptr ? class_summaries_->Finish()
+                                              : std::vector<coordinator::ClassSummary>());
   state_->Ended(facts.stop_reason(), summary.records());
   if (metrics_server_ != nullptr) {
     // The metrics as a last scrape would read them, beside the summary.

@@ -26,6 +26,7 @@
 #include "coordinator/config/option_table.h"
 #include "coordinator/plan/steady_state.h"
 #include "coordinator/plan/traffic.h"
+#include "coordinator/plan/traffic_classes.h"
 #include "coordinator/plan/traffic_config.h"
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -418,13 +419,72 @@ void CheckRampRatesHaveStrategy(const RunConfig& c, Errors& errors) {
       "--ramp-up-end-rps)"));
 }
 
+// A class name: [A-Za-z0-9_.-]+.
+bool IsClassName(const std::string& name) {
+  return !name.empty() && std::all_of(name.begin(), name.end(), [](char ch) {
+    return absl::ascii_isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '.' ||
+           ch == '-';
+  });
+}
+
+// Traffic classes (docs/TRAFFIC.md "Traffic classes"): each name valid and
+// its own, each class with a rate, no trace replay; then each class as a run
+// of its own (ClassRunConfig) through ValidateRunConfig, its lines prefixed
+// "classes[i]." (those the top level has already are not repeated).
+void CheckClasses(const RunConfig& c, Errors& errors) {
+  const std::vector<std::string> top_lines = *errors.lines();
+  if (c.dataset().trace_replay()) {
+    errors.Add("classes", absl::StrCat("(", c.classes_size(), " classes)"),
+               "cannot be combined with trace_replay: a trace's timestamps are one stream");
+  }
+  std::map<std::string, int> first_with_name;
+  for (int i = 0; i < c.classes_size(); ++i) {
+    const surge::v1::TrafficClass& k = c.classes(i);
+    const std::string at = absl::StrCat("classes[", i, "].");
+    const std::string quoted = absl::StrCat("\"", ToValidUtf8(k.name()), "\"");
+    if (!IsClassName(k.name())) {
+      errors.Add(at + "name", k.name().empty() ? std::string("(not set)") : quoted,
+                 "is required: a name of letters, digits, '_', '.' and '-' (e.g. chat)");
+    } else if (auto [it, added] = first_with_name.emplace(k.name(), i); !added) {
+      errors.Add(at + "name", quoted,
+                 absl::StrCat("is used twice (also classes[", it->second,
+                              "].name): each class needs a name of its own"));
+    }
+    const auto strategy = k.traffic_cfg().ramp_up_strategy();
+    const bool ramp = strategy == surge::v1::RAMP_UP_STRATEGY_LINEAR ||
+                      strategy == surge::v1::RAMP_UP_STRATEGY_EXPONENTIAL;
+    if (!k.has_request_rate() && !ramp && k.traffic_cfg().stages_size() == 0) {
+      errors.Add(at + "request_rate", "(not set)",
+                 "is required for every class: its rate, requests/s (or a ramp-up or stages "
+                 "under its traffic_cfg)");
+    }
+    const absl::Status own = ValidateRunConfig(ClassRunConfig(c, i));
+    if (own.ok()) continue;
+    for (absl::string_view line : absl::StrSplit(own.message(), '\n')) {
+      if (!absl::ConsumePrefix(&line, "  ")) continue;  // the heading
+      if (std::find(top_lines.begin(), top_lines.end(), absl::StrCat("  ", line)) !=
+          top_lines.end()) {
+        continue;
+      }
+      errors.AddRaw(absl::StrCat("  ", at, line));
+    }
+  }
+}
+
 }  // namespace
 
 absl::Status ValidateRunConfig(const RunConfig& c) {
   Errors errors;
   // Every single field's own rule (bounds, allowed values, UTF-8, files):
-  // declared in config.proto. What follows are the rules across fields.
-  Table().Check(c, errors.lines());
+  // declared in config.proto. What follows are the rules across fields. The
+  // classes' fields are checked as runs of their own (CheckClasses).
+  if (c.classes_size() == 0) {
+    Table().Check(c, errors.lines());
+  } else {
+    RunConfig top = c;
+    top.clear_classes();
+    Table().Check(top, errors.lines());
+  }
   // Composed traffic: stages, spikes, sampler, mmpp states (docs/TRAFFIC.md).
   if (!c.dataset().trace_replay()) {
     for (std::string& line : TrafficConfigProblems(c)) errors.AddRaw(std::move(line));
@@ -495,6 +555,7 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
   }
   CheckDatasetRules(c, errors);
   CheckRequestRules(c, errors);
+  if (c.classes_size() > 0) CheckClasses(c, errors);
   return errors.ToStatus();
 }
 
@@ -707,6 +768,29 @@ std::string SavedConfigJson(const RunConfig& c, std::vector<std::string>* left_o
       j["headers"] = headers;
     }
   }
+  // With classes the top-level traffic keys are unused; the classes' headers
+  // that may hold a secret are left out as the top level's are.
+  if (c.classes_size() > 0 && j.contains("classes")) {
+    j.erase("request_rate");
+    j.erase("traffic_cfg");
+    for (int i = 0; i < c.classes_size(); ++i) {
+      nlohmann::ordered_json& saved = j["classes"][i];
+      if (!saved.contains("headers")) continue;
+      nlohmann::ordered_json headers = nlohmann::ordered_json::array();
+      for (const std::string& line : c.classes(i).headers()) {
+        if (SecretHeaderName(line)) {
+          if (left_out != nullptr) left_out->push_back(line.substr(0, line.find(':')));
+        } else {
+          headers.push_back(line);
+        }
+      }
+      if (headers.empty()) {
+        saved.erase("headers");
+      } else {
+        saved["headers"] = headers;
+      }
+    }
+  }
   const auto& d = c.dataset();
   const bool synthetic = IsSynthetic(d);
   if (!synthetic) j.erase("random_input_len");
@@ -761,6 +845,7 @@ std::vector<std::string> PlanDefiningDifferences(const RunConfig& made_with,
       "dataset_name",    "dataset_path",       "random_input_len",  "random_output_len",
       "random_len_dist", "random_range_ratio", "random_len_stddev", "random_zipf_s",
       "trace_replay",    "trace_time_scale",   "random_prefix_len", "random_prefix_groups",
+      "classes",
   };
   std::vector<std::string> out;
   for (const std::string key : kKeys) {
@@ -777,7 +862,7 @@ std::vector<std::string> PlanDefiningDifferences(const RunConfig& made_with,
         if (text.rfind("--", 0) == 0 && text != "--config") flags.push_back(text);
       }
     }
-    const std::string flag = absl::StrJoin(flags, ", ");
+    const std::string flag = flags.empty() ? std::string("--config") : absl::StrJoin(flags, ", ");
     const nlohmann::json none = "(not set)";
     const nlohmann::json& va = a.contains(key) ? a[key] : none;
     const nlohmann::json& vb = b.contains(key) ? b[key] : none;

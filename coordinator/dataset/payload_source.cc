@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <boost/random/mersenne_twister.hpp>
 #include <filesystem>
+#include <memory>
 #include <numeric>
 #include <utility>
 
@@ -135,7 +136,53 @@ std::vector<double> ReplayOffsets(const std::vector<double>& timestamps_ms, doub
   return offsets;
 }
 
+// The payloads of a plan with traffic classes (MakeClassPayloadSource).
+class ClassPayloadSource final : public PayloadSource {
+ public:
+  ClassPayloadSource(std::vector<std::unique_ptr<PayloadSource>> sources,
+                     std::vector<TrafficClassTag> tags, std::vector<uint16_t> class_index,
+                     std::vector<uint64_t> class_request)
+      : sources_(std::move(sources)),
+        tags_(std::move(tags)),
+        class_index_(std::move(class_index)),
+        class_request_(std::move(class_request)) {
+    for (size_t c = 0; c < sources_.size(); ++c) {
+      for (const std::string& w : sources_[c]->warnings()) {
+        warnings_.push_back(absl::StrCat("class ", tags_[c].name, ": ", w));
+      }
+    }
+  }
+  Payload At(uint64_t index) const override {
+    const uint16_t c = class_index_[index];
+    Payload p = sources_[c]->At(class_request_[index]);
+    p.traffic_class = &tags_[c];
+    return p;
+  }
+  const std::string& name() const override { return sources_.front()->name(); }
+  const std::vector<std::string>& warnings() const override { return warnings_; }
+  PromptSizing Sizing(uint64_t index) const override {
+    return sources_[class_index_[index]]->Sizing(class_request_[index]);
+  }
+  const TrafficClassTag* ClassOf(uint64_t index) const override {
+    return &tags_[class_index_[index]];
+  }
+
+ private:
+  std::vector<std::unique_ptr<PayloadSource>> sources_;
+  std::vector<TrafficClassTag> tags_;
+  std::vector<uint16_t> class_index_;
+  std::vector<uint64_t> class_request_;
+  std::vector<std::string> warnings_;
+};
+
 }  // namespace
+
+std::unique_ptr<PayloadSource> MakeClassPayloadSource(
+    std::vector<std::unique_ptr<PayloadSource>> sources, std::vector<TrafficClassTag> tags,
+    std::vector<uint16_t> class_index, std::vector<uint64_t> class_request) {
+  return std::make_unique<ClassPayloadSource>(std::move(sources), std::move(tags),
+                                              std::move(class_index), std::move(class_request));
+}
 
 PromptSizing PayloadSource::Sizing(uint64_t index) const {
   const Payload payload = At(index);
@@ -159,6 +206,10 @@ void FillAssignmentPayload(Payload payload, surge::v1::Assignment* assignment) {
   if (payload.prefix_tokens > 0) {
     assignment->set_prefix_tokens(payload.prefix_tokens);
     assignment->set_prefix_seed(payload.prefix_seed);
+  }
+  if (payload.traffic_class != nullptr) {
+    assignment->set_model(payload.traffic_class->model);
+    for (const std::string& h : payload.traffic_class->headers) assignment->add_headers(h);
   }
 }
 

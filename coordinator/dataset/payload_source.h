@@ -18,6 +18,15 @@
 
 namespace surge::coordinator {
 
+// What a traffic class (RunConfig.classes) gives each of its requests
+// besides its payload: its name (for the record), the model it names and
+// its extra header lines ("" / none = the target's).
+struct TrafficClassTag {
+  std::string name;
+  std::string model;
+  std::vector<std::string> headers;
+};
+
 // The payload of one request.
 struct Payload {
   Payload() = default;
@@ -40,11 +49,13 @@ struct Payload {
   // 0 = none.
   uint32_t prefix_tokens = 0;
   uint64_t prefix_seed = 0;
+  // The request's traffic class, owned by its source; null without classes.
+  const TrafficClassTag* traffic_class = nullptr;
 };
 
 // Copies a payload into the payload fields of an assignment (input_tokens,
 // max_tokens, prompt_seed, prompt_text, prefix_block_ids, prefix_tokens,
-// prefix_seed): the dispatcher's
+// prefix_seed; its class's model and headers): the dispatcher's
 // one way of doing it, so BuildAssignmentPrompt sees what the source meant.
 void FillAssignmentPayload(Payload payload, surge::v1::Assignment* assignment);
 
@@ -74,7 +85,17 @@ class PayloadSource {
   // TOKEN_COUNTER_DATASET for a real prompt text, else by the estimate.
   // Sources that fit prompts to a tokenizer say theirs.
   virtual PromptSizing Sizing(uint64_t index) const;
+  // The traffic class of request `index` (< N); null without classes.
+  virtual const TrafficClassTag* ClassOf(uint64_t /*index*/) const { return nullptr; }
 };
+
+// The payloads of a plan with traffic classes: request i is request
+// class_request[i] of class class_index[i]'s own source (`sources[c]`, made
+// for that class's requests), tagged with `tags[c]`. name() is the first
+// class's; the warnings are every class's, each after its class's name.
+std::unique_ptr<PayloadSource> MakeClassPayloadSource(
+    std::vector<std::unique_ptr<PayloadSource>> sources, std::vector<TrafficClassTag> tags,
+    std::vector<uint16_t> class_index, std::vector<uint64_t> class_request);
 
 // Builds the source named by `dataset.dataset_name` for `num_requests`
 // requests; `seed` is the run seed (length draws and prompt start words).

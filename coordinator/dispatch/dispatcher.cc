@@ -403,6 +403,11 @@ void Dispatcher::Deliver(surge::v1::RequestRecord record) {
       const PromptSizing sizing = payloads_.Sizing(record.index());
       record.set_asked_input_tokens(sizing.asked_input_tokens);
       record.set_token_counter(sizing.counter);
+      // Its traffic class and the model the class named (docs/TRAFFIC.md).
+      if (const TrafficClassTag* tag = payloads_.ClassOf(record.index()); tag != nullptr) {
+        record.set_traffic_class(tag->name);
+        record.set_model(tag->model);
+      }
     }
     ++outcome_.records;
     outcome_.send_unknown += record.status() == surge::v1::LOST;

@@ -26,6 +26,16 @@ inline constexpr double kTimingAnomalyIntervalS = 0.001;
 // Above this relative deviation from 1/λ_i a request is a burstiness anomaly.
 inline constexpr double kBurstinessAnomalyDeviation = 0.5;
 
+// One traffic class of a merged plan (traffic_classes.h): its name, its
+// seed and its own traffic, as its single-class plan has them.
+struct TrafficClassPlan {
+  std::string name;
+  uint64_t seed = 0;
+  ResolvedTraffic traffic;
+  // Its requests in the merged plan.
+  uint64_t requests = 0;
+};
+
 // An immutable plan, struct of arrays indexed by request index 0..N-1.
 // Offsets are non-decreasing. About 25 bytes per request.
 struct ArrivalSchedule {
@@ -41,6 +51,13 @@ struct ArrivalSchedule {
   std::vector<double> offset_s;
   // Class of each request on the final Δ_i (R-ANOM); kInstant in instant mode.
   std::vector<Anomaly> anomaly;
+  // Traffic classes (RunConfig.classes), in configured order; empty for a
+  // plan without classes, which then leaves the two vectors below empty.
+  std::vector<TrafficClassPlan> classes;
+  // Each request's class (an index into `classes`) and its index in that
+  // class's own plan (0, 1, ... per class, in merged order).
+  std::vector<uint16_t> class_index;
+  std::vector<uint64_t> class_request;
 
   size_t size() const { return offset_s.size(); }
   // Number of requests of class `a`.

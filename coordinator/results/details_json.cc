@@ -247,11 +247,11 @@ void AppendDetailsLine(const RequestRecord& r, LineBuffer* out) {
   // Room for the longest line these fields can make: 36 keys with their
   // punctuation and the failure kind's and token counter's labels (< 860
   // bytes), 25 numbers, each ITL value and its comma,
-  // and the strings escaped at worst.
-  const size_t room = 860 + 25 * kMaxNumber +
-                      static_cast<size_t>(r.itl_ns_size()) * (kMaxNumber + 1) +
-                      StringRoom(r.error()) + StringRoom(r.finish_reason()) +
-                      StringRoom(r.retry_reason()) + StringRoom(status);
+  // the strings escaped at worst (the class and model too, with their keys).
+  const size_t room =
+      860 + 25 * kMaxNumber + static_cast<size_t>(r.itl_ns_size()) * (kMaxNumber + 1) +
+      StringRoom(r.error()) + StringRoom(r.finish_reason()) + StringRoom(r.retry_reason()) +
+      StringRoom(status) + StringRoom(r.traffic_class()) + StringRoom(r.model()) + 20;
   LineWriter w(out->Reserve(room));
   // Keys in std::map order, as nlohmann::json's object held them.
   w.Raw("{\"actual_offset_s\":");
@@ -270,6 +270,11 @@ void AppendDetailsLine(const RequestRecord& r, LineBuffer* out) {
   }
   w.Raw(",\"catch_up_delay_s\":");
   w.Seconds(r.catch_up_delay_ns());
+  // Only in runs with traffic classes, so other runs write the same lines.
+  if (!r.traffic_class().empty()) {
+    w.Raw(",\"class\":");
+    w.String(r.traffic_class());
+  }
   w.Raw(",\"e2el_from_planned_s\":");
   w.SecondsOrNull(sent && r.e2el_ns() != 0, FromPlannedNs(r, r.e2el_ns()));
   w.Raw(",\"e2el_s\":");
@@ -310,6 +315,11 @@ void AppendDetailsLine(const RequestRecord& r, LineBuffer* out) {
   w.SecondsOrNull(sent, r.sent_ns() - r.planned_ns());
   w.Raw(",\"max_tokens\":");
   w.Integer(r.max_tokens());
+  // Only when the request's class named its own model.
+  if (!r.model().empty()) {
+    w.Raw(",\"model\":");
+    w.String(r.model());
+  }
   w.Raw(",\"output_tokens\":");
   w.Integer(r.output_tokens());
   w.Raw(",\"output_tokens_estimated\":");

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -125,7 +126,9 @@ absl::Status WritePlanCsv(const ArrivalSchedule& plan, const fs::path& path,
                           const std::function<void(uint64_t rows_done)>& progress) {
   std::FILE* f = std::fopen(path.c_str(), "wb");
   if (f == nullptr) return absl::InternalError(absl::StrCat("cannot write ", path.string()));
-  std::string buffer = "index,rate_rps,interval_s,offset_s,anomaly\n";
+  const bool classes = !plan.classes.empty();
+  std::string buffer = classes ? "index,rate_rps,interval_s,offset_s,anomaly,class\n"
+                               : "index,rate_rps,interval_s,offset_s,anomaly\n";
   buffer.reserve(1 << 20);
   bool ok = true;
   for (size_t i = 0; i < plan.size(); ++i) {
@@ -138,6 +141,7 @@ absl::Status WritePlanCsv(const ArrivalSchedule& plan, const fs::path& path,
     buffer.push_back(',');
     const std::string_view name = AnomalyName(plan.anomaly[i]);
     buffer.append(name.data(), name.size());
+    if (classes) absl::StrAppend(&buffer, ",", plan.classes[plan.class_index[i]].name);
     buffer.push_back('\n');
     if (buffer.size() > (1 << 20) - 256) {
       ok &= std::fwrite(buffer.data(), 1, buffer.size(), f) == buffer.size();
@@ -153,7 +157,8 @@ absl::Status WritePlanCsv(const ArrivalSchedule& plan, const fs::path& path,
 }
 
 absl::StatusOr<ArrivalSchedule> ReadPlanCsv(const fs::path& path, const ResolvedTraffic& traffic,
-                                            uint64_t seed) {
+                                            uint64_t seed,
+                                            const std::vector<TrafficClassPlan>& classes) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) {
     return absl::NotFoundError(
@@ -165,9 +170,16 @@ absl::StatusOr<ArrivalSchedule> ReadPlanCsv(const fs::path& path, const Resolved
   ArrivalSchedule plan;
   plan.traffic = traffic;
   plan.seed = seed;
-  static constexpr std::array<const char*, 5> kColumns = {"index", "rate_rps", "interval_s",
-                                                          "offset_s", "anomaly"};
-  static const std::string kHeader = "index,rate_rps,interval_s,offset_s,anomaly";
+  static constexpr std::array<const char*, 6> kColumns = {"index",    "rate_rps", "interval_s",
+                                                          "offset_s", "anomaly",  "class"};
+  const bool with_classes = !classes.empty();
+  const std::string kHeader = with_classes ? "index,rate_rps,interval_s,offset_s,anomaly,class"
+                                           : "index,rate_rps,interval_s,offset_s,anomaly";
+  const size_t columns = with_classes ? 6 : 5;
+  std::map<std::string, uint16_t, std::less<>> class_of;
+  for (size_t c = 0; c < classes.size(); ++c) class_of.emplace(classes[c].name, c);
+  plan.classes = classes;
+  for (TrafficClassPlan& c : plan.classes) c.requests = 0;
   std::string line;
   uint64_t line_no = 0;
   auto bad = [&](size_t column, const std::string& why) {
@@ -188,7 +200,7 @@ absl::StatusOr<ArrivalSchedule> ReadPlanCsv(const fs::path& path, const Resolved
       continue;
     }
     if (line.empty() && in.peek() == std::char_traits<char>::eof()) break;  // final newline
-    std::array<std::string, 5> fields;
+    std::array<std::string, 6> fields;
     size_t count = 0;
     for (size_t from = 0;;) {
       const size_t comma = line.find(',', from);
@@ -197,7 +209,7 @@ absl::StatusOr<ArrivalSchedule> ReadPlanCsv(const fs::path& path, const Resolved
       if (comma == std::string::npos) break;
       from = comma + 1;
     }
-    if (count != fields.size()) {
+    if (count != columns) {
       return bad(0, absl::StrCat("has ", count, " fields; a row is ", kHeader));
     }
     // Numbers exactly as written: std::from_chars rounds correctly, so the
@@ -240,6 +252,15 @@ absl::StatusOr<ArrivalSchedule> ReadPlanCsv(const fs::path& path, const Resolved
       anomaly = Anomaly::kInstant;
     } else {
       return bad(5, absl::StrCat("\"", n, "\" is not normal, timing, burstiness or instant"));
+    }
+    if (with_classes) {
+      const auto it = class_of.find(fields[5]);
+      if (it == class_of.end()) {
+        return bad(6,
+                   absl::StrCat("\"", fields[5], "\" is not one of the configuration's classes"));
+      }
+      plan.class_index.push_back(it->second);
+      plan.class_request.push_back(plan.classes[it->second].requests++);
     }
     plan.rate_rps.push_back(numbers[0]);
     plan.interval_s.push_back(numbers[1]);
@@ -478,6 +499,8 @@ absl::StatusOr<RequestRecord> ParseDetailsLine(const std::string& line) {
   }
   r.set_short_output(j.value("short_output", false));
   r.set_warmup(j.value("warmup", false));
+  r.set_traffic_class(j.value("class", std::string()));
+  r.set_model(j.value("model", std::string()));
   r.set_http_retries(j.value("http_retries", 0u));
   r.set_retry_reason(j.value("retry_reason", std::string()));
   r.set_retry_sent_ns(ns("retry_offset_s"));

@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "coordinator/plan/arrival_schedule.h"
@@ -63,7 +64,9 @@ std::string RunStartUtcFromFolder(const std::filesystem::path& run_folder);
 
 // Writes `{dataset}_plan.csv`: header `index,rate_rps,interval_s,offset_s,anomaly`,
 // one row per request in index order, numbers with 17 significant digits so
-// they read back exactly (R-OUT-2). Errors: INTERNAL on I/O failure.
+// they read back exactly (R-OUT-2). A plan with traffic classes has a sixth
+// column, `class`: the request's class name (its interval_s is the one in
+// its class's own plan). Errors: INTERNAL on I/O failure.
 // `progress`, when given, is called with the rows written so far about every
 // 1 M rows and once at the end.
 absl::Status WritePlanCsv(const ArrivalSchedule& plan, const std::filesystem::path& path,
@@ -150,8 +153,14 @@ class DetailsWriter : public RecordSink {
 // Errors: NOT_FOUND when missing or not a file; DATA_LOSS naming the file,
 // the line and (for a bad field) the column number and name, and what is
 // wrong; DATA_LOSS for a file with no rows.
+//
+// A plan with traffic classes (`classes` not empty: the configuration's,
+// whose names the class column must hold) has a sixth column `class`; the
+// plan read back has those classes, with each request's class and index in
+// its class counted from the rows.
 absl::StatusOr<ArrivalSchedule> ReadPlanCsv(const std::filesystem::path& path,
-                                            const ResolvedTraffic& traffic, uint64_t seed);
+                                            const ResolvedTraffic& traffic, uint64_t seed,
+                                            const std::vector<TrafficClassPlan>& classes = {});
 
 // Converts one details line back into a record (for `surge report` and tests).
 absl::StatusOr<surge::v1::RequestRecord> ParseDetailsLine(const std::string& line);

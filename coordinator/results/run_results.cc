@@ -46,14 +46,17 @@ std::string StopNote(const RunFacts& facts, const RunSummary& summary) {
 
 // The summary JSON and the CSV.
 void WriteSummaryFiles(const fs::path& folder, const std::string& dataset,
-                       const RunSummary& summary, const RunFacts& facts) {
+                       const RunSummary& summary, const RunFacts& facts,
+                       const std::vector<ClassSummary>& classes) {
   nlohmann::json json = SummaryToJson(summary, RunFactsToJson(facts));
   AddPrefixReuseJson(summary, facts, &json);
+  if (!classes.empty()) json["classes"] = ClassSummariesToJson(classes);
   if (absl::Status s = WriteJsonFile(json, folder / (dataset + ".json")); !s.ok()) {
     LogError(s.ToString());
   }
-  if (absl::Status s = WriteTextFile(SummaryToCsv(summary) + PrefixReuseCsvRows(summary, facts),
-                                     folder / (dataset + ".csv"));
+  if (absl::Status s = WriteTextFile(
+          SummaryToCsv(summary) + PrefixReuseCsvRows(summary, facts) + ClassSummariesCsv(classes),
+          folder / (dataset + ".csv"));
       !s.ok()) {
     LogError(s.ToString());
   }
@@ -98,7 +101,8 @@ void PrintRunLines(const RunFacts& facts, const std::string& clock_text,
 
 void WriteRunResults(const fs::path& folder, const std::string& dataset,
                      const ArrivalSchedule& plan, RunSummary summary, const ActualPageInputs& page,
-                     RunFacts facts, const PageContext& page_context) {
+                     RunFacts facts, const PageContext& page_context,
+                     const std::vector<ClassSummary>& classes) {
   // The plan's rate, also when the run stopped early or fell behind
   // (R-MET-2): from the plan itself, not from the records that came back.
   summary.intended_rate_rps = IntendedRateRps(plan.offset_s);
@@ -110,7 +114,7 @@ void WriteRunResults(const fs::path& folder, const std::string& dataset,
   const std::string schedule_text =
       facts.has_schedule() ? ScheduleSentence(facts.schedule()) : std::string();
   const std::string note = StopNote(facts, summary);
-  WriteSummaryFiles(folder, dataset, summary, facts);
+  WriteSummaryFiles(folder, dataset, summary, facts, classes);
   // Warm-up and steady state: shaded on the time axes.
   std::vector<ShadedBand> steady;
   if (summary.steady_state) steady.push_back(SteadyStateBand(*summary.steady_state));
@@ -143,7 +147,8 @@ void WriteRunResults(const fs::path& folder, const std::string& dataset,
       !s.ok()) {
     LogError(s.ToString());
   }
-  std::cout << FormatSummaryTable(summary) << PrefixReuseLines(summary, facts);
+  std::cout << FormatSummaryTable(summary) << PrefixReuseLines(summary, facts)
+            << FormatClassSummaries(classes);
   PrintRunLines(facts, clock_text, schedule_text, note);
 }
 

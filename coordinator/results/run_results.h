@@ -15,6 +15,7 @@
 #include "coordinator/plan/arrival_schedule.h"
 #include "coordinator/report/reuse_figure.h"
 #include "coordinator/report/rps_figure.h"
+#include "coordinator/results/class_summary.h"
 #include "coordinator/results/record_sink.h"
 #include "coordinator/results/summary.h"
 #include "surge/v1/record.pb.h"
@@ -97,9 +98,13 @@ class ActualPageInputs : public RecordSink {
 // "completed" for a normal end) goes on the pages and under the printed
 // table, as do the worker-loss counts when not zero, and each lost worker (a
 // line under the table, a red line on the actual page's time axes).
+//
+// `classes` (a run with traffic classes, class_summary.h): a block per class
+// in the summary JSON ("classes"), the CSV and under the printed table.
 void WriteRunResults(const std::filesystem::path& folder, const std::string& dataset,
                      const ArrivalSchedule& plan, RunSummary summary, const ActualPageInputs& page,
-                     surge::v1::RunFacts facts, const PageContext& page_context);
+                     surge::v1::RunFacts facts, const PageContext& page_context,
+                     const std::vector<ClassSummary>& classes = {});
 
 }  // namespace surge::coordinator
 

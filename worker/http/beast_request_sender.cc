@@ -376,8 +376,9 @@ class BeastRequestSender::Impl {
     {
       const std::string prompt = BuildAssignmentPrompt(prep->assignment);
       prep->estimated_input = EstimateTokens(prompt);
-      prep->request_bytes = BuildHttpRequest(format_, prompt, prep->assignment.max_tokens(),
-                                             prep->assignment.index(), prep->assignment.attempt());
+      prep->request_bytes =
+          BuildHttpRequest(format_, prompt, prep->assignment.max_tokens(), prep->assignment.index(),
+                           prep->assignment.attempt(), ClassPartsOf(prep->assignment));
       prep->assignment = surge::v1::Assignment();
     }
     std::shared_ptr<Connection> conn = prep->conn;

@@ -95,7 +95,8 @@ void BuildRequest(const RequestFormat& format, RequestState& st) {
   if (st.built) return;
   const std::string prompt = BuildAssignmentPrompt(st.assignment);
   st.estimated_input = EstimateTokens(prompt);
-  st.request_bytes = BuildHttpRequest(format, prompt, st.max_tokens, st.index, st.attempt);
+  st.request_bytes = BuildHttpRequest(format, prompt, st.max_tokens, st.index, st.attempt,
+                                      ClassPartsOf(st.assignment));
   st.assignment = surge::v1::Assignment();
   st.built = true;
 }

@@ -96,12 +96,25 @@ std::string HeaderBlock(const client::ParsedUrl& url, bool stream, const std::st
   return block;
 }
 
+ClassParts ClassPartsOf(const surge::v1::Assignment& assignment) {
+  ClassParts parts;
+  parts.model = assignment.model();
+  for (const std::string& line : assignment.headers()) {
+    absl::StatusOr<client::HeaderLine> header = client::ParseHeaderLine(line);
+    if (header.ok())
+      absl::StrAppend(&parts.header_lines, header->name, ": ", header->value, "\r\n");
+  }
+  return parts;
+}
+
 std::string BuildHttpRequest(const RequestFormat& format, const std::string& prompt,
-                             uint32_t max_tokens, uint64_t index, uint32_t attempt) {
-  const std::string body = BuildRequestBody(format.kind, format.model, prompt, max_tokens,
-                                            format.stream, format.extra());
+                             uint32_t max_tokens, uint64_t index, uint32_t attempt,
+                             const ClassParts& parts) {
+  const std::string& model = parts.model.empty() ? format.model : parts.model;
+  const std::string body =
+      BuildRequestBody(format.kind, model, prompt, max_tokens, format.stream, format.extra());
   return absl::StrCat("POST ", format.target_path, " HTTP/1.1\r\n", format.header_block,
-                      "X-Surge-Request: ", index, "/", attempt, "\r\n",
+                      parts.header_lines, "X-Surge-Request: ", index, "/", attempt, "\r\n",
                       "Content-Length: ", body.size(), "\r\n\r\n", body);
 }
 

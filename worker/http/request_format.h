@@ -14,6 +14,7 @@
 #include "client/url.h"
 #include "nlohmann/json.hpp"
 #include "surge/v1/config.pb.h"
+#include "surge/v1/wire.pb.h"
 #include "worker/http/openai_request.h"
 
 namespace surge::worker {
@@ -58,12 +59,26 @@ absl::StatusOr<RequestFormat> MakeRequestFormat(const surge::v1::TargetConfig& t
 std::string HeaderBlock(const client::ParsedUrl& url, bool stream, const std::string& api_key,
                         const std::vector<client::HeaderLine>& extra);
 
+// What a request's traffic class changes in it (docs/TRAFFIC.md "Traffic
+// classes"): the model it names and header lines after the target's.
+struct ClassParts {
+  std::string model;         // "" = the format's model
+  std::string header_lines;  // "Name: value\r\n" each; "" = none
+};
+
+// The class parts an assignment carries (Assignment.model, .headers); a
+// header that is not "Name: value" (the coordinator checked them) is left
+// out.
+ClassParts ClassPartsOf(const surge::v1::Assignment& assignment);
+
 // The bytes of one request: "POST <target_path> HTTP/1.1", the header
-// block, "X-Surge-Request: INDEX/ATTEMPT" (so a server's log can tell
-// whether one request arrived twice), Content-Length, and the body
-// BuildRequestBody makes for `prompt` and `max_tokens`.
+// block (then `parts`' header lines), "X-Surge-Request: INDEX/ATTEMPT" (so
+// a server's log can tell whether one request arrived twice),
+// Content-Length, and the body BuildRequestBody makes for `prompt` and
+// `max_tokens` (with `parts`' model when it has one).
 std::string BuildHttpRequest(const RequestFormat& format, const std::string& prompt,
-                             uint32_t max_tokens, uint64_t index, uint32_t attempt);
+                             uint32_t max_tokens, uint64_t index, uint32_t attempt,
+                             const ClassParts& parts = {});
 
 }  // namespace surge::worker
 

@@ -217,7 +217,14 @@ TEST(OptionTableTest, RunConfigKeepsEveryFlagAndKey) {
       "num_requests, peak_at_s, period_s, phase_s, profile, ramp_up_end_rps, "
       "ramp_up_start_rps, ramp_up_strategy, rate_rps}], spikes: [{at_s, duration_s, "
       "rate_multiplier}], mmpp_states: [{mean_dwell_s, rate_multiplier}]}, goodput: "
-      "{e2el_ms, tpot_ms, ttft_ms}");
+      "{e2el_ms, tpot_ms, ttft_ms}, "
+      "classes: [{dataset_name, dataset_path, headers, model, name, num_prompts, "
+      "random_input_len, random_output_len, request_rate, traffic_cfg: {burstiness, "
+      "ramp_up_end_rps, ramp_up_start_rps, ramp_up_strategy, sampler, stages: [{amplitude_rps, "
+      "burstiness, duration_s, max_rps, mean_rps, min_rps, num_requests, peak_at_s, period_s, "
+      "phase_s, profile, ramp_up_end_rps, ramp_up_start_rps, ramp_up_strategy, rate_rps}], "
+      "spikes: [{at_s, duration_s, rate_multiplier}], mmpp_states: [{mean_dwell_s, "
+      "rate_multiplier}]}, goodput: {e2el_ms, tpot_ms, ttft_ms}}]");
   // `surge sim-server` names the same options without the prefix, after its
   // own listen options (root_only: no keys of a run).
   std::vector<std::string> sim;
