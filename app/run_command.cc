@@ -13,6 +13,7 @@
 #include "common/fd_limit.h"
 #include "common/log.h"
 #include "coordinator/plan/arrival_process.h"
+#include "coordinator/plan/traffic_classes.h"
 
 namespace surge::app {
 namespace {
@@ -60,8 +61,17 @@ class LocalWorkers : public WorkerSide {
   // `--workers 0` (the default): what the CPUs hold and the plan's peak
   // needs, said in one INFO line (and a WARNING when the peak needs more).
   static int AutoWorkers(const RunConfig& config) {
-    const coordinator::ResolvedTraffic traffic = coordinator::ResolveTraffic(config);
-    const double peak_rps = traffic.instant ? 0 : traffic.target_rate_rps;
+    // With traffic classes the peak is the sum of the classes' peaks.
+    double peak_rps = 0;
+    for (int c = 0; c < std::max(1, config.classes_size()); ++c) {
+      const coordinator::ResolvedTraffic traffic = coordinator::ResolveTraffic(
+          config.classes_size() > 0 ? coordinator::ClassRunConfig(config, c) : config);
+      if (traffic.instant) {
+        peak_rps = 0;  // instant mode: as many as the CPUs allow
+        break;
+      }
+      peak_rps += traffic.target_rate_rps;
+    }
     const WorkerChoice choice = ChooseWorkers(BudgetFrom(ReadCpuSources()), peak_rps);
     LogInfo(choice.reason);
     if (!choice.warning.empty()) LogWarning(choice.warning);
