@@ -25,6 +25,7 @@
 #include "coordinator/config/run_config.h"
 #include "coordinator/plan/rate_profile.h"
 #include "coordinator/plan/traffic.h"
+#include "tests/testing/ks_statistic.h"
 
 namespace surge::coordinator {
 namespace {
@@ -62,20 +63,8 @@ absl::StatusOr<ArrivalSchedule> PlanFromYaml(const std::string& yaml) {
   return (*process)->Generate(config->seed());
 }
 
-// Kolmogorov–Smirnov statistic D_n of `xs` against `cdf`.
-double KsStatistic(std::vector<double> xs, const std::function<double(double)>& cdf) {
-  std::sort(xs.begin(), xs.end());
-  const double n = static_cast<double>(xs.size());
-  double d = 0;
-  for (size_t i = 0; i < xs.size(); ++i) {
-    const double f = cdf(xs[i]);
-    d = std::max({d, (i + 1) / n - f, f - i / n});
-  }
-  return d;
-}
-// √n·D_n above 1.95 has probability about 0.001 under the null (the
-// Kolmogorov distribution's 99.9 % quantile); the seeds are fixed.
-constexpr double kKsCritical = 1.95;
+using ::surge::testing::kKsCritical;
+using ::surge::testing::KsStatistic;
 
 // ---- Profiles against their closed forms ---------------------------------
 

@@ -22,6 +22,7 @@
 
 #include "coordinator/config/run_config.h"
 #include "coordinator/plan/arrival_process.h"
+#include "tests/testing/ks_statistic.h"
 
 namespace surge::coordinator {
 namespace {
@@ -76,18 +77,8 @@ ArrivalSchedule SingleClassPlan(const surge::v1::RunConfig& config, int index) {
   return *std::move(plan);
 }
 
-// Kolmogorov–Smirnov statistic D_n of `xs` against `cdf`.
-double KsStatistic(std::vector<double> xs, const std::function<double(double)>& cdf) {
-  std::sort(xs.begin(), xs.end());
-  const double n = static_cast<double>(xs.size());
-  double d = 0;
-  for (size_t i = 0; i < xs.size(); ++i) {
-    const double f = cdf(xs[i]);
-    d = std::max({d, (i + 1) / n - f, f - i / n});
-  }
-  return d;
-}
-constexpr double kKsCritical = 1.95;  // √n·D_n, about p = 0.001
+using ::surge::testing::kKsCritical;
+using ::surge::testing::KsStatistic;
 
 // ---- Configuration --------------------------------------------------------
 
