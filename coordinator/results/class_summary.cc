@@ -62,13 +62,11 @@ std::vector<ClassSummary> ClassSummaries::Finish() {
 
 namespace {
 
-nlohmann::json NumberOrNull(double v) { return std::isfinite(v) ? nlohmann::json(v) : nullptr; }
-
 nlohmann::json StatsJson(const MetricStats& m) {
   return {{"count", m.count},
-          {"mean", NumberOrNull(m.mean)},
-          {"p50", NumberOrNull(m.p50)},
-          {"p99", NumberOrNull(m.p99)}};
+          {"mean", JsonNumber(m.mean)},
+          {"p50", JsonNumber(m.p50)},
+          {"p99", JsonNumber(m.p99)}};
 }
 
 std::string Ms(double seconds) {
@@ -89,15 +87,15 @@ nlohmann::json ClassSummariesToJson(const std::vector<ClassSummary>& classes) {
     j["name"] = c.name;
     j["model"] = c.model;
     j["requests"] = {{"total", s.total}, {"succeeded", s.succeeded}, {"sent", s.sent}};
-    j["intended_rate_rps"] = NumberOrNull(c.intended_rate_rps);
-    j["achieved_rate_rps"] = NumberOrNull(s.achieved_rate_rps);
+    j["intended_rate_rps"] = JsonNumber(c.intended_rate_rps);
+    j["achieved_rate_rps"] = JsonNumber(s.achieved_rate_rps);
     j["lateness_s"] = StatsJson(s.lateness_s);
     j["ttft_s"] = StatsJson(s.ttft_s);
     j["tpot_s"] = StatsJson(s.tpot_s);
     j["e2el_s"] = StatsJson(s.e2el_s);
     if (s.has_goodput) {
       j["goodput"] = {{"good_requests", s.good_requests},
-                      {"goodput_rps", NumberOrNull(s.goodput_rps)}};
+                      {"goodput_rps", JsonNumber(s.goodput_rps)}};
     }
     list.push_back(std::move(j));
   }

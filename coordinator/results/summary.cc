@@ -27,11 +27,6 @@ double RateOverSpan(uint64_t n, double min_s, double max_s) {
 
 double PerSecond(double amount, double seconds) { return seconds > 0 ? amount / seconds : kNaN; }
 
-nlohmann::json Number(double v) {
-  if (!std::isfinite(v)) return nullptr;
-  return v;
-}
-
 // One per-request metric as the JSON and CSV show it: name, unit, the
 // factor from the stored unit (seconds → ms for latencies).
 struct MetricRow {
@@ -61,7 +56,7 @@ std::vector<MetricRow> MetricRows(const RunSummary& s) {
 // Run-wide values, AISBench's names.
 std::vector<std::pair<std::string, nlohmann::json>> CommonRows(const RunSummary& s) {
   std::vector<std::pair<std::string, nlohmann::json>> rows = {
-      {"Benchmark Duration (ms)", Number(s.duration_s * 1e3)},
+      {"Benchmark Duration (ms)", JsonNumber(s.duration_s * 1e3)},
       {"Total Requests", s.total},
       {"Failed Requests", s.failed + s.lost + s.not_sent + s.interrupted},
       {"Interrupted Requests", s.interrupted},
@@ -69,23 +64,23 @@ std::vector<std::pair<std::string, nlohmann::json>> CommonRows(const RunSummary&
       {"Skipped Requests (late)", s.skipped},
       {"Delayed Requests (catch-up)", s.delayed},
       {"Success Requests", s.succeeded},
-      {"Concurrency", Number(s.mean_concurrency)},
+      {"Concurrency", JsonNumber(s.mean_concurrency)},
       {"Max Concurrency", s.max_concurrency},
-      {"Request Throughput (req/s)", Number(s.request_throughput_rps)},
+      {"Request Throughput (req/s)", JsonNumber(s.request_throughput_rps)},
       {"Total Input Tokens", s.input_tokens},
       {"Total Generated Tokens", s.output_tokens},
       {"Estimated Output Token Counts", s.output_tokens_estimated},
       {"Short Outputs (ignore_eos)", s.short_outputs},
       {"Retried Requests", s.retried_requests},
-      {"Input Token Throughput (token/s)", Number(s.input_token_throughput)},
-      {"Output Token Throughput (token/s)", Number(s.output_token_throughput)},
-      {"Total Token Throughput (token/s)", Number(s.total_token_throughput)},
-      {"Intended Rate (req/s)", Number(s.intended_rate_rps)},
-      {"Achieved Rate (req/s)", Number(s.achieved_rate_rps)},
+      {"Input Token Throughput (token/s)", JsonNumber(s.input_token_throughput)},
+      {"Output Token Throughput (token/s)", JsonNumber(s.output_token_throughput)},
+      {"Total Token Throughput (token/s)", JsonNumber(s.total_token_throughput)},
+      {"Intended Rate (req/s)", JsonNumber(s.intended_rate_rps)},
+      {"Achieved Rate (req/s)", JsonNumber(s.achieved_rate_rps)},
   };
   if (s.has_goodput) {
     rows.push_back({"Good Requests", s.good_requests});
-    rows.push_back({"Goodput (req/s)", Number(s.goodput_rps)});
+    rows.push_back({"Goodput (req/s)", JsonNumber(s.goodput_rps)});
   }
   if (s.warmups > 0) rows.push_back({"Warm-up Requests", s.warmups});
   if (s.steady_state) {
@@ -353,13 +348,18 @@ RunSummary Summarize(const std::vector<surge::v1::RequestRecord>& records,
   return summary.Finish();
 }
 
+nlohmann::json JsonNumber(double v) {
+  if (!std::isfinite(v)) return nullptr;
+  return v;
+}
+
 nlohmann::json SummaryToJson(const RunSummary& s, const nlohmann::json& context) {
   auto seconds = [](const MetricStats& m) {
-    nlohmann::json j{{"count", m.count},     {"mean", Number(m.mean)}, {"min", Number(m.min)},
-                     {"max", Number(m.max)}, {"p50", Number(m.p50)},   {"p75", Number(m.p75)},
-                     {"p90", Number(m.p90)}, {"p99", Number(m.p99)},   {"exact", m.exact}};
+    nlohmann::json j{{"count", m.count},     {"mean", JsonNumber(m.mean)}, {"min", JsonNumber(m.min)},
+                     {"max", JsonNumber(m.max)}, {"p50", JsonNumber(m.p50)},   {"p75", JsonNumber(m.p75)},
+                     {"p90", JsonNumber(m.p90)}, {"p99", JsonNumber(m.p99)},   {"exact", m.exact}};
     // The --metric-percentiles set beyond the four keys above ("p99.9").
-    for (const auto& [p, v] : m.at) j.emplace(absl::StrCat("p", PercentileName(p)), Number(v));
+    for (const auto& [p, v] : m.at) j.emplace(absl::StrCat("p", PercentileName(p)), JsonNumber(v));
     return j;
   };
   nlohmann::json j;
@@ -374,11 +374,11 @@ nlohmann::json SummaryToJson(const RunSummary& s, const nlohmann::json& context)
                       "late = released more than late_threshold_ms after the planned send; "
                       "skipped = not sent for it (late_policy skip); delayed = held back by "
                       "the catch-up spacing (late_policy cap)"}};
-  j["duration_s"] = Number(s.duration_s);
-  j["request_throughput_rps"] = Number(s.request_throughput_rps);
-  j["achieved_rate_rps"] = Number(s.achieved_rate_rps);
-  j["intended_rate_rps"] = Number(s.intended_rate_rps);
-  j["achieved_vs_intended"] = Number(s.achieved_rate_rps / s.intended_rate_rps);
+  j["duration_s"] = JsonNumber(s.duration_s);
+  j["request_throughput_rps"] = JsonNumber(s.request_throughput_rps);
+  j["achieved_rate_rps"] = JsonNumber(s.achieved_rate_rps);
+  j["intended_rate_rps"] = JsonNumber(s.intended_rate_rps);
+  j["achieved_vs_intended"] = JsonNumber(s.achieved_rate_rps / s.intended_rate_rps);
   j["lateness_s"] = seconds(s.lateness_s);
   j["ttft_s"] = seconds(s.ttft_s);
   j["ttfc_s"] = seconds(s.ttfc_s);
@@ -406,11 +406,11 @@ nlohmann::json SummaryToJson(const RunSummary& s, const nlohmann::json& context)
                         "sent again on a fresh connection: a reused keep-alive "
                         "connection closed before any answer byte; latency counts "
                         "from the first write"}};
-  j["output_token_throughput"] = Number(s.output_token_throughput);
-  j["mean_concurrency"] = Number(s.mean_concurrency);
+  j["output_token_throughput"] = JsonNumber(s.output_token_throughput);
+  j["mean_concurrency"] = JsonNumber(s.mean_concurrency);
   j["max_concurrency"] = s.max_concurrency;
   if (s.has_goodput) {
-    j["goodput"] = {{"good_requests", s.good_requests}, {"goodput_rps", Number(s.goodput_rps)}};
+    j["goodput"] = {{"good_requests", s.good_requests}, {"goodput_rps", JsonNumber(s.goodput_rps)}};
   }
   if (s.input_lengths.shown()) j["input_lengths"] = InputLengthsToJson(s.input_lengths);
   j["reasons"] = s.reasons;
@@ -437,17 +437,17 @@ nlohmann::json SummaryToJson(const RunSummary& s, const nlohmann::json& context)
   for (const MetricRow& row : MetricRows(s)) {
     const MetricStats& m = *row.stats;
     metrics[row.name] = {{"unit", row.unit},
-                         {"Average", Number(m.mean * row.scale)},
-                         {"Min", Number(m.min * row.scale)},
-                         {"Max", Number(m.max * row.scale)},
-                         {"Median", Number(m.p50 * row.scale)},
-                         {"P75", Number(m.p75 * row.scale)},
-                         {"P90", Number(m.p90 * row.scale)},
-                         {"P99", Number(m.p99 * row.scale)},
+                         {"Average", JsonNumber(m.mean * row.scale)},
+                         {"Min", JsonNumber(m.min * row.scale)},
+                         {"Max", JsonNumber(m.max * row.scale)},
+                         {"Median", JsonNumber(m.p50 * row.scale)},
+                         {"P75", JsonNumber(m.p75 * row.scale)},
+                         {"P90", JsonNumber(m.p90 * row.scale)},
+                         {"P99", JsonNumber(m.p99 * row.scale)},
                          {"N", m.count}};
     for (const auto& [p, v] : m.at) {
       if (p != 50)
-        metrics[row.name].emplace(absl::StrCat("P", PercentileName(p)), Number(v * row.scale));
+        metrics[row.name].emplace(absl::StrCat("P", PercentileName(p)), JsonNumber(v * row.scale));
     }
   }
   j["metrics"] = std::move(metrics);

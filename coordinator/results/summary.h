@@ -221,6 +221,9 @@ class SummaryAccumulator : public RecordSink {
 RunSummary Summarize(const std::vector<surge::v1::RequestRecord>& records,
                      const surge::v1::GoodputConfig* goodput = nullptr);
 
+// A number for the summary's JSON: null when it is not finite (NaN, ±inf).
+nlohmann::json JsonNumber(double v);
+
 // The summary as JSON; NaN becomes null. `context` (seed, config, target,
 // plan facts) is stored under "run"; "metrics" holds the per-request table
 // and "common" the run-wide values, with AISBench's names.
