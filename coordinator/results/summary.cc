@@ -355,9 +355,10 @@ nlohmann::json JsonNumber(double v) {
 
 nlohmann::json SummaryToJson(const RunSummary& s, const nlohmann::json& context) {
   auto seconds = [](const MetricStats& m) {
-    nlohmann::json j{{"count", m.count},     {"mean", JsonNumber(m.mean)}, {"min", JsonNumber(m.min)},
-                     {"max", JsonNumber(m.max)}, {"p50", JsonNumber(m.p50)},   {"p75", JsonNumber(m.p75)},
-                     {"p90", JsonNumber(m.p90)}, {"p99", JsonNumber(m.p99)},   {"exact", m.exact}};
+    nlohmann::json j{
+        {"count", m.count},         {"mean", JsonNumber(m.mean)}, {"min", JsonNumber(m.min)},
+        {"max", JsonNumber(m.max)}, {"p50", JsonNumber(m.p50)},   {"p75", JsonNumber(m.p75)},
+        {"p90", JsonNumber(m.p90)}, {"p99", JsonNumber(m.p99)},   {"exact", m.exact}};
     // The --metric-percentiles set beyond the four keys above ("p99.9").
     for (const auto& [p, v] : m.at) j.emplace(absl::StrCat("p", PercentileName(p)), JsonNumber(v));
     return j;
