@@ -712,6 +712,25 @@ bool SecretHeaderName(std::string_view line) {
   return false;
 }
 
+// `saved`'s "headers": the lines of `headers` without the credential ones
+// (their names go to `left_out`), or no key when none is left.
+void KeepHeadersWithoutSecrets(const google::protobuf::RepeatedPtrField<std::string>& headers,
+                               nlohmann::ordered_json& saved, std::vector<std::string>* left_out) {
+  nlohmann::ordered_json kept = nlohmann::ordered_json::array();
+  for (const std::string& line : headers) {
+    if (SecretHeaderName(line)) {
+      if (left_out != nullptr) left_out->push_back(line.substr(0, line.find(':')));
+    } else {
+      kept.push_back(line);
+    }
+  }
+  if (kept.empty()) {
+    saved.erase("headers");
+  } else {
+    saved["headers"] = kept;
+  }
+}
+
 }  // namespace
 
 std::string SavedConfigJson(const RunConfig& c, std::vector<std::string>* left_out) {
@@ -753,21 +772,7 @@ std::string SavedConfigJson(const RunConfig& c, std::vector<std::string>* left_o
     j.erase("insecure_skip_verify");
   }
   // Headers whose name suggests a credential are never saved.
-  if (j.contains("headers")) {
-    nlohmann::ordered_json headers = nlohmann::ordered_json::array();
-    for (const std::string& line : target.headers()) {
-      if (SecretHeaderName(line)) {
-        if (left_out != nullptr) left_out->push_back(line.substr(0, line.find(':')));
-      } else {
-        headers.push_back(line);
-      }
-    }
-    if (headers.empty()) {
-      j.erase("headers");
-    } else {
-      j["headers"] = headers;
-    }
-  }
+  if (j.contains("headers")) KeepHeadersWithoutSecrets(target.headers(), j, left_out);
   // With classes the top-level traffic keys are unused; the classes' headers
   // that may hold a secret are left out as the top level's are.
   if (c.classes_size() > 0 && j.contains("classes")) {
@@ -775,19 +780,8 @@ std::string SavedConfigJson(const RunConfig& c, std::vector<std::string>* left_o
     j.erase("traffic_cfg");
     for (int i = 0; i < c.classes_size(); ++i) {
       nlohmann::ordered_json& saved = j["classes"][i];
-      if (!saved.contains("headers")) continue;
-      nlohmann::ordered_json headers = nlohmann::ordered_json::array();
-      for (const std::string& line : c.classes(i).headers()) {
-        if (SecretHeaderName(line)) {
-          if (left_out != nullptr) left_out->push_back(line.substr(0, line.find(':')));
-        } else {
-          headers.push_back(line);
-        }
-      }
-      if (headers.empty()) {
-        saved.erase("headers");
-      } else {
-        saved["headers"] = headers;
+      if (saved.contains("headers")) {
+        KeepHeadersWithoutSecrets(c.classes(i).headers(), saved, left_out);
       }
     }
   }
