@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/atomic_file.h"
 #include "nlohmann/json.hpp"
 
 // plotly.min.js, embedded by plotly_embed.S.
@@ -159,9 +160,10 @@ void AppendBand(const ShadedBand& b, const std::string& x, const std::string& y,
                     {"fillcolor", b.color},
                     {"layer", "below"},
                     {"line", {{"width", 0}}}});
-  Json label = {{"text", b.label},     {"x", b.x0_s},        {"xref", x},
-                {"y", 1},              {"yref", y_domain},   {"xanchor", "left"},
-                {"yanchor", "bottom"}, {"showarrow", false}, {"font", {{"size", 10}}}};
+  Json label = {
+      {"text", b.label},       {"x", b.x0_s},       {"xref", x},           {"y", 1},
+      {"yref", y_domain},      {"xanchor", "left"}, {"yanchor", "bottom"}, {"showarrow", false},
+      {"font", {{"size", 10}}}};
   if (!b.hover.empty()) label["hovertext"] = b.hover;
   annotations.push_back(std::move(label));
 }
@@ -341,30 +343,6 @@ Json StatsJson(const RpsFigure& fig) {
   return s;
 }
 
-std::string HtmlEscape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out.push_back(c);
-    }
-  }
-  return out;
-}
-
 std::string Num(double v, const char* fmt = "%.6g") {
   return std::isnan(v) ? std::string("n/a") : absl::StrFormat(fmt, v);
 }
@@ -418,46 +396,31 @@ constexpr char kStyle[] =
     "#surge-latency{margin-bottom:8px}#surge-latency th{font-weight:600}"
     "#legend-explanation td:nth-child(4),#legend-explanation td:nth-child(5){max-width:380px}";
 
-absl::Status WriteAtomically(const std::filesystem::path& path,
-                             const std::vector<std::string_view>& parts) {
-  std::error_code ec;
-  if (path.has_parent_path()) {
-    std::filesystem::create_directories(path.parent_path(), ec);
-    if (ec) {
-      return absl::InternalError(
-          absl::StrCat("cannot create folder ", path.parent_path().string(), ": ", ec.message()));
-    }
-  }
-  const std::filesystem::path tmp = path.string() + ".tmp";
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (f == nullptr) {
-    return absl::InternalError(
-        absl::StrCat("cannot write ", tmp.string(), ": ", std::strerror(errno)));
-  }
-  bool ok = true;
-  for (std::string_view part : parts) {
-    if (std::fwrite(part.data(), 1, part.size(), f) != part.size()) {
-      ok = false;
-      break;
-    }
-  }
-  const int saved_errno = errno;
-  if (std::fclose(f) != 0) ok = false;
-  if (!ok) {
-    std::filesystem::remove(tmp, ec);
-    return absl::InternalError(
-        absl::StrCat("cannot write ", tmp.string(), ": ", std::strerror(saved_errno)));
-  }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    return absl::InternalError(
-        absl::StrCat("cannot rename ", tmp.string(), " to ", path.string(), ": ", ec.message()));
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
+
+std::string HtmlEscape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out.push_back(c);
+    }
+  }
+  return out;
+}
 
 std::string ExpectedPlotFileName(const std::string& dataset) {
   return dataset + "_rps_distribution_plot.html";
@@ -574,8 +537,8 @@ absl::Status WriteFigurePage(const RpsFigure& fig, const std::filesystem::path& 
       "                {displaylogo: false, responsive: true});\n</script>\n</body>\n</html>\n";
 
   const std::filesystem::path json_path = FigureJsonPath(html_path);
-  if (absl::Status s = WriteAtomically(json_path, {json}); !s.ok()) return s;
-  return WriteAtomically(html_path, {head, EmbeddedPlotlyJs(), body, json, tail});
+  if (absl::Status s = WriteFileAtomically(json_path, {json}); !s.ok()) return s;
+  return WriteFileAtomically(html_path, {head, EmbeddedPlotlyJs(), body, json, tail});
 }
 
 absl::Status WriteExpectedPlotPage(const ArrivalSchedule& plan,
@@ -596,8 +559,7 @@ absl::Status WriteActualPlotPage(const ArrivalSchedule& plan, std::span<const Ac
                                  std::span<const LatencyView> latency,
                                  std::span<const LateMark> late_marks,
                                  const std::optional<SendLatenessPercentiles>& lateness,
-                                  std::span<const ShadedBand> bands,
-                                  const ReuseSeries* reuse) {
+                                 std::span<const ShadedBand> bands, const ReuseSeries* reuse) {
   absl::StatusOr<RpsFigure> fig = BuildActualRpsFigure(plan, sends, lateness);
   if (!fig.ok()) return fig.status();
   AddShadedBands(bands, *fig);

@@ -82,6 +82,9 @@ absl::Status WriteFigurePage(const RpsFigure& figure, const std::filesystem::pat
 // The plotly.js source embedded into the binary (R-PLOT-2).
 std::string_view EmbeddedPlotlyJs();
 
+// `s` with &, <, > and " written as HTML entities, for text in a page.
+std::string HtmlEscape(std::string_view s);
+
 }  // namespace surge::coordinator
 
 #endif  // SURGE_COORDINATOR_REPORT_PLOT_PAGES_H_
