@@ -22,6 +22,8 @@ int ExitCodeFor(const absl::Status& status) {
       return kExitConfigError;
     case absl::StatusCode::kAborted:
       return kExitLatenessAlarm;
+    case absl::StatusCode::kResourceExhausted:
+      return kExitSaturated;
     case absl::StatusCode::kCancelled: {
       const auto signal = status.GetPayload(kSignalPayload);
       return signal.has_value() && *signal == "SIGTERM" ? kExitTerminated : kExitInterrupted;

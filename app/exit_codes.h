@@ -16,6 +16,9 @@ inline constexpr int kExitConfigError = 2;
 // Ended by --stop-on-alarm at the first lateness alarm: the generator fell
 // behind its schedule; every file is written.
 inline constexpr int kExitLatenessAlarm = 3;
+// Ended by --stop-on-saturation: the server's backlog grew without bound
+// (docs/CAPACITY.md "Saturation"); every file is written.
+inline constexpr int kExitSaturated = 4;
 // Interrupted by Ctrl-C (SIGINT): drained, every file written.
 inline constexpr int kExitInterrupted = 130;
 // Stopped by SIGTERM (e.g. `docker stop`, a Kubernetes eviction): drained and
@@ -24,6 +27,7 @@ inline constexpr int kExitTerminated = 143;
 
 // The exit code for a command's result: OK → 0; INVALID_ARGUMENT → 2 (a
 // configuration error); ABORTED → 3 (stopped on the lateness alarm);
+// RESOURCE_EXHAUSTED → 4 (stopped on saturation);
 // CANCELLED → 130, or 143 when InterruptedStatus(SIGTERM) made it; anything
 // else → 1.
 int ExitCodeFor(const absl::Status& status);

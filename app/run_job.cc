@@ -37,6 +37,7 @@ namespace surge::app {
 
 using coordinator::ActualPageInputs;
 using coordinator::AddOutcomeFacts;
+using coordinator::ArrivalSchedule;
 using coordinator::AssignPolicyKind;
 using coordinator::ConfiguredRunFacts;
 using coordinator::DetailsWriter;
@@ -49,6 +50,7 @@ using coordinator::LiveMetrics;
 using coordinator::MetricsHttpServer;
 using coordinator::ProgressReporter;
 using coordinator::RecordFanOut;
+using coordinator::SaturationOptions;
 using coordinator::SummaryAccumulator;
 using coordinator::WorkerPool;
 using coordinator::WriteRunResults;
@@ -98,6 +100,9 @@ DispatcherOptions MakeDispatcherOptions(const RunConfig& config, int workers) {
   // The lateness alarm (docs/DESIGN.md "Lateness alarm").
   options.lateness.threshold_ns = std::llround(config.lateness_alarm_ms() * 1e6);
   options.stop_on_alarm = config.stop_on_alarm();
+  if (config.stop_on_saturation()) {
+    options.saturation = SaturationOptions{.window_s = config.saturation_window_s()};
+  }
   options.target = config.target();
   options.seed = config.seed();
   // Late-send policy (the configuration's enum travels in Welcome as it is).
@@ -107,6 +112,14 @@ DispatcherOptions MakeDispatcherOptions(const RunConfig& config, int workers) {
   std::mt19937_64 id_source(std::random_device{}());
   options.run_id = absl::StrFormat("%016x", id_source());
   return options;
+}
+
+// The plan's mean rate, (N - 1) / its span, requests/s; 0 for a plan of one
+// request or all at once.
+double MeanRateRps(const ArrivalSchedule& plan) {
+  if (plan.size() < 2) return 0;
+  const double span = plan.offset_s.back() - plan.offset_s.front();
+  return span > 0 ? static_cast<double>(plan.size() - 1) / span : 0;
 }
 
 // How the run's end maps to its status (after the files are written).
@@ -119,6 +132,10 @@ absl::Status OutcomeStatus(const absl::StatusOr<DispatchOutcome>& outcome) {
   }
   if (outcome->target_unreachable) {
     return absl::UnavailableError(absl::StrCat("target unreachable: ", outcome->stop_message));
+  }
+  if (outcome->saturated) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("stopped on saturation: ", outcome->stop_message));
   }
   if (outcome->send_unknown > 0) {
     return absl::DataLossError(
@@ -153,6 +170,8 @@ class Job {
       : config_(config), self_exe_(self_exe), side_(side), plan_file_(plan_file) {}
 
   absl::Status Run();
+  // The run folder and dataset once prepared (empty before).
+  RunJobResult result() const { return {prepared_.folder, prepared_.dataset}; }
 
  private:
   absl::Status StartLiveMetrics();
@@ -214,6 +233,7 @@ absl::Status Job::Run() {
   if (g_interrupted.load()) return Interrupted();
 
   DispatcherOptions options = MakeDispatcherOptions(config_, workers_);
+  if (options.saturation) options.saturation->plan_rate_rps = MeanRateRps(prepared_.plan);
   state_ = std::make_unique<coordinator::RunStateWriter>(prepared_.folder, options.lease_ms);
   state_->Waiting();
   // Each record goes to the details file, the summary and the actual
@@ -481,8 +501,11 @@ coordinator::RunSummary Job::WriteResults(const absl::StatusOr<DispatchOutcome>&
 }  // namespace
 
 absl::Status RunJob(const RunConfig& config, const std::string& self_exe, WorkerSide& workers,
-                    const std::string& plan_file) {
-  return Job(config, self_exe, workers, plan_file).Run();
+                    const std::string& plan_file, RunJobResult* result) {
+  Job job(config, self_exe, workers, plan_file);
+  absl::Status status = job.Run();
+  if (result != nullptr) *result = job.result();
+  return status;
 }
 
 }  // namespace surge::app

@@ -7,6 +7,7 @@
 #ifndef SURGE_APP_RUN_JOB_H_
 #define SURGE_APP_RUN_JOB_H_
 
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -54,8 +55,15 @@ class WorkerSide {
 // was sent): INVALID_ARGUMENT for configuration errors, ABORTED when
 // --stop-on-alarm stopped it, InterruptedStatus after a signal, another code
 // for runtime failures (target unreachable, a request lost, ...).
+// Where the run wrote its files: the run folder and the dataset stem of its
+// file names; empty when it stopped before the folder existed.
+struct RunJobResult {
+  std::filesystem::path folder;
+  std::string dataset;
+};
 absl::Status RunJob(const surge::v1::RunConfig& config, const std::string& self_exe,
-                    WorkerSide& workers, const std::string& plan_file);
+                    WorkerSide& workers, const std::string& plan_file,
+                    RunJobResult* result = nullptr);
 
 }  // namespace surge::app
 

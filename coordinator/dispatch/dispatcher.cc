@@ -59,6 +59,7 @@ Dispatcher::Dispatcher(Clock& clock, Transport& transport, const ArrivalSchedule
       lateness_(options_.num_workers, options_.lateness),
       alarm_log_(clock, options_.alarm_log_interval, options_.log_writer) {
   outcome_.clocks.resize(static_cast<size_t>(std::max(options_.num_workers, 0)));
+  if (options_.saturation) saturation_.emplace(*options_.saturation);
 }
 
 void Dispatcher::Send(const Worker& worker, Envelope envelope) {
@@ -411,6 +412,9 @@ void Dispatcher::Deliver(surge::v1::RequestRecord record) {
     }
     ++outcome_.records;
     outcome_.send_unknown += record.status() == surge::v1::LOST;
+    if (saturation_ && record.sent() && record.ttft_ns() > 0) {
+      saturation_->ObserveTtft(NanosToSeconds(record.sent_ns()), NanosToSeconds(record.ttft_ns()));
+    }
   }
   CountConnectFailure(record);
   sink_(record);
@@ -598,6 +602,29 @@ std::optional<Dispatcher::StopOrder> Dispatcher::AlarmStopRule(Clock::TimePoint 
                    /*cut_off=*/false};
 }
 
+std::optional<Dispatcher::StopOrder> Dispatcher::SaturationStopRule(Clock::TimePoint now) {
+  if (!saturation_ || stopping_ || !registry_.started()) return std::nullopt;
+  if (now - saturation_fed_ >= options_.progress_period) {
+    saturation_fed_ = now;
+    saturation_->ObserveInflight(NanosToSeconds(NowRelNs(now)),
+                                 static_cast<double>(registry_.inflight()));
+  }
+  if (now - saturation_checked_ < std::chrono::seconds(1)) return std::nullopt;
+  saturation_checked_ = now;
+  const std::optional<SaturationFinding> found = saturation_->Check(NanosToSeconds(NowRelNs(now)));
+  if (!found) return std::nullopt;
+  outcome_.saturated = true;
+  outcome_.saturated_at_ns = NowRelNs(now);
+  outcome_.stop_message = found->text;
+  LogWarning(absl::StrFormat(
+      "stopping the run (--stop-on-saturation): %s; nothing more is sent, the %d requests in "
+      "flight are cut off and their records awaited up to %.1f s",
+      found->text, registry_.inflight(),
+      static_cast<double>(options_.alarm_record_wait.count()) / 1000));
+  return StopOrder{"saturated", std::chrono::milliseconds(0), now + options_.alarm_record_wait,
+                   /*cut_off=*/false};
+}
+
 std::optional<Dispatcher::StopOrder> Dispatcher::UnreachableStopRule(Clock::TimePoint) {
   if (!outcome_.target_unreachable || stopping_) return std::nullopt;
   LogError(absl::StrCat("target unreachable: ", outcome_.stop_message));
@@ -608,9 +635,9 @@ std::optional<Dispatcher::StopOrder> Dispatcher::UnreachableStopRule(Clock::Time
 void Dispatcher::ApplyStopRules(Clock::TimePoint now) {
   // In this order: a rule sees the stop an earlier one began in this turn.
   using StopRule = std::optional<StopOrder> (Dispatcher::*)(Clock::TimePoint);
-  static constexpr StopRule kStopRules[] = {&Dispatcher::UserStopRule, &Dispatcher::SecondStopRule,
-                                            &Dispatcher::AlarmStopRule,
-                                            &Dispatcher::UnreachableStopRule};
+  static constexpr StopRule kStopRules[] = {
+      &Dispatcher::UserStopRule, &Dispatcher::SecondStopRule, &Dispatcher::AlarmStopRule,
+      &Dispatcher::UnreachableStopRule, &Dispatcher::SaturationStopRule};
   for (const StopRule rule : kStopRules) {
     const std::optional<StopOrder> order = (this->*rule)(now);
     if (!order) continue;
@@ -686,13 +713,12 @@ void Dispatcher::StartRun() {
       outcome_.worker_names[w.index] = WorkerRegistry::Describe(w);
     }
   }
-  LogInfo(absl::StrCat("started ", ledger_.plan_size(), " requests on ",
-                       registry_.workers().size(), " workers",
-                       ledger_.num_warmups() > 0
-                           ? absl::StrFormat(" after %d warm-ups from %.3f s",
-                                             ledger_.num_warmups(),
-                                             NanosToSeconds(options_.warmup_offsets_ns.front()))
-                           : std::string()));
+  LogInfo(absl::StrCat(
+      "started ", ledger_.plan_size(), " requests on ", registry_.workers().size(), " workers",
+      ledger_.num_warmups() > 0
+          ? absl::StrFormat(" after %d warm-ups from %.3f s", ledger_.num_warmups(),
+                            NanosToSeconds(options_.warmup_offsets_ns.front()))
+          : std::string()));
 }
 
 bool Dispatcher::Serve() {

@@ -26,6 +26,7 @@
 #include "coordinator/dispatch/assignment_policy.h"
 #include "coordinator/dispatch/lateness_monitor.h"
 #include "coordinator/dispatch/request_ledger.h"
+#include "coordinator/dispatch/saturation_rule.h"
 #include "coordinator/dispatch/worker_pool.h"
 #include "coordinator/dispatch/worker_registry.h"
 #include "coordinator/plan/arrival_schedule.h"
@@ -147,6 +148,12 @@ struct DispatcherOptions {
   bool stop_on_alarm = false;
   std::chrono::milliseconds alarm_drain{0};
   std::chrono::milliseconds alarm_record_wait{2000};
+  // The over-saturation stop (RunConfig.stop_on_saturation; the rule in
+  // saturation_rule.h): unset = off. When it finds the server saturated,
+  // nothing more is sent (NOT_SENT "not_sent: saturated"), the requests in
+  // flight are cut off at once, and their records are awaited up to
+  // alarm_record_wait.
+  std::optional<SaturationOptions> saturation;
   // Where warning lines go (tests capture them); default: the log.
   RateLimitedLog::Writer log_writer = Log;
   // Called on the dispatcher thread every progress_period while running.
@@ -195,6 +202,10 @@ struct DispatchOutcome {
   // Stopped by --stop-on-alarm at the first lateness alarm (stop_message
   // says which worker, when and why).
   bool stopped_on_alarm = false;
+  // Stopped by the over-saturation rule (stop_message says why), at
+  // saturated_at_ns after t0.
+  bool saturated = false;
+  int64_t saturated_at_ns = 0;
   // The lateness monitor's verdict, and how many alarm
   // reports there were and how many warning lines they took.
   ScheduleVerdict schedule;
@@ -354,6 +365,9 @@ class Dispatcher {
   std::optional<StopOrder> SecondStopRule(Clock::TimePoint now);
   std::optional<StopOrder> AlarmStopRule(Clock::TimePoint now);
   std::optional<StopOrder> UnreachableStopRule(Clock::TimePoint now);
+  // The over-saturation rule (DispatcherOptions::saturation): fed the
+  // requests in flight every progress period, asked once a second.
+  std::optional<StopOrder> SaturationStopRule(Clock::TimePoint now);
   void ApplyStopRules(Clock::TimePoint now);
   // The one way a Stop is made, and sent to every worker (or the alive
   // ones).
@@ -399,6 +413,10 @@ class Dispatcher {
   bool stopping_ = false;
   // The stop rules' memory: the user's first and second stop were seen.
   bool user_stop_seen_ = false;
+  // The over-saturation rule and when it was last fed and asked.
+  std::optional<SaturationRule> saturation_;
+  Clock::TimePoint saturation_fed_{};
+  Clock::TimePoint saturation_checked_{};
   bool second_stop_seen_ = false;
   Clock::TimePoint stop_deadline_{};
   LatenessMonitor lateness_;

@@ -36,6 +36,9 @@ std::string StopReason(const absl::StatusOr<DispatchOutcome>& outcome) {
   if (outcome->target_unreachable) {
     return absl::StrCat("stopped by surge: target unreachable: ", outcome->stop_message);
   }
+  if (outcome->saturated) {
+    return absl::StrCat("stopped by surge (--stop-on-saturation): ", outcome->stop_message);
+  }
   return "completed";
 }
 
@@ -111,6 +114,10 @@ void AddOutcomeFacts(const absl::StatusOr<DispatchOutcome>& outcome, const RunCo
     facts->set_interrupted_at_s(std::round(NanosToSeconds(outcome->interrupted_at_ns) * 100) / 100);
   }
   facts->set_stop_reason(StopReason(outcome));
+  if (outcome.ok() && outcome->saturated) {
+    facts->set_saturated(true);
+    facts->set_saturated_at_s(std::round(NanosToSeconds(outcome->saturated_at_ns) * 100) / 100);
+  }
   if (outcome.ok()) AddCounters(*outcome, facts);
   facts->set_clock_note(kClockNote);
   *facts->mutable_schedule() = ScheduleFactOf(ScheduleFactsOf(outcome, config));
