@@ -18,6 +18,7 @@
 #include "app/run_command.h"
 #include "app/run_options.h"
 #include "app/sim_server_command.h"
+#include "app/sweep_command.h"
 #include "common/fd_limit.h"
 #include "common/log.h"
 #include "common/version.h"
@@ -44,6 +45,7 @@ struct CommandLine {
   CLI::App* run = nullptr;
   CLI::App* coordinator = nullptr;
   CLI::App* plan = nullptr;
+  CLI::App* sweep = nullptr;
   CLI::App* report = nullptr;
   CLI::App* keygen = nullptr;
   CLI::App* worker = nullptr;
@@ -52,12 +54,14 @@ struct CommandLine {
   surge::app::RunOptions run_options;
   surge::app::RunOptions coordinator_options;
   surge::app::RunOptions plan_options;
+  surge::app::RunOptions sweep_options;
   surge::app::RunTestOptions run_test_options;
   std::string plan_file;
   // The role commands' own options (roles.proto) and the built-in server's
   // (SimServerConfig in config.proto).
   surge::app::TableFlags role_flags{surge::v1::CoordinatorRoleConfig::descriptor()};
   surge::app::TableFlags worker_flags{surge::v1::WorkerRoleConfig::descriptor()};
+  surge::app::TableFlags sweep_flags{surge::v1::SweepConfig::descriptor()};
   surge::app::TableFlags sim_flags{surge::v1::SimServerConfig::descriptor()};
   int sim_parent_pid = 0;
   std::string report_folder;
@@ -94,6 +98,14 @@ void DeclareJobCommands(CommandLine& c) {
 
   c.plan = c.app.add_subcommand("plan", "Compute and plot the schedule; send nothing.");
   c.plan_options.Register(*c.plan);
+
+  c.sweep = c.app.add_subcommand(
+      "sweep",
+      "Run the job at several rates (or search the highest rate within --goodput), each point a "
+      "complete run certified by its own schedule; sweep.json, sweep.csv and sweep.html.");
+  c.sweep_options.Register(*c.sweep);
+  c.sweep_flags.Register(*c.sweep);
+  c.sweep_options.AcceptAlso(c.sweep_flags.Names());
 }
 
 // `surge report`, `surge keygen`, `surge worker` and `surge sim-server`.
@@ -150,11 +162,21 @@ std::optional<int> Parse(CommandLine& c, int argc, char** argv) {
 // Resolves the job command's configuration (and the coordinator's role)
 // and starts it.
 int StartJobCommand(CommandLine& c, const std::string& self_exe) {
-  auto& options = *c.run ? c.run_options : *c.plan ? c.plan_options : c.coordinator_options;
+  auto& options = *c.run     ? c.run_options
+                  : *c.plan  ? c.plan_options
+                  : *c.sweep ? c.sweep_options
+                             : c.coordinator_options;
   // Exact replay: the plan's own run_config.json unless --config is given.
   // (When there is none, RunCommand says so.)
   if (!c.plan_file.empty()) {
     const std::string saved = surge::app::PlanConfigPath(c.plan_file);
+    if (access(saved.c_str(), R_OK) == 0) options.UseConfigFileIfNone(saved);
+  }
+  // A resumed sweep: the run options it saved, unless --config is given.
+  surge::v1::SweepConfig sweep;
+  const absl::Status sweep_status = *c.sweep ? c.sweep_flags.Resolve(&sweep) : absl::OkStatus();
+  if (sweep_status.ok() && !sweep.resume().empty()) {
+    const std::string saved = sweep.resume() + "/run_config.json";
     if (access(saved.c_str(), R_OK) == 0) options.UseConfigFileIfNone(saved);
   }
   auto config = options.Resolve();
@@ -162,13 +184,15 @@ int StartJobCommand(CommandLine& c, const std::string& self_exe) {
   // list of problems.
   surge::v1::CoordinatorRoleConfig role;
   const absl::Status role_status = *c.coordinator ? c.role_flags.Resolve(&role) : absl::OkStatus();
-  if (!config.ok() || !role_status.ok()) {
-    std::cerr << "surge: " << surge::app::JoinProblems({config.status(), role_status}).message()
+  if (!config.ok() || !role_status.ok() || !sweep_status.ok()) {
+    std::cerr << "surge: "
+              << surge::app::JoinProblems({config.status(), role_status, sweep_status}).message()
               << "\n";
     return surge::app::kExitConfigError;
   }
   for (const std::string& note : options.notes()) surge::LogInfo(note);
   if (*c.plan) return surge::app::PlanCommand(*config);
+  if (*c.sweep) return surge::app::SweepCommand(*config, sweep, self_exe);
   if (*c.coordinator) return surge::app::CoordinatorCommand(*config, self_exe, role, c.plan_file);
   return surge::app::RunCommand(*config, self_exe, c.run_test_options, c.plan_file);
 }
@@ -209,7 +233,7 @@ int Main(int argc, char** argv) {
   DeclareJobCommands(c);
   DeclareToolCommands(c);
   if (std::optional<int> done = Parse(c, argc, argv)) return *done;
-  if (*c.run || *c.plan || *c.coordinator) return StartJobCommand(c, SelfExe(argv[0]));
+  if (*c.run || *c.plan || *c.coordinator || *c.sweep) return StartJobCommand(c, SelfExe(argv[0]));
   return StartToolCommand(c);
 }
 

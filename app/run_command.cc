@@ -159,4 +159,10 @@ int RunCommand(const RunConfig& config, const std::string& self_exe, const RunTe
   return ExitWith(RunJob(config, self_exe, workers, plan_file));
 }
 
+absl::Status RunLocally(const RunConfig& config, const std::string& self_exe,
+                        RunJobResult* result) {
+  LocalWorkers workers(self_exe, RunTestOptions{});
+  return RunJob(config, self_exe, workers, "", result);
+}
+
 }  // namespace surge::app

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "absl/status/status.h"
+#include "app/run_job.h"
 #include "surge/v1/config.pb.h"
 
 namespace surge::app {
@@ -45,6 +47,11 @@ struct RunTestOptions {
 // beside it, a differing key, or a row count other than num_prompts.
 int RunCommand(const surge::v1::RunConfig& config, const std::string& self_exe,
                const RunTestOptions& test = {}, const std::string& plan_file = "");
+
+// The same job, for a command that runs several (`surge sweep`): its status
+// instead of an exit code, and where it wrote its files.
+absl::Status RunLocally(const surge::v1::RunConfig& config, const std::string& self_exe,
+                        RunJobResult* result);
 
 }  // namespace surge::app
 
