@@ -223,9 +223,9 @@ void Sweep::Progress(const SweepPoint& p, int planned_total) const {
                    "sweep point %d%s: %s RPS %s (%s); certificate: achieved/intended %.4f, "
                    "lateness p99 %.3g ms (limit %.3g), KS D %.3g (critical %.3g), clock ± %.3g "
                    "ms%s",
-                   p.number, total, RateName(p.rate_rps), PointStatusName(p.status), measured,
-                   c.achieved_vs_intended, c.lateness_p99_ms, c.lateness_limit_ms, c.ks_distance,
-                   c.ks_critical, c.clock_uncertainty_ms,
+                   p.number, total, coordinator::RateText(p.rate_rps), PointStatusName(p.status),
+                   measured, c.achieved_vs_intended, c.lateness_p99_ms, c.lateness_limit_ms,
+                   c.ks_distance, c.ks_critical, c.clock_uncertainty_ms,
                    p.note.empty() ? "" : absl::StrCat("; ", p.note))
             << std::endl;
 }

@@ -1,5 +1,6 @@
 #include "coordinator/report/sweep_page.h"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <string_view>
@@ -95,7 +96,11 @@ json Layout(std::string_view title, std::string_view ytitle, bool log_y) {
                  {"yaxis", {{"title", {{"text", ytitle}}}}},
                  {"legend", {{"orientation", "h"}, {"y", -0.2}}},
                  {"margin", {{"t", 60}}}};
-  if (log_y) layout["yaxis"]["type"] = "log";
+  if (log_y) {
+    layout["yaxis"]["type"] = "log";
+    layout["yaxis"]["dtick"] = 1;  // a label at each power of ten
+    layout["yaxis"]["tickformat"] = "~g";
+  }
   return layout;
 }
 
@@ -168,12 +173,19 @@ json CertificateFigure(const std::vector<const json*>& points) {
                             {"line", {{"color", "#ff7f0e"}, {"dash", "dash"}}}}});
   json layout =
       Layout("Certificate: did surge keep each point's schedule?", "achieved / intended", false);
+  // From 0.95 (or lower, to show a point that fell short) to just above 1:
+  // a kept schedule is a flat line at 1, not noise blown up by autoscale.
+  double lowest = 0.95;
+  for (const json& r : ratio) {
+    if (r.is_number()) lowest = std::min(lowest, r.get<double>() - 0.02);
+  }
+  layout["yaxis"]["range"] = json::array({lowest, 1.01});
   layout["yaxis2"] = {{"title", {{"text", "ms (log)"}}},
                       {"overlaying", "y"},
                       {"side", "right"},
                       {"type", "log"},
                       {"dtick", 1},
-                      {"tickformat", ".3~g"}};
+                      {"tickformat", "~g"}};
   return {{"data", data}, {"layout", layout}};
 }
 
@@ -242,7 +254,8 @@ constexpr char kStyle[] =
     "table{border-collapse:collapse;font-size:13px}"
     "th,td{border:1px solid #cfcfcf;padding:4px 8px;text-align:left;vertical-align:top}"
     "th{background:#f2f2f2}#sweep-answer{font-size:16px;font-weight:bold;color:#1a6}"
-    ".sweep-invalid td{color:#a33}.plot{width:100%;min-width:900px;height:460px}";
+    ".sweep-invalid td{color:#a33}.plot{width:100%;min-width:900px;height:460px}"
+    "#sweep-points td:nth-child(15){min-width:320px}";
 
 }  // namespace
 

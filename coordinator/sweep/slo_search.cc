@@ -34,9 +34,9 @@ void SloSearch::Report(double rate_rps, PointOutcome outcome, const std::string&
     case PointOutcome::kInvalid:
       over_ = true;
       answer_.incomplete_reason = absl::StrFormat(
-          "surge could not keep the point at %.6g RPS (%s); a higher rate needs "
+          "surge could not keep the point at %s RPS (%s); a higher rate needs "
           "more load-generator capacity (--workers, more machines)",
-          rate_rps, why.empty() ? "its certificate failed" : why);
+          RateText(rate_rps), why.empty() ? "its certificate failed" : why);
       return;
   }
   Settle();
@@ -49,9 +49,9 @@ void SloSearch::Settle() {
   if (lo && hi && *lo >= *hi) {
     over_ = true;  // a pass above a failure: the objective is not monotone in the rate
     answer_.incomplete_reason = absl::StrFormat(
-        "%.6g RPS passed above %.6g RPS, which failed: the objective does not fall with the "
+        "%s RPS passed above %s RPS, which failed: the objective does not fall with the "
         "rate here (a noisy server or too short points; --sweep-point-s)",
-        *lo, *hi);
+        RateText(*lo), RateText(*hi));
     return;
   }
   if (lo && hi && *hi - *lo <= resolution_.GapRps(*lo)) {

@@ -5,6 +5,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
@@ -65,6 +66,10 @@ absl::StatusOr<std::vector<double>> RangeRates(const surge::v1::SweepConfig& s) 
 }
 
 }  // namespace
+
+std::string RateText(double rps) {
+  return std::fabs(rps) >= 1000 ? absl::StrFormat("%.0f", rps) : absl::StrFormat("%.4g", rps);
+}
 
 absl::StatusOr<std::vector<double>> SweepRates(const surge::v1::SweepConfig& s) {
   const bool range = s.has_sweep_start() || s.has_sweep_end() || s.has_sweep_steps();

@@ -3,6 +3,7 @@
 #ifndef SURGE_COORDINATOR_SWEEP_SWEEP_RATES_H_
 #define SURGE_COORDINATOR_SWEEP_SWEEP_RATES_H_
 
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -15,6 +16,10 @@ namespace surge::coordinator {
 // The lowest rate a point may have, requests/s: below it `surge run` sends
 // everything at once (instant mode), which is not a load point.
 inline constexpr double kMinSweepRateRps = 0.1;
+
+// A rate as people write it, requests/s: four significant digits, whole
+// numbers from 1000 on ("25.68", "20000", not "2e+04").
+std::string RateText(double rps);
 
 // The points' rates, increasing: `request_rates` ("2,4,8,16"), or
 // sweep_steps rates from sweep_start to sweep_end (both included; equal

@@ -51,7 +51,7 @@ const SweepPoint* PointAt(const std::vector<SweepPoint>& points, double rate) {
   return found;
 }
 
-std::string Rate(double r) { return absl::StrFormat("%.6g", r); }
+std::string Rate(double r) { return RateText(r); }
 
 std::string Goodput(const SweepPoint* p) {
   if (p == nullptr) return "";

@@ -74,6 +74,14 @@ TEST(SweepRatesTest, SearchNeedsNoList) {
   EXPECT_TRUE(r->empty());
 }
 
+TEST(RateTextTest, FourDigitsAndWholeThousands) {
+  EXPECT_EQ(RateText(25.675676), "25.68");
+  EXPECT_EQ(RateText(6.75676), "6.757");
+  EXPECT_EQ(RateText(0.5), "0.5");
+  EXPECT_EQ(RateText(20000), "20000");
+  EXPECT_EQ(RateText(12345.6), "12346");
+}
+
 TEST(SearchResolutionTest, ShareOrRate) {
   absl::StatusOr<SearchResolution> share = ParseSearchResolution("5%");
   ASSERT_TRUE(share.ok());
