@@ -604,7 +604,7 @@ std::optional<Dispatcher::StopOrder> Dispatcher::AlarmStopRule(Clock::TimePoint 
 
 std::optional<Dispatcher::StopOrder> Dispatcher::SaturationStopRule(Clock::TimePoint now) {
   if (!saturation_ || stopping_ || !registry_.started()) return std::nullopt;
-  if (now - saturation_fed_ >= options_.progress_period) {
+  if (NowRelNs(now) >= 0 && now - saturation_fed_ >= options_.progress_period) {
     saturation_fed_ = now;
     saturation_->ObserveInflight(NanosToSeconds(NowRelNs(now)),
                                  static_cast<double>(registry_.inflight()));

@@ -6,6 +6,8 @@
 #ifndef SURGE_TESTS_TESTING_FAKE_REQUEST_SENDER_H_
 #define SURGE_TESTS_TESTING_FAKE_REQUEST_SENDER_H_
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <functional>
 #include <mutex>
@@ -58,15 +60,25 @@ class FakeRequestSender final : public surge::worker::RequestSender {
     r.set_e2el_ns(2000);
     r.set_output_tokens(a.max_tokens());
     if (result_) result_(r);
+    const bool later = latency_ns_ > 0 || capacity_period_ns_ > 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
       sent_.push_back(Sent{a.index(), now});
-      if (!complete_at_once_ || latency_ns_ > 0) {
+      int64_t due = now + latency_ns_;
+      if (capacity_period_ns_ > 0) {
+        // One queue served at the capacity: answered one period after the
+        // previous answer at the earliest; TTFT is the whole wait.
+        due = std::max(due, last_due_ns_ + capacity_period_ns_);
+        last_due_ns_ = due;
+        r.set_ttft_ns(due - now);
+        r.set_e2el_ns(due - now);
+      }
+      if (!complete_at_once_ || later) {
         held_.push_back({std::move(r), std::move(on_done)});
-        held_at_ns_.push_back(now);
+        held_due_ns_.push_back(due);
       }
     }
-    if (latency_ns_ > 0) {  // answered later; the hook still sees the send
+    if (later) {  // answered later; the hook still sees the send
       if (after_send_) after_send_(a.index());
       return;
     }
@@ -84,7 +96,7 @@ class FakeRequestSender final : public surge::worker::RequestSender {
     {
       std::lock_guard<std::mutex> lock(mu_);
       held.swap(held_);
-      held_at_ns_.clear();
+      held_due_ns_.clear();
     }
     // As BeastRequestSender: what is still in flight is cut off and keeps
     // what is known of it.
@@ -105,7 +117,7 @@ class FakeRequestSender final : public surge::worker::RequestSender {
       if (held_.empty()) return;
       one = std::move(held_.front());
       held_.erase(held_.begin());
-      held_at_ns_.erase(held_at_ns_.begin());
+      held_due_ns_.erase(held_due_ns_.begin());
     }
     one.second(std::move(one.first));
   }
@@ -124,6 +136,14 @@ class FakeRequestSender final : public surge::worker::RequestSender {
   // Every request is answered `latency` after its Send (see the class
   // comment), with e2el_ns = latency. Set it before the first Send.
   void set_latency(std::chrono::nanoseconds latency) { latency_ns_ = latency.count(); }
+  // A server of `rps` requests/s: requests wait in one FIFO queue and are
+  // answered 1/rps apart at the earliest (after `latency`, when set), with
+  // ttft_ns = e2el_ns = the whole wait. Above that rate the queue, the
+  // requests in flight and the TTFT grow without bound. Set it before the
+  // first Send.
+  void set_capacity(double rps) {
+    capacity_period_ns_ = static_cast<int64_t>(std::llround(1e9 / rps));
+  }
   void set_after_send(std::function<void(uint64_t)> f) { after_send_ = std::move(f); }
   // Changes each record before it is answered (or held), e.g. into a
   // connection failure. Set it before the first Send.
@@ -132,18 +152,18 @@ class FakeRequestSender final : public surge::worker::RequestSender {
  private:
   // Answers (outside the lock) every held request whose latency has passed.
   void AnswerDue() {
-    if (latency_ns_ <= 0) return;
+    if (latency_ns_ <= 0 && capacity_period_ns_ <= 0) return;
     std::vector<std::pair<surge::v1::RequestRecord, surge::worker::SendCallback>> due;
     {
       std::lock_guard<std::mutex> lock(mu_);
       const int64_t now = ToNanos(clock_.Now());
       size_t k = 0;
       while (k < held_.size()) {
-        if (held_at_ns_[k] + latency_ns_ <= now) {
-          held_[k].first.set_e2el_ns(latency_ns_);
+        if (held_due_ns_[k] <= now) {
+          if (capacity_period_ns_ <= 0) held_[k].first.set_e2el_ns(latency_ns_);
           due.push_back(std::move(held_[k]));
           held_.erase(held_.begin() + static_cast<std::ptrdiff_t>(k));
-          held_at_ns_.erase(held_at_ns_.begin() + static_cast<std::ptrdiff_t>(k));
+          held_due_ns_.erase(held_due_ns_.begin() + static_cast<std::ptrdiff_t>(k));
         } else {
           ++k;
         }
@@ -159,8 +179,10 @@ class FakeRequestSender final : public surge::worker::RequestSender {
   std::vector<Sent> prepared_;
   std::vector<Sent> cancelled_;
   std::vector<std::pair<surge::v1::RequestRecord, surge::worker::SendCallback>> held_;
-  std::vector<int64_t> held_at_ns_;  // Send time of each held_ entry
+  std::vector<int64_t> held_due_ns_;  // when each held_ entry is answered
   int64_t latency_ns_ = 0;
+  int64_t capacity_period_ns_ = 0;
+  int64_t last_due_ns_ = 0;
   std::function<void(uint64_t)> after_send_;
   std::function<void(surge::v1::RequestRecord&)> result_;
 };

@@ -56,6 +56,8 @@ struct WorkerSetup {
   uint64_t fd_limit = 0;
   // > 0: every request is answered that long after its send.
   std::chrono::nanoseconds latency{};
+  // > 0: a server of that many requests/s (FakeRequestSender::set_capacity).
+  double capacity_rps = 0;
   // The worker's clock (e.g. a SkewedClock over the simulation's), for the
   // session, its transport end and the sender; null = the simulation's.
   Clock* clock = nullptr;
@@ -89,6 +91,7 @@ inline void StartWorker(SimulatedClock& sim, InMemoryRouter& router, const std::
           auto sender = std::make_shared<FakeRequestSender>(*clock, setup.complete_at_once);
           if (setup.result) sender->set_result(setup.result);
           if (setup.latency.count() > 0) sender->set_latency(setup.latency);
+          if (setup.capacity_rps > 0) sender->set_capacity(setup.capacity_rps);
           w.sender = sender;
           return std::unique_ptr<surge::worker::RequestSender>(
               std::make_unique<SharedSender>(std::move(sender)));

@@ -189,5 +189,65 @@ TEST(DispatcherStopTest, ConnectFailuresAfterAnAnswerOrWithRuleOffDoNotStopTheRu
   }
 }
 
+// --stop-on-saturation on simulated time: 60 RPS offered to a server of
+// 30 RPS (one FIFO queue, FakeRequestSender::set_capacity). The backlog
+// grows by 30 a second and each request waits 0.5 s longer per second, so
+// the rule fires at its first check with a full 5 s window; nothing more is
+// sent, what is in flight is cut off, every planned request has one record.
+TEST(DispatcherStopTest, SaturationRuleEndsAnOverloadedRunAndCutsOffItsBacklog) {
+  DispatcherOptions options = TestOptions(1);
+  options.saturation = SaturationOptions{.window_s = 5, .plan_rate_rps = 60};
+  options.alarm_record_wait = std::chrono::milliseconds(1000);
+  DispatchRig rig(ConstantPlan(60, 1200), options);  // 20 s
+  rig.AddWorker("a", 0, {.latency = std::chrono::milliseconds(20), .capacity_rps = 30});
+  const auto& outcome = rig.Run();
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_TRUE(outcome->saturated);
+  EXPECT_FALSE(outcome->stopped_on_alarm);
+  // The first check with 5 s of samples, on the 1 s checks of the turns.
+  EXPECT_GE(outcome->saturated_at_ns, 5'000'000'000);
+  EXPECT_LE(outcome->saturated_at_ns, 7'000'000'000);
+  EXPECT_THAT(outcome->stop_message, ::testing::HasSubstr("the server saturated at "));
+  // The in-flight count grows at 60 − 30 = 30 per second.
+  EXPECT_THAT(outcome->stop_message,
+              ::testing::ContainsRegex("grew by (29|30|31)\\.[0-9] per second"));
+  ASSERT_EQ(rig.records.size(), 1200u);
+  std::map<int, size_t> by_status;
+  std::set<uint64_t> seen;
+  for (const auto& r : rig.records) {
+    EXPECT_TRUE(seen.insert(r.index()).second) << r.index();
+    ++by_status[r.status()];
+    if (r.status() == surge::v1::NOT_SENT) {
+      EXPECT_EQ(r.error(), "not_sent: saturated") << r.index();
+      EXPECT_GE(r.planned_ns(), outcome->saturated_at_ns - 100'000'000) << r.index();
+    }
+    if (r.status() == surge::v1::INTERRUPTED) {
+      EXPECT_TRUE(r.sent()) << r.index();
+    }
+  }
+  // About 30 answered per second until the stop, about 30 × 6 more in
+  // flight then, the rest (about 14 s of plan) never sent.
+  EXPECT_GT(by_status[surge::v1::OK], 100u);
+  EXPECT_LT(by_status[surge::v1::OK], 250u);
+  EXPECT_GT(by_status[surge::v1::INTERRUPTED], 100u);
+  EXPECT_GT(by_status[surge::v1::NOT_SENT], 700u);
+  // Ended at the stop plus the record wait, not after the 20 s plan.
+  EXPECT_LT(rig.ended - rig.started, std::chrono::seconds(10));
+}
+
+// The same server at 20 RPS offered: its queue never grows (each request
+// is answered 20 ms after its send), and the run completes.
+TEST(DispatcherStopTest, SaturationRuleLeavesARunBelowCapacityAlone) {
+  DispatcherOptions options = TestOptions(1);
+  options.saturation = SaturationOptions{.window_s = 5, .plan_rate_rps = 20};
+  DispatchRig rig(ConstantPlan(20, 400), options);  // 20 s
+  rig.AddWorker("a", 0, {.latency = std::chrono::milliseconds(20), .capacity_rps = 30});
+  const auto& outcome = rig.Run();
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_FALSE(outcome->saturated);
+  ASSERT_EQ(rig.records.size(), 400u);
+  for (const auto& r : rig.records) EXPECT_EQ(r.status(), surge::v1::OK) << r.index();
+}
+
 }  // namespace
 }  // namespace surge::coordinator
