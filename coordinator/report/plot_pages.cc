@@ -200,10 +200,14 @@ Json LayoutJson(const RpsFigure& fig) {
                                    {"title", {{"text", c.y_title}}},
                                    {"type", c.y_log ? "log" : "linear"}};
     if (!c.y2_title.empty()) {
-      layout[SecondaryAxisRef("yaxis", k)] = {
-          {"anchor", x},           {"overlaying", y},
-          {"side", "right"},       {"title", {{"text", c.y2_title}}},
-          {"rangemode", "tozero"}, {"showgrid", false}};
+      layout[SecondaryAxisRef("yaxis", k)] = {{"anchor", x},
+                                              {"overlaying", y},
+                                              {"side", "right"},
+                                              {"title", {{"text", c.y2_title}}},
+                                              {"rangemode", "tozero"},
+                                              {"showgrid", false},
+                                              // Its own ticks, not the left axis's grid lines.
+                                              {"tickmode", "auto"}};
     }
     // Beside a secondary axis the legend leaves room for its tick labels.
     layout[LegendRef(k)] = {{"x", c.y2_title.empty() ? 1.02 : 1.09},

@@ -9,8 +9,10 @@
 namespace surge::coordinator {
 namespace {
 
+// Apart from the rate chart's blue, purple and orange.
+constexpr char kTeal[] = "#17becf";
+
 using figure_internal::kBrown;
-using figure_internal::kPurple;
 using figure_internal::kTimeChart;
 using figure_internal::MakeTrace;
 using figure_internal::TraceSpec;
@@ -19,12 +21,12 @@ constexpr TraceSpec kRunningSpec = {
     .name = kServerRunningName,
     .chart = kTimeChart,
     .kind = TraceKind::kLine,
-    .color = kPurple,
+    .color = kTeal,
     .hover = "server at %{x:.4g} s<br>running %{y} requests",
     .meaning =
         "Requests the server was running (in its batch) when scraped: "
         "vllm:num_requests_running or sglang:num_running_reqs, summed over engines.",
-    .look = "Purple step line, right y axis",
+    .look = "Teal step line, right y axis",
     .line_shape = "hv",
     .line_width = 2};
 constexpr TraceSpec kWaitingSpec = {
