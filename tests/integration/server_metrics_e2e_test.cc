@@ -3,11 +3,13 @@
 // server's /metrics every 0.5 s on the run's time axis, and the queue seen
 // there grows; a source without /metrics (404) or with nothing listening is
 // one warning and counted failures, and the run still ends with exit 0.
-// `surge report` rebuilds the summary's block from the file.
+// `surge report` rebuilds the summary's block from the file; an interrupted
+// run keeps every line written and its block.
 #include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -178,6 +180,46 @@ TEST(ServerMetricsEndToEndTest, NothingListeningIsOneWarningAndCountedFailures) 
       "--random-output-len 4 --sim-ttft-ms 5 --sim-itl-ms 1 --server-metrics " +
       url + " --server-metrics-interval-s 0.25 --output-dir " + out.string());
   ExpectFailedScrapes(run, url, "failed (connect: Connection refused)");
+}
+
+TEST(ServerMetricsEndToEndTest, AnInterruptedRunKeepsEveryLineAndTheBlock) {
+  const fs::path dir = FreshDir("surge_server_metrics_interrupt");
+  // A 20 s plan, interrupted once the file has lines after t0.
+  SurgeProcess run({"run",
+                    "--num-prompts",
+                    "200",
+                    "--request-rate",
+                    "10",
+                    "--workers",
+                    "1",
+                    "--random-input-len",
+                    "16",
+                    "--random-output-len",
+                    "4",
+                    "--sim-ttft-ms",
+                    "5",
+                    "--sim-itl-ms",
+                    "1",
+                    "--server-metrics",
+                    "--server-metrics-interval-s",
+                    "0.2",
+                    "--output-dir",
+                    (dir / "out").string()},
+                   dir / "run.log");
+  ASSERT_GT(run.pid(), 0);
+  ASSERT_TRUE(WaitForText(dir / "run.log", "results: ", 20000)) << run.Log();
+  const fs::path folder = ResultsFolder(run.Log());
+  const fs::path file = folder / "synthetic_server_metrics.jsonl";
+  ASSERT_TRUE(WaitForText(file, "\"t_s\":1.", 20000)) << run.Log();  // lines past 1 s
+  ASSERT_TRUE(run.Signal(SIGINT));
+  ASSERT_EQ(run.WaitExit(30000), 130) << run.Log();
+  const std::vector<nlohmann::json> lines = ReadLines(file);  // every line parses
+  ASSERT_GE(lines.size(), 6u);
+  EXPECT_LT(lines.back()["t_s"].get<double>(), 19.0);  // it stopped with the run
+  const nlohmann::json summary = ReadJson(folder / "synthetic.json");
+  ASSERT_TRUE(summary.contains("server_metrics")) << summary.dump(2);
+  EXPECT_EQ(summary["server_metrics"]["samples"], lines.size());
+  EXPECT_EQ(summary["server_metrics"]["failed"], 0);
 }
 
 TEST(ServerMetricsEndToEndTest, ABadUrlIsRefusedNamingTheFlag) {
