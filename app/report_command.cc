@@ -4,6 +4,7 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <vector>
 
@@ -28,6 +29,7 @@
 #include "coordinator/results/run_results.h"
 #include "coordinator/results/run_state.h"
 #include "coordinator/results/summary.h"
+#include "coordinator/telemetry/server_metrics.h"
 
 namespace surge::app {
 
@@ -224,6 +226,27 @@ surge::v1::RunFacts ReportFacts(const fs::path& folder, const std::string& datas
   return facts;
 }
 
+// Server telemetry: the source of a run folder that has the telemetry file,
+// as its summary named it (else as its configuration did); none without the
+// file.
+std::optional<coordinator::ServerMetricsSource> ReportServerMetricsSource(
+    const fs::path& folder, const std::string& dataset, const RunConfig& config) {
+  if (!fs::exists(folder / coordinator::ServerMetricsFileName(dataset))) return std::nullopt;
+  coordinator::ServerMetricsSource source{
+      config.server_metrics() == "auto" ? "the target's /metrics" : config.server_metrics(),
+      config.server_metrics_interval_s()};
+  std::ifstream in(folder / (dataset + ".json"));
+  const nlohmann::json old = nlohmann::json::parse(in, nullptr, false);
+  if (old.is_object() && old.contains("server_metrics") && old["server_metrics"].is_object()) {
+    const nlohmann::json& block = old["server_metrics"];
+    if (block.contains("url") && block["url"].is_string()) source.url = block["url"];
+    if (block.contains("interval_s") && block["interval_s"].is_number()) {
+      source.interval_s = block["interval_s"];
+    }
+  }
+  return source;
+}
+
 absl::Status Report(const std::string& folder_arg) {
   const fs::path folder(folder_arg);
   auto dataset = FindDataset(folder, folder_arg);
@@ -269,8 +292,9 @@ absl::Status Report(const std::string& folder_arg) {
   const PageContext page_context =
       RunContextItems(*config, *plan, *dataset, facts.started_at(), facts.surge_version());
   // WriteRunResults rewrites the expected page too (rebuilt_by_report).
+  const auto server_metrics = ReportServerMetricsSource(folder, *dataset, *config);
   WriteRunResults(folder, *dataset, *plan, summary.Finish(), page, facts, page_context,
-                  classes.Finish());
+                  classes.Finish(), server_metrics ? &*server_metrics : nullptr);
   std::cout << "results: " << folder.string() << std::endl;
   return absl::OkStatus();
 }

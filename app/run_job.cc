@@ -10,6 +10,7 @@
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <random>
 #include <utility>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "absl/strings/str_format.h"
 #include "app/exit_codes.h"
 #include "app/prepare.h"
+#include "client/metrics_getter.h"
 #include "client/model_lister.h"
 #include "common/log.h"
 #include "common/version.h"
@@ -32,6 +34,8 @@
 #include "coordinator/results/run_results.h"
 #include "coordinator/results/run_state.h"
 #include "coordinator/results/summary.h"
+#include "coordinator/telemetry/server_metrics_file.h"
+#include "coordinator/telemetry/server_scraper.h"
 
 namespace surge::app {
 
@@ -184,6 +188,8 @@ class Job {
   absl::Status ResolveWorkers();
   absl::StatusOr<DispatchOutcome> Dispatch(DispatcherOptions& options, SummaryAccumulator& summary,
                                            ActualPageInputs& page, bool* nothing_recorded);
+  void StartServerMetrics();
+  void StopServerMetrics(const absl::StatusOr<DispatchOutcome>& outcome);
   coordinator::RunSummary ExactSummary(SummaryAccumulator& summary);
   coordinator::RunSummary WriteResults(const absl::StatusOr<DispatchOutcome>& outcome,
                                        const DispatcherOptions& options,
@@ -205,6 +211,12 @@ class Job {
   std::unique_ptr<coordinator::RunStateWriter> state_;
   // The traffic classes' blocks of the summary; null without classes.
   std::unique_ptr<coordinator::ClassSummaries> class_summaries_;
+  // Server telemetry (--server-metrics): where and how often, the GET, the
+  // file and the scraper's thread; all null when off.
+  std::optional<coordinator::ServerMetricsSource> server_metrics_;
+  std::unique_ptr<surge::client::MetricsGetter> metrics_getter_;
+  std::unique_ptr<coordinator::ServerMetricsFile> server_metrics_file_;
+  std::unique_ptr<coordinator::ServerMetricsScraper> scraper_;
 };
 
 absl::Status Job::Run() {
@@ -394,6 +406,7 @@ absl::StatusOr<DispatchOutcome> Job::Dispatch(DispatcherOptions& options,
   const bool live = metrics_server_ != nullptr;
   options.on_progress = [&progress, &summary, this, live](const DispatchProgress& p) {
     progress.Update(p);
+    if (server_metrics_file_ != nullptr && p.t0_ns != 0) server_metrics_file_->SetT0(p.t0_ns);
     state_->Update(p.elapsed_s, p.stopping, summary.records());
     if (live) live_metrics_.OnProgress(p);
   };
@@ -411,12 +424,14 @@ absl::StatusOr<DispatchOutcome> Job::Dispatch(DispatcherOptions& options,
   RecordFanOut sinks({details->get(), &summary, &page, &progress, &redirects});
   if (live) sinks.Attach(&live_metrics_);
   if (class_summaries_ != nullptr) sinks.Attach(class_summaries_.get());
+  StartServerMetrics();
   Dispatcher dispatcher(
       clock_, *transport_, prepared_.plan, *prepared_.payloads, options,
       [&sinks](const surge::v1::RequestRecord& r) { sinks.Add(r); }, pool.get());
   g_dispatcher.store(&dispatcher);
   if (g_interrupted.load()) dispatcher.RequestStop(g_stop_signal.load() == SIGTERM);
   auto outcome = dispatcher.Run();
+  StopServerMetrics(outcome);
   // Every record on disk before anything reads the folder.
   if (absl::Status s = (*details)->Flush(); !s.ok()) {
     LogError(absl::StrCat(s.message(),
@@ -430,6 +445,52 @@ absl::StatusOr<DispatchOutcome> Job::Dispatch(DispatcherOptions& options,
   if (sim_) sim_->Stop();
   *nothing_recorded = !outcome.ok() && summary.records() == 0;
   return outcome;
+}
+
+// Server telemetry (docs/METRICS.md "Server telemetry"): the scraper on
+// its own thread from before t0, writing {dataset}_server_metrics.jsonl as
+// it goes. A source that cannot be set up is a warning, never a failure.
+void Job::StartServerMetrics() {
+  if (config_.server_metrics().empty()) return;
+  auto url = coordinator::ServerMetricsUrl(config_.server_metrics(), config_.target().base_url());
+  const double interval_s = config_.server_metrics_interval_s();
+  // A GET waits at most one interval (and 2 s): the next deadline stays.
+  const auto timeout = std::chrono::milliseconds(
+      std::max<int64_t>(1, std::llround(std::min(interval_s, 2.0) * 1000)));
+  absl::StatusOr<std::unique_ptr<surge::client::MetricsGetter>> getter =
+      url.ok() ? surge::client::MetricsGetter::Create(*url, config_.target(), timeout)
+               : absl::StatusOr<std::unique_ptr<surge::client::MetricsGetter>>(url.status());
+  const fs::path path = prepared_.folder / coordinator::ServerMetricsFileName(prepared_.dataset);
+  auto file =
+      getter.ok()
+          ? coordinator::ServerMetricsFile::Create(path)
+          : absl::StatusOr<std::unique_ptr<coordinator::ServerMetricsFile>>(getter.status());
+  if (!file.ok()) {
+    LogWarning(absl::StrCat("server metrics: ", file.status().message(),
+                            "; the run goes on without them"));
+    return;
+  }
+  metrics_getter_ = *std::move(getter);
+  server_metrics_file_ = *std::move(file);
+  server_metrics_ = coordinator::ServerMetricsSource{*url, interval_s};
+  scraper_ = std::make_unique<coordinator::ServerMetricsScraper>(
+      clock_, *url, std::chrono::nanoseconds(std::llround(interval_s * 1e9)),
+      [this] { return metrics_getter_->Get(); },
+      [this](const coordinator::ServerMetricsSample& s) { server_metrics_file_->Add(s); });
+  scraper_->Start();
+  LogInfo(absl::StrFormat("server metrics: scraping %s every %g s into %s", *url, interval_s,
+                          path.filename().string()));
+}
+
+// Stops the scraper (a GET under way ends within its timeout) and closes
+// the file, every line relative to the run's t0.
+void Job::StopServerMetrics(const absl::StatusOr<DispatchOutcome>& outcome) {
+  if (scraper_ == nullptr) return;
+  scraper_->Stop();
+  if (outcome.ok() && outcome->t0_ns != 0) server_metrics_file_->SetT0(outcome->t0_ns);
+  if (absl::Status s = server_metrics_file_->Close(); !s.ok()) {
+    LogWarning(std::string(s.message()));
+  }
 }
 
 // The run's summary with every percentile exact: the accumulator's own
@@ -485,7 +546,8 @@ coordinator::RunSummary Job::WriteResults(const absl::StatusOr<DispatchOutcome>&
   if (facts.has_failures_concentrate()) LogWarning(facts.failures_concentrate());
   WriteRunResults(p.folder, p.dataset, p.plan, written, page, facts, p.context,
                   class_summaries_ != nullptr ? class_summaries_->Finish()
-                                              : std::vector<coordinator::ClassSummary>());
+                                              : std::vector<coordinator::ClassSummary>(),
+                  server_metrics_ ? &*server_metrics_ : nullptr);
   state_->Ended(facts.stop_reason(), summary.records());
   if (metrics_server_ != nullptr) {
     // The metrics as a last scrape would read them, beside the summary.

@@ -57,6 +57,8 @@ void TableFlags::Register(CLI::App& command) {
       slot.first = command.add_flag(names, slot.second, f.help);
     } else {
       slot.first = command.add_option(names, slot.second, f.help);
+      // A flag that may stand alone (OptionSpec.flag_bare_value).
+      if (!f.entry->spec->flag_bare_value().empty()) slot.first->expected(0, 1);
       if (f.entry->field->is_repeated()) {
         slot.first->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
       }
@@ -85,8 +87,14 @@ void TableFlags::Apply(google::protobuf::Message* message, std::vector<std::stri
     const auto& [option, value] = it->second;
     if (option == nullptr || option->count() == 0) continue;
     // A list flag adds each occurrence (to the --config file's list).
-    const std::vector<std::string> texts =
+    std::vector<std::string> texts =
         f.entry->field->is_repeated() ? option->results() : std::vector<std::string>{value};
+    // Given without a value: the spec's bare value.
+    const std::string& bare = f.entry->spec->flag_bare_value();
+    const std::vector<std::string>& given = option->results();
+    if (!bare.empty() && (given.empty() || (given.size() == 1 && given[0].empty()))) {
+      texts = {bare};
+    }
     for (const std::string& text : texts) {
       if (std::string problem = table_.SetFlag(f, text, message); !problem.empty()) {
         errors->push_back(std::move(problem));

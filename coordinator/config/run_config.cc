@@ -473,6 +473,25 @@ void CheckClasses(const RunConfig& c, Errors& errors) {
 
 }  // namespace
 
+namespace {
+
+// Server telemetry's source (docs/METRICS.md "Server telemetry"): empty
+// (off), "auto" (the target's /metrics) or an http(s) URL, read by the
+// base URL's parser.
+void CheckServerMetricsUrl(const RunConfig& c, Errors& errors) {
+  const std::string& url = c.server_metrics();
+  if (url.empty() || url == "auto") return;
+  absl::StatusOr<surge::client::ParsedUrl> parsed = surge::client::ParseBaseUrl(url);
+  if (parsed.ok()) return;
+  errors.Add("server_metrics", absl::StrCat("\"", ToValidUtf8(url), "\""),
+             absl::StrCat("must be \"auto\" (the target's /metrics; also the flag alone) or an "
+                          "http or https URL such as http://127.0.0.1:8000/metrics: ",
+                          absl::StripPrefix(parsed.status().message(), "base_url: "),
+                          " (flag --server-metrics)"));
+}
+
+}  // namespace
+
 absl::Status ValidateRunConfig(const RunConfig& c) {
   Errors errors;
   // Every single field's own rule (bounds, allowed values, UTF-8, files):
@@ -529,6 +548,7 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
                  absl::StrCat(std::string(parsed.status().message()), " (flag --base-url)"));
     }
   }
+  CheckServerMetricsUrl(c, errors);
   const std::string& ep = target.endpoint();
   auto ends_with = [](const std::string& a, const std::string& b) {
     return a.size() >= b.size() && a.compare(a.size() - b.size(), b.size(), b) == 0;

@@ -655,6 +655,7 @@ void Dispatcher::ReportProgress(Clock::TimePoint now) {
   const size_t n = ledger_.size();
   DispatchProgress p;
   p.elapsed_s = NanosToSeconds(NowRelNs(now));
+  p.t0_ns = t0_ns_;
   p.planned = ledger_.plan_size();
   p.stopping = stopping_;
   p.inflight = registry_.inflight();

@@ -40,6 +40,9 @@ namespace surge::coordinator {
 struct DispatchProgress {
   // Seconds since t0 (negative before the start).
   double elapsed_s = 0;
+  // t0 on the coordinator's clock, ns (DispatchOutcome::t0_ns); 0 until
+  // the run's start fixes it.
+  int64_t t0_ns = 0;
   uint64_t planned = 0;
   // Final records so far, and how many of them were sent / OK, and never
   // sent (NOT_SENT, e.g. after a stop). Counted from the records by their

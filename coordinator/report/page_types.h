@@ -42,6 +42,8 @@ struct FigureTrace {
   XySeries points;                 // what is drawn
   uint64_t full_count = 0;         // how many points the trace stands for (R-PLOT-8)
   LegendRow row;
+  // Drawn against its chart's secondary y axis (FigureChart::y2_title).
+  bool secondary_y = false;
 };
 
 // A labelled vertical line on a chart (percentiles on the lateness chart,
@@ -98,6 +100,9 @@ struct FigureChart {
   std::vector<VerticalMarker> markers = {};
   // Shaded stretches of the x axis (AddShadedBands); empty = none.
   std::vector<ShadedBand> bands = {};
+  // The title of a secondary y axis on the right, for the traces marked
+  // secondary_y (the server's requests, server_figure.h); "" = none.
+  std::string y2_title = "";
 };
 
 // One line of the run context shown at the top of both pages (model,

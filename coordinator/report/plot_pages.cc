@@ -81,6 +81,11 @@ std::string AxisRef(const char* prefix, size_t chart) {
   return chart == 0 ? std::string(prefix) : absl::StrCat(prefix, chart + 1);
 }
 std::string LegendRef(size_t chart) { return AxisRef("legend", chart); }
+// A chart's secondary y axis: numbered from 101 so that it never meets a
+// chart's own axis.
+std::string SecondaryAxisRef(const char* prefix, size_t chart) {
+  return absl::StrCat(prefix, 101 + chart);
+}
 
 struct Geometry {
   int height_px;
@@ -108,7 +113,7 @@ std::string TraceJson(const FigureTrace& tr) {
   j["legend"] = LegendRef(tr.chart);
   j["showlegend"] = true;
   j["xaxis"] = AxisRef("x", tr.chart);
-  j["yaxis"] = AxisRef("y", tr.chart);
+  j["yaxis"] = tr.secondary_y ? SecondaryAxisRef("y", tr.chart) : AxisRef("y", tr.chart);
   switch (tr.kind) {
     case TraceKind::kLine: {
       // A line through one point draws nothing: show the point.
@@ -196,7 +201,18 @@ Json LayoutJson(const RpsFigure& fig) {
                                    {"domain", {bottom, top}},
                                    {"title", {{"text", c.y_title}}},
                                    {"type", c.y_log ? "log" : "linear"}};
-    layout[LegendRef(k)] = {{"x", 1.02},
+    if (!c.y2_title.empty()) {
+      layout[SecondaryAxisRef("yaxis", k)] = {{"anchor", x},
+                                              {"overlaying", y},
+                                              {"side", "right"},
+                                              {"title", {{"text", c.y2_title}}},
+                                              {"rangemode", "tozero"},
+                                              {"showgrid", false},
+                                              // Its own ticks, not the left axis's grid lines.
+                                              {"tickmode", "auto"}};
+    }
+    // Beside a secondary axis the legend leaves room for its tick labels.
+    layout[LegendRef(k)] = {{"x", c.y2_title.empty() ? 1.02 : 1.09},
                             {"xanchor", "left"},
                             {"y", top},
                             {"yanchor", "top"},
@@ -559,12 +575,14 @@ absl::Status WriteActualPlotPage(const ArrivalSchedule& plan, std::span<const Ac
                                  std::span<const LatencyView> latency,
                                  std::span<const LateMark> late_marks,
                                  const std::optional<SendLatenessPercentiles>& lateness,
-                                 std::span<const ShadedBand> bands, const ReuseSeries* reuse) {
+                                 std::span<const ShadedBand> bands, const ReuseSeries* reuse,
+                                 const ServerSeries* server) {
   absl::StatusOr<RpsFigure> fig = BuildActualRpsFigure(plan, sends, lateness);
   if (!fig.ok()) return fig.status();
   AddShadedBands(bands, *fig);
   AddLateMarks(plan, late_marks, *fig);
   if (reuse != nullptr) AddReuseChart(*reuse, *fig);
+  if (server != nullptr) AddServerTraces(*server, *fig);
   fig->context = context;
   fig->note = std::string(note);
   fig->latency.assign(latency.begin(), latency.end());

@@ -27,6 +27,7 @@
 #include "coordinator/plan/arrival_schedule.h"
 #include "coordinator/report/reuse_figure.h"
 #include "coordinator/report/rps_figure.h"  // ActualSend, RpsFigure
+#include "coordinator/report/server_figure.h"
 
 namespace surge::coordinator {
 
@@ -64,14 +65,18 @@ absl::Status WriteExpectedPlotPage(const ArrivalSchedule& plan,
 // lateness percentiles (BuildActualRpsFigure). `bands` (the steady-state
 // window, the warm-ups before t0) shade the time axes (AddShadedBands).
 // `reuse` (the measured prefix reuse over time and the planned line) adds
-// the prefix-reuse chart (reuse_figure.h); null = none.
+// the prefix-reuse chart (reuse_figure.h); null = none. `server` (the
+// server's running and waiting requests from its /metrics) adds two traces
+// on the Time vs RPS chart's secondary y axis (server_figure.h); null or
+// empty = none.
 absl::Status WriteActualPlotPage(
     const ArrivalSchedule& plan, std::span<const ActualSend> sends,
     const std::filesystem::path& html_path, const PageContext& context = {},
     std::string_view note = {}, std::span<const RunEvent> events = {},
     std::span<const LatencyView> latency = {}, std::span<const LateMark> late_marks = {},
     const std::optional<SendLatenessPercentiles>& lateness = std::nullopt,
-    std::span<const ShadedBand> bands = {}, const ReuseSeries* reuse = nullptr);
+    std::span<const ShadedBand> bands = {}, const ReuseSeries* reuse = nullptr,
+    const ServerSeries* server = nullptr);
 
 // Lower level, for `surge report` and tests: the figure as JSON text
 // ({"data", "layout", "legend_table", "context", "stats"}), deterministic.

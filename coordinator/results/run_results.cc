@@ -12,6 +12,7 @@
 #include "coordinator/report/worker_losses.h"
 #include "coordinator/results/prefix_reuse_summary.h"
 #include "coordinator/results/run_facts_json.h"
+#include "coordinator/results/server_metrics_results.h"
 
 namespace surge::coordinator {
 
@@ -47,10 +48,12 @@ std::string StopNote(const RunFacts& facts, const RunSummary& summary) {
 // The summary JSON and the CSV.
 void WriteSummaryFiles(const fs::path& folder, const std::string& dataset,
                        const RunSummary& summary, const RunFacts& facts,
-                       const std::vector<ClassSummary>& classes) {
+                       const std::vector<ClassSummary>& classes,
+                       const std::optional<ServerMetricsResults>& server) {
   nlohmann::json json = SummaryToJson(summary, RunFactsToJson(facts));
   AddPrefixReuseJson(summary, facts, &json);
   if (!classes.empty()) json["classes"] = ClassSummariesToJson(classes);
+  if (server) json["server_metrics"] = server->summary;
   if (absl::Status s = WriteJsonFile(json, folder / (dataset + ".json")); !s.ok()) {
     LogError(s.ToString());
   }
@@ -102,7 +105,8 @@ void PrintRunLines(const RunFacts& facts, const std::string& clock_text,
 void WriteRunResults(const fs::path& folder, const std::string& dataset,
                      const ArrivalSchedule& plan, RunSummary summary, const ActualPageInputs& page,
                      RunFacts facts, const PageContext& page_context,
-                     const std::vector<ClassSummary>& classes) {
+                     const std::vector<ClassSummary>& classes,
+                     const ServerMetricsSource* server_metrics) {
   // The plan's rate, also when the run stopped early or fell behind
   // (R-MET-2): from the plan itself, not from the records that came back.
   summary.intended_rate_rps = IntendedRateRps(plan.offset_s);
@@ -114,7 +118,12 @@ void WriteRunResults(const fs::path& folder, const std::string& dataset,
   const std::string schedule_text =
       facts.has_schedule() ? ScheduleSentence(facts.schedule()) : std::string();
   const std::string note = StopNote(facts, summary);
-  WriteSummaryFiles(folder, dataset, summary, facts, classes);
+  // The server's own metrics, scraped during the run.
+  std::optional<ServerMetricsResults> server;
+  if (server_metrics != nullptr) {
+    server = ReadServerMetricsResults(folder, dataset, *server_metrics);
+  }
+  WriteSummaryFiles(folder, dataset, summary, facts, classes, server);
   // Warm-up and steady state: shaded on the time axes.
   std::vector<ShadedBand> steady;
   if (summary.steady_state) steady.push_back(SteadyStateBand(*summary.steady_state));
@@ -143,12 +152,13 @@ void WriteRunResults(const fs::path& folder, const std::string& dataset,
   if (absl::Status s = WriteActualPlotPage(
           plan, page.sends(), folder / ActualPlotFileName(dataset), actual_context, note,
           PageEvents(facts), LatencyViews(summary), page.late_marks(), SendLateness(summary),
-          actual_bands, &reuse);
+          actual_bands, &reuse, server ? &server->series : nullptr);
       !s.ok()) {
     LogError(s.ToString());
   }
   std::cout << FormatSummaryTable(summary) << PrefixReuseLines(summary, facts)
             << FormatClassSummaries(classes);
+  if (server) std::cout << server->console_line << "\n";
   PrintRunLines(facts, clock_text, schedule_text, note);
 }
 

@@ -18,6 +18,7 @@
 #include "coordinator/results/class_summary.h"
 #include "coordinator/results/record_sink.h"
 #include "coordinator/results/summary.h"
+#include "coordinator/telemetry/server_metrics.h"
 #include "surge/v1/record.pb.h"
 #include "surge/v1/run_facts.pb.h"
 
@@ -101,10 +102,16 @@ class ActualPageInputs : public RecordSink {
 //
 // `classes` (a run with traffic classes, class_summary.h): a block per class
 // in the summary JSON ("classes"), the CSV and under the printed table.
+//
+// `server_metrics` (a run with --server-metrics): the folder's
+// {dataset}_server_metrics.jsonl is read back into the summary JSON's
+// `server_metrics` block, a console line and the actual page's server
+// traces (server_metrics_results.h); null = none.
 void WriteRunResults(const std::filesystem::path& folder, const std::string& dataset,
                      const ArrivalSchedule& plan, RunSummary summary, const ActualPageInputs& page,
                      surge::v1::RunFacts facts, const PageContext& page_context,
-                     const std::vector<ClassSummary>& classes = {});
+                     const std::vector<ClassSummary>& classes = {},
+                     const ServerMetricsSource* server_metrics = nullptr);
 
 }  // namespace surge::coordinator
 

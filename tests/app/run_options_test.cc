@@ -217,5 +217,28 @@ TEST(RunOptionsTest, SimServerListenFlagsComeFromTheTable) {
             "port) (flag --port)");
 }
 
+// A flag with a bare value (OptionSpec.flag_bare_value): --server-metrics
+// alone, before another flag or last, reads as "auto"; with a URL, the URL.
+TEST(RunOptionsTest, ServerMetricsFlagMayStandWithoutItsValue) {
+  auto absent = Resolve("--num-prompts 4");
+  ASSERT_TRUE(absent.ok()) << absent.status();
+  EXPECT_EQ(absent->server_metrics(), "");  // off
+  EXPECT_EQ(absent->server_metrics_interval_s(), 1.0);
+  auto before_flag = Resolve("--server-metrics --server-metrics-interval-s 0.5");
+  ASSERT_TRUE(before_flag.ok()) << before_flag.status();
+  EXPECT_EQ(before_flag->server_metrics(), "auto");
+  EXPECT_EQ(before_flag->server_metrics_interval_s(), 0.5);
+  auto last = Resolve("--num-prompts 4 --server-metrics");
+  ASSERT_TRUE(last.ok()) << last.status();
+  EXPECT_EQ(last->server_metrics(), "auto");
+  auto url = Resolve("--server-metrics http://127.0.0.1:8001/metrics --num-prompts 4");
+  ASSERT_TRUE(url.ok()) << url.status();
+  EXPECT_EQ(url->server_metrics(), "http://127.0.0.1:8001/metrics");
+  auto bad = Resolve("--server-metrics ftp://h/metrics");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()),
+              HasSubstr("server_metrics = \"ftp://h/metrics\": must be \"auto\""));
+}
+
 }  // namespace
 }  // namespace surge::app
