@@ -60,13 +60,6 @@ absl::Status NotARunFolder(const fs::path& folder, const absl::Status& why) {
       absl::StrCat("not a run folder: ", folder.string(), ": ", why.message()));
 }
 
-// Three decimals (µs), and never "-0.000".
-std::string Ms(double v) {
-  if (std::isnan(v)) return "n/a";
-  const std::string text = absl::StrFormat("%.3f", v);
-  return text == "-0.000" ? "0.000" : text;
-}
-
 Json NumberOrNull(double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); }
 
 Json RunJson(const ComparedRun& r) {
@@ -172,6 +165,12 @@ absl::StatusOr<Comparison> CompareRunFolders(const fs::path& a, const fs::path& 
   return CompareRequests(*std::move(run_a), *std::move(run_b), a_requests, b_requests, settings);
 }
 
+std::string MsText(double ms) {
+  if (std::isnan(ms)) return "n/a";
+  const std::string text = absl::StrFormat("%.3f", ms);
+  return text == "-0.000" ? "0.000" : text;
+}
+
 fs::path DefaultCompareDir(const fs::path& a, const fs::path& b) {
   auto stamp_and_place = [](const fs::path& folder) {
     const fs::path clean = folder.lexically_normal();
@@ -220,10 +219,10 @@ std::string ComparisonTable(const Comparison& c) {
   std::string out = absl::StrFormat("%-8s %21s %21s %34s %9s\n", "metric", "A median / p99 ms",
                                     "B median / p99 ms", "B − A median ms [95% CI]", "B faster");
   for (const PairedMetric& m : c.metrics) {
-    const std::string a = absl::StrCat(Ms(m.a_median_ms), " / ", Ms(m.a_p99_ms));
-    const std::string b = absl::StrCat(Ms(m.b_median_ms), " / ", Ms(m.b_p99_ms));
-    const std::string diff =
-        absl::StrCat(Ms(m.median_diff_ms), " [", Ms(m.ci_ms.low), ", ", Ms(m.ci_ms.high), "]");
+    const std::string a = absl::StrCat(MsText(m.a_median_ms), " / ", MsText(m.a_p99_ms));
+    const std::string b = absl::StrCat(MsText(m.b_median_ms), " / ", MsText(m.b_p99_ms));
+    const std::string diff = absl::StrCat(MsText(m.median_diff_ms), " [", MsText(m.ci_ms.low), ", ",
+                                          MsText(m.ci_ms.high), "]");
     const std::string share = std::isnan(m.share_b_faster)
                                   ? std::string("n/a")
                                   : absl::StrFormat("%.1f%%", m.share_b_faster * 100);

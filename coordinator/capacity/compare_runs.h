@@ -83,6 +83,10 @@ absl::StatusOr<Comparison> CompareRunFolders(const std::filesystem::path& a,
 std::filesystem::path DefaultCompareDir(const std::filesystem::path& a,
                                         const std::filesystem::path& b);
 
+// `ms` with three decimals (µs) as the table and the page show it: "n/a"
+// for NaN, "0.000" for a value that would print as "-0.000". Pure.
+std::string MsText(double ms);
+
 // compare.json's object: both runs (folder, plan hash, certificate), the
 // settings, the pair counts, every metric's numbers, and "verdict" (per
 // metric: MetricVerdict) or "no_verdict_reason" (the reasons joined by

@@ -58,8 +58,6 @@ std::string HtmlEscape(const std::string& s) {
   return out;
 }
 
-std::string Ms(double v) { return std::isnan(v) ? std::string("n/a") : absl::StrFormat("%.3f", v); }
-
 // The metric's name for people: "ttft_ms" → "TTFT".
 std::string Label(const std::string& metric) {
   std::string name = metric.substr(0, metric.find('_'));
@@ -136,9 +134,10 @@ std::string MetricRows(const Comparison& c) {
   std::string rows;
   for (const PairedMetric& m : c.metrics) {
     absl::StrAppend(
-        &rows, "<tr><th>", Label(m.metric), "</th><td>", m.pairs, "</td><td>", Ms(m.a_median_ms),
-        " / ", Ms(m.a_p99_ms), "</td><td>", Ms(m.b_median_ms), " / ", Ms(m.b_p99_ms), "</td><td>",
-        Ms(m.median_diff_ms), " [", Ms(m.ci_ms.low), ", ", Ms(m.ci_ms.high), "]</td><td>",
+        &rows, "<tr><th>", Label(m.metric), "</th><td>", m.pairs, "</td><td>",
+        MsText(m.a_median_ms), " / ", MsText(m.a_p99_ms), "</td><td>", MsText(m.b_median_ms), " / ",
+        MsText(m.b_p99_ms), "</td><td>", MsText(m.median_diff_ms), " [", MsText(m.ci_ms.low), ", ",
+        MsText(m.ci_ms.high), "]</td><td>",
         std::isnan(m.share_b_faster) ? std::string("n/a")
                                      : absl::StrFormat("%.1f %%", m.share_b_faster * 100),
         "</td><td>", c.has_verdict ? MetricVerdict(m) : std::string("—"), "</td></tr>\n");
@@ -150,8 +149,8 @@ std::string CertificateRow(const std::string& name, const ComparedRun& r) {
   const RunCertificate& k = r.certificate;
   return absl::StrCat(
       "<tr><th>", name, "</th><td>", HtmlEscape(r.folder.string()), "</td><td>", r.plan_hash,
-      "</td><td>", k.valid ? "kept" : "not kept", "</td><td>", Ms(k.lateness_p99_ms), " / ",
-      Ms(k.lateness_limit_ms), "</td><td>", absl::StrFormat("%.4f", k.achieved_vs_intended),
+      "</td><td>", k.valid ? "kept" : "not kept", "</td><td>", MsText(k.lateness_p99_ms), " / ",
+      MsText(k.lateness_limit_ms), "</td><td>", absl::StrFormat("%.4f", k.achieved_vs_intended),
       "</td><td>", absl::StrFormat("%.4f / %.4f", k.ks_distance, k.ks_critical), "</td><td>",
       HtmlEscape(k.stop_reason), "</td><td>",
       HtmlEscape(k.reasons.empty() ? std::string("—") : absl::StrJoin(k.reasons, "; ")),

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -76,6 +77,7 @@ TEST(PlanHashTest, FileHashIsTheBytesHash) {
   ASSERT_TRUE(hash.ok()) << hash.status();
   EXPECT_EQ(*hash, PlanHashHex(Fnv1a64(text)));
   EXPECT_TRUE(absl::IsNotFound(PlanFileHash(path.string() + ".missing").status()));
+  fs::remove(path);
 }
 
 TEST(CheckSamePlanTest, DifferentHashesNameBoth) {
@@ -148,6 +150,13 @@ TEST(CompareRequestsTest, TooFewPairsOrAFailedCertificateHasNoVerdict) {
       CompareRequests(MakeRun("/r/a", "h", Valid()), MakeRun("/r/b", "h", Late()), a, b, one);
   EXPECT_FALSE(late.has_verdict);
   EXPECT_THAT(ComparisonTable(late), HasSubstr("no verdict: run B did not keep its schedule"));
+}
+
+TEST(MsTextTest, ThreeDecimalsWithoutNegativeZero) {
+  EXPECT_EQ(MsText(40.0004), "40.000");
+  EXPECT_EQ(MsText(-0.0004), "0.000");
+  EXPECT_EQ(MsText(-0.0006), "-0.001");
+  EXPECT_EQ(MsText(std::nan("")), "n/a");
 }
 
 TEST(DefaultCompareDirTest, BesideATimestampFolder) {
