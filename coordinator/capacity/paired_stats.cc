@@ -31,6 +31,23 @@ double Median(std::vector<double>& values) {
   return Percentiles(values, std::span<const double>(&p, 1))[0];
 }
 
+// The median (common/stats.h's linear interpolation) of the sample that
+// holds sorted[i] counts[i] times; the counts add up to sorted.size().
+double MedianOfCounts(std::span<const double> sorted, std::span<const uint32_t> counts) {
+  const double pos = 0.5 * static_cast<double>(sorted.size() - 1);
+  const size_t lo_rank = static_cast<size_t>(pos);
+  const double frac = pos - static_cast<double>(lo_rank);
+  // The values at ranks lo_rank and lo_rank + 1 of the resample.
+  double lo = kNaN, hi = kNaN;
+  size_t seen = 0;
+  for (size_t i = 0; i < sorted.size() && std::isnan(hi); ++i) {
+    seen += counts[i];
+    if (std::isnan(lo) && seen > lo_rank) lo = sorted[i];
+    if (seen > lo_rank + 1 || (frac == 0 && !std::isnan(lo))) hi = sorted[i];
+  }
+  return frac == 0 ? lo : lo + frac * (hi - lo);
+}
+
 }  // namespace
 
 PairedRequests PairByIndex(std::span<const RequestTimes> a, std::span<const RequestTimes> b) {
@@ -61,14 +78,20 @@ PairedRequests PairByIndex(std::span<const RequestTimes> a, std::span<const Requ
 Interval BootstrapMedianInterval(std::span<const double> d, const BootstrapSettings& settings) {
   Interval ci;
   if (d.empty() || settings.resamples == 0) return ci;
+  // A resample is drawn as counts over the sorted values (how often each
+  // was drawn), so its median is a walk over the counts instead of a
+  // selection over a copy: the same value, in O(n) without moving doubles.
+  std::vector<double> sorted(d.begin(), d.end());
+  std::sort(sorted.begin(), sorted.end());
   std::mt19937_64 engine(settings.seed);
-  std::uniform_int_distribution<size_t> pick(0, d.size() - 1);
-  std::vector<double> resample(d.size());
+  std::uniform_int_distribution<size_t> pick(0, sorted.size() - 1);
+  std::vector<uint32_t> counts(sorted.size());
   std::vector<double> medians;
   medians.reserve(settings.resamples);
   for (uint32_t r = 0; r < settings.resamples; ++r) {
-    for (double& v : resample) v = d[pick(engine)];
-    medians.push_back(Median(resample));
+    std::fill(counts.begin(), counts.end(), 0);
+    for (size_t k = 0; k < sorted.size(); ++k) ++counts[pick(engine)];
+    medians.push_back(MedianOfCounts(sorted, counts));
   }
   const double ends[] = {2.5, 97.5};
   const std::vector<double> at = Percentiles(medians, ends);
