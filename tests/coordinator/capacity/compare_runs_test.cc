@@ -166,7 +166,7 @@ TEST(DefaultCompareDirTest, BesideATimestampFolder) {
   EXPECT_EQ(DefaultCompareDir("/x/runA", "/x/runB"), fs::path("/x/compare_runA_vs_runB"));
 }
 
-class RunFolderTest : public ::testing::Test {
+class CompareFolderTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::path(::testing::TempDir()) /
@@ -202,7 +202,7 @@ class RunFolderTest : public ::testing::Test {
   fs::path dir_;
 };
 
-TEST_F(RunFolderTest, SamePlanWithoutRecordedHashesIsHashedFromTheCsv) {
+TEST_F(CompareFolderTest, SamePlanWithoutRecordedHashesIsHashedFromTheCsv) {
   const std::string plan = "index,rate_rps,interval_s,offset_s,anomaly\n0,50,0,0,normal\n";
   const fs::path a = MakeRunFolder("a", "", plan, 40, 0.020);
   const fs::path b = MakeRunFolder("b", "", plan, 40, 0.060);
@@ -216,7 +216,7 @@ TEST_F(RunFolderTest, SamePlanWithoutRecordedHashesIsHashedFromTheCsv) {
   EXPECT_TRUE(c->has_verdict);
 }
 
-TEST_F(RunFolderTest, RecordedHashesThatDifferAreDifferentPlans) {
+TEST_F(CompareFolderTest, RecordedHashesThatDifferAreDifferentPlans) {
   const std::string plan = "index,rate_rps,interval_s,offset_s,anomaly\n";
   const fs::path a = MakeRunFolder("a", "1111111111111111", plan, 40, 0.020);
   const fs::path b = MakeRunFolder("b", "2222222222222222", plan, 40, 0.020);
@@ -226,7 +226,7 @@ TEST_F(RunFolderTest, RecordedHashesThatDifferAreDifferentPlans) {
   EXPECT_THAT(std::string(c.status().message()), HasSubstr("2222222222222222"));
 }
 
-TEST_F(RunFolderTest, NotARunFolderNamesThePathAndWhatIsMissing) {
+TEST_F(CompareFolderTest, NotARunFolderNamesThePathAndWhatIsMissing) {
   const fs::path a = MakeRunFolder("a", "", "x\n", 40, 0.020);
   fs::create_directories(dir_ / "empty");
   auto c = CompareRunFolders(a, dir_ / "empty", {});
