@@ -1,12 +1,12 @@
 #include "coordinator/capacity/compare_runs.h"
 
 #include <cmath>
-#include <fstream>
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/atomic_file.h"
 #include "common/time_units.h"
 #include "coordinator/capacity/plan_hash.h"
 #include "coordinator/capacity/run_folder.h"
@@ -244,14 +244,8 @@ std::string ComparisonTable(const Comparison& c) {
 }
 
 absl::Status WriteComparisonJson(const Comparison& c, const fs::path& dir) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  const fs::path path = dir / "compare.json";
-  std::ofstream out(path);
-  out << ComparisonJson(c).dump(2) << "\n";
-  out.close();
-  if (ec || !out) return absl::InternalError(absl::StrCat("cannot write ", path.string()));
-  return absl::OkStatus();
+  const std::string text = ComparisonJson(c).dump(2) + "\n";
+  return WriteFileAtomically(dir / "compare.json", {text});
 }
 
 }  // namespace surge::coordinator

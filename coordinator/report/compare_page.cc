@@ -2,14 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <string>
-#include <system_error>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/atomic_file.h"
 #include "common/stats.h"
 #include "coordinator/report/plot_pages.h"
 
@@ -30,29 +29,6 @@ std::string ScriptSafe(const Json& j) {
       out += "\\u003c";
     } else {
       out.push_back(c);
-    }
-  }
-  return out;
-}
-
-std::string HtmlEscape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out.push_back(c);
     }
   }
   return out;
@@ -214,22 +190,19 @@ Json CompareFigures(const Comparison& c) {
 }
 
 absl::Status WriteComparePage(const Comparison& c, const std::filesystem::path& html_path) {
-  std::error_code ec;
-  if (html_path.has_parent_path()) std::filesystem::create_directories(html_path.parent_path(), ec);
-  std::ofstream out(html_path, std::ios::binary);
-  out << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-      << "<title>surge compare</title>\n<style>" << kStyle
-      << "</style>\n<script>/* plotly.js, embedded by surge (MIT license) */\n"
-      << EmbeddedPlotlyJs() << "\n</script>\n</head>\n<body>\n"
-      << Body(c) << "<script>\nconst surgeCompare = " << ScriptSafe(CompareFigures(c))
-      << ";\nconst surgeConfig = {displaylogo: false, responsive: true};\n"
-      << "Plotly.newPlot('surge-compare-diff', surgeCompare.diff.data, "
-         "surgeCompare.diff.layout, surgeConfig);\n"
-      << "Plotly.newPlot('surge-compare-dist', surgeCompare.dist.data, "
-         "surgeCompare.dist.layout, surgeConfig);\n</script>\n</body>\n</html>\n";
-  out.close();
-  if (ec || !out) return absl::InternalError(absl::StrCat("cannot write ", html_path.string()));
-  return absl::OkStatus();
+  const std::string head =
+      absl::StrCat("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n",
+                   "<title>surge compare</title>\n<style>", kStyle,
+                   "</style>\n<script>/* plotly.js, embedded by surge (MIT license) */\n");
+  const std::string body = absl::StrCat(
+      "\n</script>\n</head>\n<body>\n", Body(c),
+      "<script>\nconst surgeCompare = ", ScriptSafe(CompareFigures(c)),
+      ";\nconst surgeConfig = {displaylogo: false, responsive: true};\n"
+      "Plotly.newPlot('surge-compare-diff', surgeCompare.diff.data, surgeCompare.diff.layout, "
+      "surgeConfig);\n"
+      "Plotly.newPlot('surge-compare-dist', surgeCompare.dist.data, surgeCompare.dist.layout, "
+      "surgeConfig);\n</script>\n</body>\n</html>\n");
+  return WriteFileAtomically(html_path, {head, EmbeddedPlotlyJs(), body});
 }
 
 }  // namespace surge::coordinator
