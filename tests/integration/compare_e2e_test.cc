@@ -2,10 +2,13 @@
 // the built-in server with a 20 ms TTFT, the exact replay of its plan
 // against one with 60 ms, and the comparison of the two; then different
 // plans, a run whose certificate fails, a folder that is not a run and a bad
-// flag. Every run is small (100 requests at 50 req/s) and bounded by
-// `timeout`.
+// flag. Every run is small (100 requests of 64 + 8 tokens at 25 req/s, so
+// that the built-in server's own CPU use stays low) and bounded by
+// `timeout`. Each test process (ctest runs one per test case, possibly in
+// parallel) makes its own two runs in a folder of its own.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -32,13 +35,14 @@ std::string Slurp(const fs::path& path) {
 Json ReadJson(const fs::path& path) { return Json::parse(Slurp(path)); }
 
 constexpr const char* kRun =
-    "run --num-prompts 100 --request-rate 50 --seed 11 --sim-itl-ms 2 --output-dir ";
+    "run --num-prompts 100 --request-rate 25 --seed 11 --random-input-len 64 "
+    "--random-output-len 8 --sim-itl-ms 2 --output-dir ";
 
 class CompareE2eTest : public ::testing::Test {
  protected:
   // A at 20 ms TTFT, B the replay of A's plan at 60 ms; once for the suite.
   static void SetUpTestSuite() {
-    dir_ = new fs::path(FreshDir("surge_compare_e2e"));
+    dir_ = new fs::path(FreshDir("surge_compare_e2e_" + std::to_string(getpid())));
     const Result a = RunSurge(std::string(kRun) + (*dir_ / "a").string() + " --sim-ttft-ms 20");
     a_ = new fs::path(ResultsFolder(a.output));
     a_output_ = new std::string(a.output);
@@ -95,21 +99,24 @@ TEST_F(CompareE2eTest, FortyMsSlowerTtftInB) {
   EXPECT_EQ(j["bootstrap"]["seed"], 5);
   EXPECT_EQ(j["a"]["plan_hash_source"], "summary");
   const double diff = ttft["median_diff_ms"].get<double>();
-  EXPECT_NEAR(diff, 40, 2) << r.output;
   EXPECT_LE(ttft["ci95_low_ms"].get<double>(), diff);
   EXPECT_GE(ttft["ci95_high_ms"].get<double>(), diff);
-  EXPECT_LT(ttft["share_b_faster"].get<double>(), 0.05);
   EXPECT_THAT(r.output, HasSubstr("B − A median ms [95% CI]"));
   EXPECT_THAT(r.output, HasSubstr("bootstrap 500 resamples, seed 5"));
-  // A loaded machine may make either run miss its schedule: then no verdict
-  // (exit 1) and the reason, else the verdict (exit 0).
+  // A machine loaded enough that either run missed its schedule measured
+  // itself: then no verdict (exit 1) and the reason, and B is still the
+  // slower one; else the verdict (exit 0) and the 40 ms the servers differ
+  // by.
   const bool kept =
       j["a"]["certificate"]["valid"] == true && j["b"]["certificate"]["valid"] == true;
   if (kept) {
+    EXPECT_NEAR(diff, 40, 2) << r.output;
+    EXPECT_LT(ttft["share_b_faster"].get<double>(), 0.05) << r.output;
     EXPECT_EQ(r.exit_code, 0) << r.output;
     EXPECT_EQ(j["verdict"]["ttft_ms"], "B slower");
     EXPECT_TRUE(j["no_verdict_reason"].is_null());
   } else {
+    EXPECT_GT(diff, 0) << r.output;
     EXPECT_EQ(r.exit_code, 1) << r.output;
     EXPECT_THAT(j["no_verdict_reason"].get<std::string>(), HasSubstr("did not keep its schedule"));
   }
@@ -117,8 +124,8 @@ TEST_F(CompareE2eTest, FortyMsSlowerTtftInB) {
 
 TEST_F(CompareE2eTest, DifferentPlansExitTwoNamingBothHashes) {
   const Result c = RunSurge(
-      "run --num-prompts 60 --request-rate 50 --seed 12 --sim-ttft-ms 20 --sim-itl-ms 2 "
-      "--output-dir " +
+      "run --num-prompts 60 --request-rate 25 --seed 12 --random-input-len 64 "
+      "--random-output-len 8 --sim-ttft-ms 20 --sim-itl-ms 2 --output-dir " +
       (*dir_ / "c").string());
   const fs::path c_folder = ResultsFolder(c.output);
   ASSERT_FALSE(c_folder.empty()) << c.output;
@@ -147,8 +154,10 @@ TEST_F(CompareE2eTest, FailedCertificateGivesNoVerdictAndTheReason) {
 
   const Result r = RunSurge("compare " + a_->string() + " " + late.string());
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("no verdict: run B did not keep its schedule: the lateness "
-                                  "alarm fired at 0.5 s (cause cpu)"));
+  // (On a loaded machine B's own lateness may come first in its reasons.)
+  EXPECT_THAT(r.output, HasSubstr("no verdict: run B did not keep its schedule: "));
+  EXPECT_THAT(r.output, HasSubstr("the lateness alarm fired at 0.5 s (cause cpu): test: the "
+                                  "worker's CPU was busy"));
   // Default folder: beside A's timestamp folder.
   const fs::path stamp_a = a_->parent_path().parent_path();
   const fs::path out =
