@@ -1,5 +1,6 @@
 // The `surge` executable: parses the command line and hands over to one
-// command (run, plan, coordinator, report, keygen, worker, sim-server).
+// command (run, plan, coordinator, report, compare, keygen, worker,
+// sim-server).
 // Nothing else lives here.
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "app/compare_command.h"
 #include "app/coordinator_command.h"
 #include "app/exit_codes.h"
 #include "app/keygen.h"
@@ -47,6 +49,7 @@ struct CommandLine {
   CLI::App* plan = nullptr;
   CLI::App* sweep = nullptr;
   CLI::App* report = nullptr;
+  CLI::App* compare = nullptr;
   CLI::App* keygen = nullptr;
   CLI::App* worker = nullptr;
   CLI::App* sim = nullptr;
@@ -65,6 +68,7 @@ struct CommandLine {
   surge::app::TableFlags sim_flags{surge::v1::SimServerConfig::descriptor()};
   int sim_parent_pid = 0;
   std::string report_folder;
+  surge::app::CompareOptions compare_options;
   std::string keygen_out;
   std::string keygen_name = "surge";
 };
@@ -108,12 +112,38 @@ void DeclareJobCommands(CommandLine& c) {
   c.sweep_options.AcceptAlso(c.sweep_flags.Names());
 }
 
+// `surge compare A B` (docs/COMPARE.md).
+void DeclareCompareCommand(CommandLine& c) {
+  surge::app::CompareOptions& o = c.compare_options;
+  c.compare = c.app.add_subcommand(
+      "compare",
+      "Compare two runs of the same plan request by request (B − A): medians, p99s, the paired "
+      "median difference with a bootstrap 95 % interval; no verdict unless both kept their "
+      "schedule.");
+  c.compare->add_option("a", o.a_folder, "Run folder A (.../performances/{model})")->required();
+  c.compare->add_option("b", o.b_folder, "Run folder B, a run of the same plan")->required();
+  c.compare->add_option("--output-dir", o.output_dir,
+                        "Folder for compare.json and compare.html (default: "
+                        "compare_<A stamp>_vs_<B stamp> beside A's timestamp folder)");
+  c.compare
+      ->add_option("--bootstrap-resamples", o.bootstrap_resamples,
+                   "Bootstrap resamples of the pairs for the 95 % interval (default 2000)")
+      ->check(CLI::Range(100, 100000));
+  c.compare->add_option("--seed", o.seed, "Seed of the bootstrap's generator (default 0)");
+  c.compare
+      ->add_option("--min-pairs", o.min_pairs,
+                   "Fewer requests ok in both runs than this: no verdict (default 30)")
+      ->check(CLI::PositiveNumber);
+}
+
 // `surge report`, `surge keygen`, `surge worker` and `surge sim-server`.
 void DeclareToolCommands(CommandLine& c) {
   c.report = c.app.add_subcommand(
       "report", "Rebuild the summary and both pages of a run folder from its files.");
   c.report->add_option("folder", c.report_folder, "The run folder (.../performances/{model})")
       ->required();
+
+  DeclareCompareCommand(c);
 
   c.keygen = c.app.add_subcommand(
       "keygen",
@@ -210,6 +240,7 @@ bool ResolveTable(const surge::app::TableFlags& flags, const char* command,
 
 int StartToolCommand(CommandLine& c) {
   if (*c.report) return surge::app::ReportCommand(c.report_folder);
+  if (*c.compare) return surge::app::CompareCommand(c.compare_options);
   if (*c.keygen) return surge::app::KeygenCommand(c.keygen_out, c.keygen_name);
   if (*c.worker) {
     surge::v1::WorkerRoleConfig worker;

@@ -17,6 +17,7 @@
 #include "common/stats.h"
 #include "common/time_units.h"
 #include "common/version.h"
+#include "coordinator/capacity/plan_hash.h"
 #include "coordinator/config/run_config.h"
 #include "coordinator/plan/arrival_process.h"  // ResolveTraffic
 #include "coordinator/plan/replay_schedule.h"
@@ -215,6 +216,10 @@ surge::v1::RunFacts ReportFacts(const fs::path& folder, const std::string& datas
   facts.set_seed(config.seed());
   facts.set_dataset(dataset);
   facts.set_rebuilt_by_report(true);
+  if (!facts.has_plan_hash()) {
+    auto hash = coordinator::PlanFileHash(folder / (dataset + "_plan.csv"));
+    if (hash.ok()) facts.set_plan_hash(*hash);
+  }
   std::error_code ec;
   if (facts.started_at().empty()) {
     facts.set_started_at(RunStartFromFolder(fs::absolute(folder, ec)));

@@ -23,6 +23,7 @@
 #include "client/model_lister.h"
 #include "common/log.h"
 #include "common/version.h"
+#include "coordinator/capacity/plan_hash.h"
 #include "coordinator/metrics_http/metrics_http_server.h"
 #include "coordinator/results/details_json.h"
 #include "coordinator/results/live_metrics.h"
@@ -530,6 +531,10 @@ coordinator::RunSummary Job::WriteResults(const absl::StatusOr<DispatchOutcome>&
   facts.set_started_at_utc(p.started_at_utc);
   facts.set_surge_version(kSurgeVersion);
   if (!plan_file_.empty()) facts.set_plan_file(fs::absolute(plan_file_).string());
+  // The plan's fingerprint, from the CSV as written (`surge compare`).
+  if (auto hash = coordinator::PlanFileHash(p.folder / (p.dataset + "_plan.csv")); hash.ok()) {
+    facts.set_plan_hash(*hash);
+  }
   if (p.planned_reuse.has_value()) {
     *facts.mutable_prefix_reuse() = coordinator::PrefixReuseFactOf(p.planned_reuse->block_tokens,
                                                                    p.planned_reuse->shared_tokens,

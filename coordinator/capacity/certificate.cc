@@ -72,8 +72,9 @@ RunCertificate FactsOf(const Json& summary, const Json* actual_page) {
     c.achieved_vs_intended = c.achieved_rate_rps / c.intended_rate_rps;
   }
   c.lateness_p99_ms = NumberAt(summary, {"run", "schedule", "lateness_p99_ms"});
-  if (std::isnan(c.lateness_p99_ms))
+  if (std::isnan(c.lateness_p99_ms)) {
     c.lateness_p99_ms = NumberAt(summary, {"lateness_s", "p99"}) * 1e3;
+  }
   const double alarm_ms = NumberAt(summary, {"run", "schedule", "lateness_alarm_ms"});
   c.lateness_limit_ms = alarm_ms > 0 ? alarm_ms : kDefaultLatenessLimitMs;
   c.cause = StringAt(summary, {"run", "schedule", "cause"});
