@@ -133,7 +133,7 @@ void DeclareCompareCommand(CommandLine& c) {
   c.compare
       ->add_option("--min-pairs", o.min_pairs,
                    "Fewer requests ok in both runs than this: no verdict (default 30)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 1000000000));
 }
 
 // `surge report`, `surge keygen`, `surge worker` and `surge sim-server`.

@@ -184,6 +184,9 @@ TEST_F(CompareE2eTest, BadFlagExitsTwo) {
       RunSurge("compare " + a_->string() + " " + b_->string() + " --bootstrap-resamples 5");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_THAT(r.output, HasSubstr("--bootstrap-resamples"));
+  const Result zero = RunSurge("compare " + a_->string() + " " + b_->string() + " --min-pairs 0");
+  EXPECT_EQ(zero.exit_code, 2) << zero.output;
+  EXPECT_THAT(zero.output, HasSubstr("--min-pairs: Value 0 not in range 1 to 1000000000"));
 }
 
 }  // namespace
