@@ -45,7 +45,7 @@ std::string StringAt(const Json& j, std::initializer_list<const char*> path) {
   return v != nullptr && v->is_string() ? v->get<std::string>() : std::string();
 }
 
-std::string Num(double v) { return absl::StrFormat("%.4g", v); }
+std::string Num(double v) { return absl::StrFormat("%.6g", v); }
 
 // The largest clock uncertainty of the workers that reported one.
 double ClockUncertaintyMs(const Json& summary) {
