@@ -129,11 +129,15 @@ void JudgeAlarm(const Json& summary, bool lateness_ok, RunCertificate& c) {
   const double fell_behind_s = NumberAt(summary, {"run", "schedule", "fell_behind_at_s"});
   if (!std::isnan(fell_behind_s) || CountAt(summary, {"run", "schedule", "alarm_reports"}) > 0) {
     const std::string text = StringAt(summary, {"run", "schedule", "cause_text"});
-    c.reasons.push_back(absl::StrCat(
+    const bool server_side = std::find(std::begin(kServerSideCauses), std::end(kServerSideCauses),
+                                       c.cause) != std::end(kServerSideCauses);
+    std::vector<std::string>& into = server_side ? c.notes : c.reasons;
+    into.push_back(absl::StrCat(
         "the lateness alarm fired", std::isnan(fell_behind_s) ? "" : " at ",
         std::isnan(fell_behind_s) ? "" : Num(fell_behind_s), std::isnan(fell_behind_s) ? "" : " s",
         c.cause.empty() ? "" : absl::StrCat(" (cause ", c.cause, ")"),
-        text.empty() ? "" : absl::StrCat(": ", text)));
+        text.empty() ? "" : absl::StrCat(": ", text),
+        server_side ? "; a cause on the target's side, not held against the schedule" : ""));
     return;
   }
   const Json* kept = At(summary, {"run", "schedule", "schedule_kept"});
@@ -192,6 +196,7 @@ absl::StatusOr<RunCertificate> ReadRunCertificate(const std::filesystem::path& r
 nlohmann::json CertificateJson(const RunCertificate& c) {
   return Json{{"valid", c.valid},
               {"reasons", c.reasons},
+              {"notes", c.notes},
               {"cause", c.cause.empty() ? Json(nullptr) : Json(c.cause)},
               {"intended_rate_rps", JsonNumberOrNull(c.intended_rate_rps)},
               {"achieved_rate_rps", JsonNumberOrNull(c.achieved_rate_rps)},

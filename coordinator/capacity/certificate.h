@@ -17,6 +17,12 @@
 
 namespace surge::coordinator {
 
+// Lateness alarm causes (LatenessCauseKey) on the target's side: the
+// server refused connections, or most sends needed a new connection
+// because the server held the open ones (a saturated server in an open
+// loop).
+inline constexpr const char* kServerSideCauses[] = {"target_refusing", "connection_setup"};
+
 // The lateness p99 limit when the run's lateness alarm was off, ms.
 inline constexpr double kDefaultLatenessLimitMs = 10.0;
 // The smallest achieved / intended rate of a kept schedule.
@@ -30,6 +36,9 @@ struct RunCertificate {
   bool valid = false;
   // One sentence per failed rule, in rule order; empty when valid.
   std::vector<std::string> reasons;
+  // What was seen but not held against the schedule (a lateness alarm
+  // whose cause is on the target's side), one sentence each.
+  std::vector<std::string> notes;
   // The lateness alarm's cause key when one fired (e.g. "cpu"), else empty.
   std::string cause;
   // Rates over the run, requests/s, and achieved / intended (NaN unknown).
@@ -57,7 +66,11 @@ struct RunCertificate {
 //   1. lateness p99 <= limit;
 //   2. achieved / intended >= kMinAchievedVsIntended (skipped in instant
 //      mode, where the intended rate is not defined);
-//   3. no lateness alarm fired (run.schedule.schedule_kept true);
+//   3. no lateness alarm fired (run.schedule.schedule_kept true) whose
+//      cause is on surge's side: an alarm the lateness monitor explains by
+//      the target (kServerSideCauses: it refused connections, or its
+//      connections took long to set up while it held every open one) is a
+//      note, not a failure, as long as rules 1 and 2 hold;
 //   4. no request lost (requests.lost 0) and no worker lost
 //      (run.workers_lost 0).
 // A run stopped early is judged on what it sent; stopping early is no rule.

@@ -92,6 +92,11 @@ SweepPoint PointFromSummary(const json& summary, const RunCertificate& certifica
   } else {
     p.status = PointStatus::kOk;
   }
+  // What the certificate saw but did not hold against the point.
+  if (p.certified() && !certificate.notes.empty()) {
+    if (!p.note.empty()) p.note += "; ";
+    p.note += absl::StrJoin(certificate.notes, "; ");
+  }
   return p;
 }
 

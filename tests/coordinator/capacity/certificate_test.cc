@@ -134,6 +134,27 @@ TEST(CertificateTest, AlarmFiredFailsWithItsCause) {
                                      "worker's CPU was saturated"));
 }
 
+TEST(CertificateTest, AnAlarmWithACauseOnTheTargetsSideIsANote) {
+  Json s = KeptSummary();
+  s["run"]["schedule"]["fell_behind_at_s"] = 8.6;
+  s["run"]["schedule"]["cause"] = "connection_setup";
+  s["run"]["schedule"]["cause_text"] = "connection set-up (40 new connections for 60 sends)";
+  s["run"]["schedule"]["alarm_reports"] = 1;
+  s["run"]["schedule"]["schedule_kept"] = false;
+  const RunCertificate c = CertificateOf(s, nullptr);
+  EXPECT_TRUE(c.valid);
+  EXPECT_TRUE(c.reasons.empty());
+  EXPECT_THAT(c.notes, ElementsAre(HasSubstr("the lateness alarm fired at 8.6 s (cause "
+                                             "connection_setup)")));
+  EXPECT_THAT(c.notes[0], HasSubstr("not held against the schedule"));
+  EXPECT_EQ(CertificateJson(c)["notes"].size(), 1u);
+  // The same alarm with the lateness p99 over its limit still fails (rule 1).
+  s["run"]["schedule"]["lateness_p99_ms"] = 12.0;
+  const RunCertificate late = CertificateOf(s, nullptr);
+  EXPECT_FALSE(late.valid);
+  EXPECT_THAT(late.reasons, ElementsAre(HasSubstr("send lateness p99 12 ms")));
+}
+
 TEST(CertificateTest, ScheduleNotKeptWithoutAnAlarmFails) {
   Json s = KeptSummary();
   s["run"]["schedule"]["schedule_kept"] = false;
