@@ -92,8 +92,9 @@ SweepPoint PointFromSummary(const json& summary, const RunCertificate& certifica
   } else {
     p.status = PointStatus::kOk;
   }
-  // What the certificate saw but did not hold against the point.
-  if (p.certified() && !certificate.notes.empty()) {
+  // What the certificate saw but did not hold against the point (an
+  // invalid point's alarm cause too, when it was the target's).
+  if (!certificate.notes.empty()) {
     if (!p.note.empty()) p.note += "; ";
     p.note += absl::StrJoin(certificate.notes, "; ");
   }
