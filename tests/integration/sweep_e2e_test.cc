@@ -83,18 +83,34 @@ TEST(SweepE2eTest, TtftIsFlatBelowCapacityAndPointsAboveItSaturateEarly) {
     const std::string status = p["status"].get<std::string>();
     const double ttft_p99 = Metric(p, "ttft_p99_ms");
     SCOPED_TRACE(p.dump());
-    EXPECT_TRUE(p["certificate"]["valid"].get<bool>());
     EXPECT_TRUE(fs::exists(folder / p["folder"].get<std::string>() / "synthetic.json"));
     if (rate < kCapacityRps) {
       EXPECT_EQ(status, "ok");
+      EXPECT_TRUE(p["certificate"]["valid"].get<bool>());
       below_max = std::max(below_max, ttft_p99);
       below_min = std::min(below_min, ttft_p99);
     } else if (rate > 1.2 * kCapacityRps) {
       // Ended early by the saturation rule, within 30 s of its start.
-      EXPECT_EQ(status, "saturated");
-      ASSERT_TRUE(p["saturated_at_s"].is_number());
-      EXPECT_LT(p["saturated_at_s"].get<double>(), 30);
+      std::smatch at;
+      const std::string stop = p["certificate"]["stop_reason"].get<std::string>();
+      ASSERT_TRUE(std::regex_search(stop, at,
+                                    std::regex("--stop-on-saturation.*saturated at "
+                                               "([0-9.]+) s")));
+      EXPECT_LT(std::stod(at[1].str()), 30);
       EXPECT_GT(ttft_p99, 4 * below_max);
+      // Saturated, certified on what it sent. Far above C (2 C, some 270
+      // requests in flight after 10 s) the sends of this 2-core machine may
+      // fall behind the releases (which stay on time): then the point is
+      // invalid by the achieved rate alone, and says so.
+      if (status == "invalid") {
+        EXPECT_THAT(p["certificate"]["reasons"].dump(), HasSubstr("achieved rate"));
+        EXPECT_EQ(p["certificate"]["reasons"].size(), 1u);
+        EXPECT_GT(rate, 1.5 * kCapacityRps);
+      } else {
+        EXPECT_EQ(status, "saturated");
+        EXPECT_TRUE(p["certificate"]["valid"].get<bool>());
+        ASSERT_TRUE(p["saturated_at_s"].is_number());
+      }
     }
   }
   // Flat below C: the three lowest points' TTFT p99 within a few steps of
