@@ -18,8 +18,8 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { launchChromium } from '../../scripts/chromium.mjs';
+import { fileURLToPath } from 'node:url';
+import { launchChromium, openPage } from '../../scripts/chromium.mjs';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const artifacts = path.resolve(process.env.SURGE_ARTIFACTS || path.join(repo, 'test-artifacts'));
@@ -62,24 +62,9 @@ after(async () => {
   if (pages.generated) fs.rmSync(pages.generated, { recursive: true, force: true });
 });
 
-// Opens a page from disk, collecting console errors, page errors and
-// failed requests, and waits until plotly has drawn both figures.
-async function open(file) {
-  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-  const errors = [];
-  page.on('console', (m) => {
-    if (m.type() === 'error') errors.push(m.text());
-  });
-  page.on('pageerror', (e) => errors.push(String(e)));
-  page.on('requestfailed', (r) => errors.push(`request failed: ${r.url()}`));
-  await page.goto(pathToFileURL(path.resolve(file)).href);
-  await page.waitForFunction(() =>
-    ['surge-compare-diff', 'surge-compare-dist'].every((id) => {
-      const gd = document.getElementById(id);
-      return gd && gd._fullLayout && gd.querySelector('.main-svg');
-    }),
-  );
-  return { page, errors };
+// Opens a page from disk (openPage) once plotly has drawn both figures.
+function open(file) {
+  return openPage(browser, file, ['surge-compare-diff', 'surge-compare-dist']);
 }
 
 // The rows of a table as arrays of cell texts (header cell first).

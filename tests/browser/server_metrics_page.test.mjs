@@ -16,8 +16,8 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { launchChromium } from '../../scripts/chromium.mjs';
+import { fileURLToPath } from 'node:url';
+import { launchChromium, openPage } from '../../scripts/chromium.mjs';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const RUNNING = 'Server: running requests';
@@ -67,17 +67,7 @@ after(async () => {
 });
 
 test('the server traces on a secondary y axis of the Time vs RPS chart', async () => {
-  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-  const errors = [];
-  page.on('console', (m) => {
-    if (m.type() === 'error') errors.push(m.text());
-  });
-  page.on('pageerror', (e) => errors.push(String(e)));
-  await page.goto(pathToFileURL(path.resolve(target.page)).href);
-  await page.waitForFunction(() => {
-    const gd = document.getElementById('surge-rps-plot');
-    return gd && gd._fullLayout && gd.querySelector('.main-svg');
-  });
+  const { page, errors } = await openPage(browser, target.page, ['surge-rps-plot']);
   const seen = await page.evaluate(
     ([running, waiting]) => {
       const gd = document.getElementById('surge-rps-plot');

@@ -16,8 +16,8 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { launchChromium } from '../../scripts/chromium.mjs';
+import { fileURLToPath } from 'node:url';
+import { launchChromium, openPage } from '../../scripts/chromium.mjs';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const artifacts = path.resolve(process.env.SURGE_ARTIFACTS || path.join(repo, 'test-artifacts'));
@@ -51,20 +51,8 @@ after(async () => {
   if (target.dir) fs.rmSync(target.dir, { recursive: true, force: true });
 });
 
-async function open() {
-  const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-  const errors = [];
-  page.on('console', (m) => {
-    if (m.type() === 'error') errors.push(m.text());
-  });
-  page.on('pageerror', (e) => errors.push(String(e)));
-  page.on('requestfailed', (r) => errors.push(`request failed: ${r.url()}`));
-  await page.goto(pathToFileURL(path.resolve(target.page)).href);
-  await page.waitForFunction(() => {
-    const gd = document.getElementById('sweep-latency');
-    return gd && gd._fullLayout && gd.querySelector('.main-svg');
-  });
-  return { page, errors };
+function open() {
+  return openPage(browser, target.page, ['sweep-latency'], { width: 1400, height: 1000 });
 }
 
 const drawn = sweep.points.filter((p) => ['ok', 'saturated', 'invalid'].includes(p.status));
