@@ -19,6 +19,7 @@
 #include "coordinator/config/run_config.h"
 #include "coordinator/report/sweep_page.h"
 #include "coordinator/results/run_files.h"
+#include "coordinator/results/summary.h"
 #include "coordinator/sweep/slo_search.h"
 #include "coordinator/sweep/sweep_point.h"
 #include "coordinator/sweep/sweep_rates.h"
@@ -95,9 +96,7 @@ class Sweep {
 absl::Status Sweep::Prepare() {
   report_.sweep = sweep_;
   report_.goodput = config_.goodput();
-  report_.objective.has_goodput = config_.goodput().has_ttft_ms() ||
-                                  config_.goodput().has_tpot_ms() ||
-                                  config_.goodput().has_e2el_ms();
+  report_.objective.has_goodput = coordinator::HasGoodputObjective(config_.goodput());
   report_.objective.goodput_fraction = sweep_.goodput_fraction();
   report_.surge_version = kSurgeVersion;
   report_.started_at_utc = coordinator::FormatUtcTime(std::chrono::system_clock::now());
@@ -292,9 +291,8 @@ absl::Status Sweep::Run() {
     if (absl::Status s = LoadResumed(); !s.ok()) return s;
   }
   if (absl::Status s = CheckSweepable(config_); !s.ok()) return s;
-  if (absl::Status s = coordinator::CheckSweepConfig(sweep_, config_.goodput().has_ttft_ms() ||
-                                                                 config_.goodput().has_tpot_ms() ||
-                                                                 config_.goodput().has_e2el_ms());
+  if (absl::Status s = coordinator::CheckSweepConfig(
+          sweep_, coordinator::HasGoodputObjective(config_.goodput()));
       !s.ok()) {
     return s;
   }

@@ -166,8 +166,7 @@ SummaryAccumulator::SummaryAccumulator(const surge::v1::GoodputConfig* goodput, 
       in_tokens_(exact_limit),
       out_tokens_(exact_limit),
       out_throughput_(exact_limit) {
-  s_.has_goodput = goodput != nullptr &&
-                   (goodput->has_ttft_ms() || goodput->has_tpot_ms() || goodput->has_e2el_ms());
+  s_.has_goodput = goodput != nullptr && HasGoodputObjective(*goodput);
 }
 
 namespace {

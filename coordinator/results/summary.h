@@ -182,6 +182,12 @@ struct RunSummary {
 // records did not all come back) still reports the plan's rate. Pure.
 double IntendedRateRps(const std::vector<double>& planned_offsets_s);
 
+// Whether `goodput` sets any objective (TTFT, TPOT or E2EL): without one
+// no goodput is reported and a sweep has no answer.
+inline bool HasGoodputObjective(const surge::v1::GoodputConfig& goodput) {
+  return goodput.has_ttft_ms() || goodput.has_tpot_ms() || goodput.has_e2el_ms();
+}
+
 // The run summary built one record at a time, in memory that does not grow
 // with the records' size: per metric at most `exact_limit` values (8 bytes
 // each) before a fixed-size histogram takes over (StreamingStats), plus 16
