@@ -16,32 +16,15 @@ namespace {
 using Json = nlohmann::json;
 constexpr double kNaN = RunCertificate::kNaN;
 
-// The value at `path` in `j`, or null when a step is missing.
-const Json* At(const Json& j, std::initializer_list<const char*> path) {
-  const Json* at = &j;
-  for (const char* key : path) {
-    if (!at->is_object()) return nullptr;
-    auto it = at->find(key);
-    if (it == at->end()) return nullptr;
-    at = &*it;
-  }
-  return at;
-}
-
-double NumberAt(const Json& j, std::initializer_list<const char*> path) {
-  const Json* v = At(j, path);
-  return v != nullptr && v->is_number() ? v->get<double>() : kNaN;
-}
-
 uint64_t CountAt(const Json& j, std::initializer_list<const char*> path) {
-  const Json* v = At(j, path);
+  const Json* v = JsonAt(j, path);
   if (v == nullptr || !v->is_number_integer()) return 0;
   return v->is_number_unsigned() ? v->get<uint64_t>()
                                  : static_cast<uint64_t>(std::max<int64_t>(0, v->get<int64_t>()));
 }
 
 std::string StringAt(const Json& j, std::initializer_list<const char*> path) {
-  const Json* v = At(j, path);
+  const Json* v = JsonAt(j, path);
   return v != nullptr && v->is_string() ? v->get<std::string>() : std::string();
 }
 
@@ -49,11 +32,11 @@ std::string Num(double v) { return absl::StrFormat("%.6g", v); }
 
 // The largest clock uncertainty of the workers that reported one.
 double ClockUncertaintyMs(const Json& summary) {
-  const Json* sync = At(summary, {"run", "clock_sync"});
+  const Json* sync = JsonAt(summary, {"run", "clock_sync"});
   if (sync == nullptr || !sync->is_array()) return kNaN;
   double largest = kNaN;
   for (const Json& w : *sync) {
-    const Json* same = At(w, {"same_clock"});
+    const Json* same = JsonAt(w, {"same_clock"});
     double u = same != nullptr && same->is_boolean() && same->get<bool>()
                    ? 0.0
                    : NumberAt(w, {"uncertainty_ms"});
@@ -80,12 +63,12 @@ RunCertificate FactsOf(const Json& summary, const Json* actual_page) {
   c.cause = StringAt(summary, {"run", "schedule", "cause"});
   c.clock_uncertainty_ms = ClockUncertaintyMs(summary);
   c.stop_reason = StringAt(summary, {"run", "stop_reason"});
-  const Json* instant = At(summary, {"run", "instant_mode"});
+  const Json* instant = JsonAt(summary, {"run", "instant_mode"});
   c.instant_mode = instant != nullptr && instant->is_boolean() && instant->get<bool>();
   c.sent = CountAt(summary, {"requests", "sent"});
   c.planned = CountAt(summary, {"requests", "total"});
   if (actual_page != nullptr) {
-    const Json* stats = At(*actual_page, {"stats"});
+    const Json* stats = JsonAt(*actual_page, {"stats"});
     const Json& s = stats != nullptr ? *stats : *actual_page;
     c.ks_distance = NumberAt(s, {"actual", "ks_distance"});
     const double intervals = NumberAt(s, {"actual", "sent"}) - 1;
@@ -140,8 +123,8 @@ void JudgeAlarm(const Json& summary, bool lateness_ok, RunCertificate& c) {
         server_side ? "; a cause on the target's side, not held against the schedule" : ""));
     return;
   }
-  const Json* kept = At(summary, {"run", "schedule", "schedule_kept"});
-  if (kept == nullptr) kept = At(summary, {"run", "schedule_kept"});
+  const Json* kept = JsonAt(summary, {"run", "schedule", "schedule_kept"});
+  if (kept == nullptr) kept = JsonAt(summary, {"run", "schedule_kept"});
   if (kept == nullptr || !kept->is_boolean()) {
     c.reasons.push_back(
         "the summary does not say whether the schedule was kept (no "

@@ -1,6 +1,7 @@
 #include "coordinator/capacity/run_folder.h"
 
 #include <fstream>
+#include <limits>
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
@@ -44,6 +45,23 @@ absl::StatusOr<nlohmann::json> ReadJsonFile(const fs::path& path) {
     return absl::InvalidArgumentError(absl::StrCat(path.string(), ": not valid JSON"));
   }
   return j;
+}
+
+const nlohmann::json* JsonAt(const nlohmann::json& j, std::initializer_list<const char*> path) {
+  const nlohmann::json* at = &j;
+  for (const char* key : path) {
+    if (!at->is_object()) return nullptr;
+    auto it = at->find(key);
+    if (it == at->end()) return nullptr;
+    at = &*it;
+  }
+  return at;
+}
+
+double NumberAt(const nlohmann::json& j, std::initializer_list<const char*> path) {
+  const nlohmann::json* v = JsonAt(j, path);
+  return v != nullptr && v->is_number() ? v->get<double>()
+                                        : std::numeric_limits<double>::quiet_NaN();
 }
 
 }  // namespace surge::coordinator

@@ -4,6 +4,7 @@
 #define SURGE_COORDINATOR_CAPACITY_RUN_FOLDER_H_
 
 #include <filesystem>
+#include <initializer_list>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -19,6 +20,12 @@ absl::StatusOr<std::string> RunFolderDataset(const std::filesystem::path& run_fo
 // The JSON file at `path`. Errors: NOT_FOUND naming the path when it is
 // missing; INVALID_ARGUMENT naming it when it is not JSON.
 absl::StatusOr<nlohmann::json> ReadJsonFile(const std::filesystem::path& path);
+
+// The value at `path` (object keys, outermost first) in `j`, or null when a
+// step is missing or not an object.
+const nlohmann::json* JsonAt(const nlohmann::json& j, std::initializer_list<const char*> path);
+// The number there, NaN when it is missing or not a number.
+double NumberAt(const nlohmann::json& j, std::initializer_list<const char*> path);
 
 }  // namespace surge::coordinator
 

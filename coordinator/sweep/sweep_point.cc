@@ -11,20 +11,8 @@ namespace {
 
 using nlohmann::json;
 
-// The number at `path` in `j` (objects only), NaN when absent or null.
-double Num(const json& j, std::initializer_list<const char*> path) {
-  const json* at = &j;
-  for (const char* key : path) {
-    if (!at->is_object()) return SweepPoint::kNaN;
-    auto it = at->find(key);
-    if (it == at->end()) return SweepPoint::kNaN;
-    at = &*it;
-  }
-  return at->is_number() ? at->get<double>() : SweepPoint::kNaN;
-}
-
 double Ms(const json& summary, const char* metric, const char* percentile) {
-  return Num(summary, {metric, percentile}) * 1e3;
+  return NumberAt(summary, {metric, percentile}) * 1e3;
 }
 
 json Finite(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
@@ -36,15 +24,15 @@ void ReadMetrics(const json& summary, SweepPoint& p) {
   p.tpot_p99_ms = Ms(summary, "tpot_s", "p99");
   p.e2el_p50_ms = Ms(summary, "e2el_s", "p50");
   p.e2el_p99_ms = Ms(summary, "e2el_s", "p99");
-  p.request_throughput_rps = Num(summary, {"request_throughput_rps"});
-  p.output_token_throughput = Num(summary, {"output_token_throughput"});
-  p.goodput_rps = Num(summary, {"goodput", "goodput_rps"});
-  const double good = Num(summary, {"goodput", "good_requests"});
-  const double total = Num(summary, {"requests", "total"});
+  p.request_throughput_rps = NumberAt(summary, {"request_throughput_rps"});
+  p.output_token_throughput = NumberAt(summary, {"output_token_throughput"});
+  p.goodput_rps = NumberAt(summary, {"goodput", "goodput_rps"});
+  const double good = NumberAt(summary, {"goodput", "good_requests"});
+  const double total = NumberAt(summary, {"requests", "total"});
   if (std::isfinite(good) && total > 0) p.goodput_fraction = good / total;
-  p.peak_waiting = Num(summary, {"server_metrics", "peak_waiting"});
+  p.peak_waiting = NumberAt(summary, {"server_metrics", "peak_waiting"});
   p.requests = std::isfinite(total) ? static_cast<uint64_t>(total) : 0;
-  const double workers = Num(summary, {"run", "workers"});
+  const double workers = NumberAt(summary, {"run", "workers"});
   p.workers = std::isfinite(workers) ? static_cast<uint32_t>(workers) : 0;
 }
 
@@ -87,7 +75,7 @@ SweepPoint PointFromSummary(const json& summary, const RunCertificate& certifica
     p.note = absl::StrJoin(certificate.reasons, "; ");
   } else if (Saturated(summary)) {
     p.status = PointStatus::kSaturated;
-    p.saturated_at_s = Num(summary, {"run", "saturated_at_s"});
+    p.saturated_at_s = NumberAt(summary, {"run", "saturated_at_s"});
     p.note = certificate.stop_reason;
   } else {
     p.status = PointStatus::kOk;
