@@ -1,6 +1,8 @@
 #include "coordinator/dataset/file_datasets.h"
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -194,8 +196,6 @@ uint64_t LineOfByte(const std::string& path, std::size_t position) {
   return line;
 }
 
-bool IsHumanRole(const std::string& from) { return from == "human" || from == "user"; }
-
 // Reads the JSONL file at `path` until `out` holds `max_rows` rows (only the
 // first N lines are needed: a run of 2,000 requests does not parse a trace of
 // millions). Blank lines are skipped; every other line must be a JSON object
@@ -231,9 +231,44 @@ absl::Status ForEachJsonObjectLine(
   return absl::OkStatus();
 }
 
+// A checked conversation: its turns, moved out of the element's DOM.
+absl::StatusOr<std::vector<ShareGptTurn>> ConversationTurns(Json&& conv, const std::string& where) {
+  if (!conv.is_object() || !conv.contains("conversations") || !conv["conversations"].is_array()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": must be an object with a \"conversations\" list"));
+  }
+  Json& list = conv["conversations"];
+  std::vector<ShareGptTurn> turns;
+  turns.reserve(list.size());
+  for (size_t t = 0; t < list.size(); ++t) {
+    Json& turn = list[t];
+    if (!turn.is_object() || !turn.contains("from") || !turn["from"].is_string() ||
+        !turn.contains("value") || !turn["value"].is_string()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ": conversations[", t, "] must be {\"from\": string, \"value\": string}"));
+    }
+    turns.push_back(ShareGptTurn{std::move(turn["from"].get_ref<std::string&>()),
+                                 std::move(turn["value"].get_ref<std::string&>())});
+  }
+  return turns;
+}
+
 }  // namespace
 
 uint64_t PromptSeed(uint64_t seed, uint64_t index) { return seed * 1000003ULL + index * 7919ULL; }
+
+uint64_t SessionTurnIndex(uint64_t session, uint32_t turn) {
+  return session * kMaxSessionTurns + turn;
+}
+
+absl::Status CheckDatasetFile(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(path, ec)) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "invalid configuration:\n  dataset_path = \"", path,
+      "\": ", std::filesystem::exists(path, ec) ? "is not a regular file" : "no such file",
+      " (flag --dataset-path)"));
+}
 
 absl::StatusOr<DatasetRows> ReadJsonlRows(const std::string& path, uint64_t max_rows,
                                           uint32_t default_max_tokens, uint64_t seed) {
@@ -279,61 +314,39 @@ absl::StatusOr<DatasetRows> ReadJsonlRows(const std::string& path, uint64_t max_
   return out;
 }
 
-absl::StatusOr<DatasetRows> ReadShareGptRows(const std::string& path, uint64_t max_rows,
-                                             uint32_t default_max_tokens, uint64_t seed) {
+bool IsShareGptHumanRole(const std::string& from) { return from == "human" || from == "user"; }
+
+uint32_t ShareGptAnswerTokens(const std::vector<ShareGptTurn>& turns, size_t human,
+                              uint32_t default_max_tokens) {
+  if (human + 1 >= turns.size()) return default_max_tokens;
+  const ShareGptTurn& next = turns[human + 1];
+  const uint32_t answer = EstimateTokens(next.value);
+  if (IsShareGptHumanRole(next.from) || next.from == "system" || answer == 0) {
+    return default_max_tokens;
+  }
+  return std::min(answer, kMaxDrawnTokens);
+}
+
+absl::Status ForEachShareGptConversation(
+    const std::string& path,
+    const std::function<bool(uint64_t, std::vector<ShareGptTurn>&&)>& on_conversation) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return CannotOpen(path);
-  DatasetRows out;
   absl::Status error;
   uint64_t element = 0;
-  uint64_t skipped = 0;
   auto on_element = [&](Json&& conv) -> bool {
     const uint64_t k = element++;
     const std::string where =
         absl::StrCat("dataset_path ", path, " conversation ", k, " (0-based element of the array)");
-    if (!conv.is_object() || !conv.contains("conversations") || !conv["conversations"].is_array()) {
-      error = absl::InvalidArgumentError(
-          absl::StrCat(where, ": must be an object with a \"conversations\" list"));
+    absl::StatusOr<std::vector<ShareGptTurn>> turns = ConversationTurns(std::move(conv), where);
+    if (!turns.ok()) {
+      error = turns.status();
       return false;
     }
-    const Json& turns = conv["conversations"];
-    for (size_t t = 0; t < turns.size(); ++t) {
-      const Json& turn = turns[t];
-      if (!turn.is_object() || !turn.contains("from") || !turn["from"].is_string() ||
-          !turn.contains("value") || !turn["value"].is_string()) {
-        error = absl::InvalidArgumentError(absl::StrCat(
-            where, ": conversations[", t, "] must be {\"from\": string, \"value\": string}"));
-        return false;
-      }
-    }
-    size_t human = turns.size();
-    for (size_t t = 0; t < turns.size(); ++t) {
-      if (IsHumanRole(turns[t]["from"].get<std::string>())) {
-        human = t;
-        break;
-      }
-    }
-    if (human == turns.size() || turns[human]["value"].get<std::string>().empty()) {
-      ++skipped;
-      return true;
-    }
-    std::string text = turns[human]["value"].get<std::string>();
-    uint32_t max_tokens = default_max_tokens;
-    if (human + 1 < turns.size()) {
-      const std::string from = turns[human + 1]["from"].get<std::string>();
-      const uint32_t answer = EstimateTokens(turns[human + 1]["value"].get<std::string>());
-      if (!IsHumanRole(from) && from != "system" && answer > 0) {
-        max_tokens = std::min(answer, kMaxDrawnTokens);
-      }
-    }
-    Payload p(EstimateTokens(text), max_tokens, PromptSeed(seed, out.rows.size()));
-    p.prompt_text = std::move(text);
-    out.rows.push_back(std::move(p));
-    out.lines.push_back(k);
-    return out.rows.size() < max_rows;
+    return on_conversation(k, *std::move(turns));
   };
   ArrayElementSax sax(on_element);
-  const bool complete = Json::sax_parse(in, &sax);
+  Json::sax_parse(in, &sax);  // false when stopped early or on an error, told apart below
   if (!error.ok()) return error;
   if (sax.not_an_array()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -344,15 +357,86 @@ absl::StatusOr<DatasetRows> ReadShareGptRows(const std::string& path, uint64_t m
         absl::StrCat("dataset_path ", path, " line ", LineOfByte(path, sax.error_position()),
                      ": not valid JSON: ", ToValidUtf8(sax.error_text())));
   }
-  (void)complete;
+  return absl::OkStatus();
+}
+
+namespace {
+
+// Reads the ShareGPT file at `path` until `max_used` conversations were
+// used: `use(element, turns)` takes a conversation (true) or finds no
+// non-empty human turn in it (false). Those not used are counted in one
+// warning; a file with none used is an error.
+absl::Status ReadUsableConversations(
+    const std::string& path, uint64_t max_used,
+    const std::function<bool(uint64_t, std::vector<ShareGptTurn>&&)>& use,
+    std::vector<std::string>& warnings) {
+  uint64_t used = 0;
+  uint64_t skipped = 0;
+  absl::Status status =
+      ForEachShareGptConversation(path, [&](uint64_t element, std::vector<ShareGptTurn>&& turns) {
+        if (!use(element, std::move(turns))) {
+          ++skipped;
+          return true;
+        }
+        return ++used < max_used;
+      });
+  if (!status.ok()) return status;
   if (skipped > 0) {
-    out.warnings.push_back(absl::StrCat("dataset ", path, ": ", skipped,
-                                        skipped == 1 ? " conversation" : " conversations",
-                                        " without a non-empty human turn skipped"));
+    warnings.push_back(absl::StrCat("dataset ", path, ": ", skipped,
+                                    skipped == 1 ? " conversation" : " conversations",
+                                    " without a non-empty human turn skipped"));
   }
-  if (out.rows.empty()) {
+  if (used == 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("dataset_path ", path, ": no conversation with a human turn in the file"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<DatasetRows> ReadShareGptRows(const std::string& path, uint64_t max_rows,
+                                             uint32_t default_max_tokens, uint64_t seed) {
+  DatasetRows out;
+  auto use = [&](uint64_t element, std::vector<ShareGptTurn>&& turns) {
+    size_t human = 0;
+    while (human < turns.size() && !IsShareGptHumanRole(turns[human].from)) ++human;
+    if (human == turns.size() || turns[human].value.empty()) return false;
+    Payload p(EstimateTokens(turns[human].value),
+              ShareGptAnswerTokens(turns, human, default_max_tokens),
+              PromptSeed(seed, out.rows.size()));
+    p.prompt_text = std::move(turns[human].value);
+    out.rows.push_back(std::move(p));
+    out.lines.push_back(element);
+    return true;
+  };
+  if (absl::Status s = ReadUsableConversations(path, max_rows, use, out.warnings); !s.ok()) {
+    return s;
+  }
+  return out;
+}
+
+absl::StatusOr<SessionRows> ReadShareGptSessions(const std::string& path, uint64_t max_sessions,
+                                                 uint32_t default_max_tokens, uint64_t seed) {
+  SessionRows out;
+  auto use = [&](uint64_t element, std::vector<ShareGptTurn>&& turns) {
+    const uint64_t row = out.sessions.size();
+    std::vector<Payload> session;
+    for (size_t t = 0; t < turns.size(); ++t) {
+      if (!IsShareGptHumanRole(turns[t].from) || turns[t].value.empty()) continue;
+      const auto k = static_cast<uint32_t>(session.size());
+      Payload p(EstimateTokens(turns[t].value), ShareGptAnswerTokens(turns, t, default_max_tokens),
+                PromptSeed(seed, SessionTurnIndex(row, k)));
+      p.prompt_text = std::move(turns[t].value);
+      session.push_back(std::move(p));
+    }
+    if (session.empty()) return false;
+    out.sessions.push_back(std::move(session));
+    out.elements.push_back(element);
+    return true;
+  };
+  if (absl::Status s = ReadUsableConversations(path, max_sessions, use, out.warnings); !s.ok()) {
+    return s;
   }
   return out;
 }

@@ -37,6 +37,17 @@ absl::StatusOr<LengthDist> ParseLengthDist(const std::string& name) {
       absl::StrCat("random_len_dist = \"", name, "\": must be fixed, uniform, gaussian or zipf"));
 }
 
+absl::StatusOr<LengthDistParams> LengthDistParamsOf(const surge::v1::DatasetConfig& dataset) {
+  absl::StatusOr<LengthDist> dist = ParseLengthDist(dataset.random_len_dist());
+  if (!dist.ok()) return dist.status();
+  LengthDistParams params;
+  params.dist = *dist;
+  params.range_ratio = dataset.random_range_ratio();
+  params.stddev = dataset.random_len_stddev();
+  params.zipf_s = dataset.has_random_zipf_s() ? dataset.random_zipf_s() : 1.0;
+  return params;
+}
+
 LengthSampler::LengthSampler(uint32_t len, const LengthDistParams& params)
     : len_(std::max<uint32_t>(len, 1)), params_(params) {
   if (params_.dist == LengthDist::kUniform) {

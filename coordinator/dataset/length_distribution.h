@@ -10,6 +10,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "surge/v1/config.pb.h"
 
 namespace surge::coordinator {
 
@@ -30,6 +31,11 @@ struct LengthDistParams {
   // zipf: exponent s > 0.
   double zipf_s = 1;
 };
+
+// The length distribution the dataset options name: random_len_dist and
+// its parameter (random_range_ratio, random_len_stddev, random_zipf_s,
+// default 1). Errors: ParseLengthDist's.
+absl::StatusOr<LengthDistParams> LengthDistParamsOf(const surge::v1::DatasetConfig& dataset);
 
 // Draws lengths around `len` (>= 1):
 // - fixed: len.

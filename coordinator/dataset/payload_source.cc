@@ -38,9 +38,10 @@ class SyntheticSource final : public PayloadSource {
     }
   }
   Payload At(uint64_t index) const override {
-    Payload p = 2 * index + 1 < lengths_.size()
-                    ? Payload(lengths_[2 * index], lengths_[2 * index + 1], PromptSeed(seed_, index))
-                    : Payload(input_len_, output_len_, PromptSeed(seed_, index));
+    Payload p =
+        2 * index + 1 < lengths_.size()
+            ? Payload(lengths_[2 * index], lengths_[2 * index + 1], PromptSeed(seed_, index))
+            : Payload(input_len_, output_len_, PromptSeed(seed_, index));
     prefixes_.Apply(index, &p);
     return p;
   }
@@ -220,23 +221,13 @@ absl::StatusOr<std::unique_ptr<PayloadSource>> MakePayloadSource(
   if (name != "synthetic" && name != "random") {
     // A directory, a device or a missing path is a configuration error, found
     // before any reader opens it (R-CFG-1).
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(path, ec)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "invalid configuration:\n  dataset_path = \"", path, "\": ",
-          std::filesystem::exists(path, ec) ? "is not a regular file" : "no such file",
-          " (flag --dataset-path)"));
-    }
+    if (absl::Status s = CheckDatasetFile(path); !s.ok()) return s;
   }
   if (name == "synthetic" || name == "random") {
-    auto dist = ParseLengthDist(dataset.random_len_dist());
-    if (!dist.ok()) return dist.status();
-    LengthDistParams params;
-    params.dist = *dist;
-    params.range_ratio = dataset.random_range_ratio();
-    params.stddev = dataset.random_len_stddev();
-    params.zipf_s = dataset.has_random_zipf_s() ? dataset.random_zipf_s() : 1.0;
-    return std::unique_ptr<PayloadSource>(new SyntheticSource(dataset, params, num_requests, seed));
+    absl::StatusOr<LengthDistParams> params = LengthDistParamsOf(dataset);
+    if (!params.ok()) return params.status();
+    return std::unique_ptr<PayloadSource>(
+        new SyntheticSource(dataset, *params, num_requests, seed));
   }
   const bool replay = dataset.trace_replay();
   if (replay && name != "mooncake") {
