@@ -24,6 +24,7 @@
 #include "common/stats.h"
 #include "common/utf8.h"
 #include "coordinator/config/option_table.h"
+#include "coordinator/dataset/session_source.h"
 #include "coordinator/plan/steady_state.h"
 #include "coordinator/plan/traffic.h"
 #include "coordinator/plan/traffic_classes.h"
@@ -346,6 +347,114 @@ void CheckDatasetRules(const RunConfig& c, Errors& errors) {
   }
 }
 
+// The flag of a configuration key: its underscores as dashes.
+std::string FlagOf(std::string key) {
+  for (char& ch : key) ch = ch == '_' ? '-' : ch;
+  return "--" + key;
+}
+
+// The session options given, as (key, value as written).
+std::vector<std::pair<std::string, std::string>> SessionOptionsGiven(
+    const surge::v1::SessionConfig& s) {
+  std::vector<std::pair<std::string, std::string>> given;
+  if (!s.session_turns().empty()) {
+    given.emplace_back("session_turns", absl::StrCat("\"", ToValidUtf8(s.session_turns()), "\""));
+  }
+  if (s.has_think_time_s()) given.emplace_back("think_time_s", Num(s.think_time_s()));
+  if (!s.think_time_dist().empty()) {
+    given.emplace_back("think_time_dist",
+                       absl::StrCat("\"", ToValidUtf8(s.think_time_dist()), "\""));
+  }
+  if (s.has_think_time_mean_s())
+    given.emplace_back("think_time_mean_s", Num(s.think_time_mean_s()));
+  if (s.has_think_time_burstiness()) {
+    given.emplace_back("think_time_burstiness", Num(s.think_time_burstiness()));
+  }
+  if (s.has_max_sessions()) given.emplace_back("max_sessions", absl::StrCat(s.max_sessions()));
+  return given;
+}
+
+// The think-time options together (docs/DATASETS.md "Multi-turn sessions"):
+// a fixed time or a distribution with its mean; a shape only for gamma.
+void CheckThinkTimeRules(const surge::v1::SessionConfig& s, Errors& errors) {
+  const std::string& dist = s.think_time_dist();
+  const std::string quoted = absl::StrCat("\"", ToValidUtf8(dist), "\"");
+  if (s.has_think_time_s() && !dist.empty()) {
+    errors.Add("think_time_s", Num(s.think_time_s()),
+               absl::StrCat("cannot be combined with think_time_dist ", quoted,
+                            ": give a fixed think time (--think-time-s) or drawn ones "
+                            "(--think-time-dist with --think-time-mean-s), not both"));
+  }
+  if (!dist.empty() && !s.has_think_time_mean_s()) {
+    errors.Add("think_time_mean_s", "(not set)",
+               absl::StrCat("is required with think_time_dist ", quoted,
+                            ": the mean think time, s > 0 (flag --think-time-mean-s)"));
+  }
+  if (dist.empty() && s.has_think_time_mean_s()) {
+    errors.Add("think_time_mean_s", Num(s.think_time_mean_s()),
+               "is the mean of drawn think times, but think_time_dist is not given; give "
+               "--think-time-dist fixed, exponential or gamma, or a fixed --think-time-s instead");
+  }
+  if (s.has_think_time_burstiness() && dist != "gamma") {
+    errors.Add("think_time_burstiness", Num(s.think_time_burstiness()),
+               absl::StrCat("only shapes gamma think times, but think_time_dist is ",
+                            dist.empty() ? std::string("not given") : quoted,
+                            "; give --think-time-dist gamma or drop --think-time-burstiness"));
+  }
+}
+
+// Multi-turn sessions (docs/DATASETS.md "Multi-turn sessions"): every
+// session option needs multi_turn; sessions come from a sharegpt file (which
+// gives the turns) or synthetic prompts, and not yet with the features that
+// plan single requests (trace replay, classes, shared prefixes).
+void CheckSessionRules(const RunConfig& c, Errors& errors) {
+  const surge::v1::SessionConfig& s = c.sessions();
+  if (!s.multi_turn()) {
+    for (const auto& [key, value] : SessionOptionsGiven(s)) {
+      errors.Add(key, value,
+                 absl::StrCat(FlagOf(key),
+                              " needs --multi-turn (multi_turn: true): it shapes "
+                              "multi-turn sessions, and none are sent without it"));
+    }
+    return;
+  }
+  CheckThinkTimeRules(s, errors);
+  const auto& d = c.dataset();
+  const std::string& name = d.dataset_name();
+  if (!s.session_turns().empty()) {
+    const std::string quoted = absl::StrCat("\"", ToValidUtf8(s.session_turns()), "\"");
+    if (name == "sharegpt") {
+      errors.Add("session_turns", quoted,
+                 "a sharegpt file gives each session's turns (its conversation's human turns); "
+                 "drop --session-turns");
+    } else if (auto range = ParseSessionTurns(s.session_turns()); !range.ok()) {
+      errors.Add("session_turns", quoted,
+                 absl::StrCat(range.status().message(), " (flag --session-turns)"));
+    }
+  }
+  if (name == "jsonl" || name == "mooncake") {
+    errors.Add("multi_turn", "true",
+               absl::StrCat("sessions are not available with dataset_name \"", name,
+                            "\" yet: they come from --dataset-name sharegpt (a conversation's "
+                            "human turns) or synthetic (--session-turns)"));
+  }
+  if (d.trace_replay()) {
+    errors.Add("multi_turn", "true",
+               "sessions are not available with trace_replay yet (flags --multi-turn, "
+               "--trace-replay)");
+  }
+  if (c.classes_size() > 0) {
+    errors.Add("multi_turn", "true",
+               absl::StrCat("sessions are not available with traffic classes (", c.classes_size(),
+                            " classes) yet; leave out classes or --multi-turn"));
+  }
+  if (d.random_prefix_len() > 0 && IsSynthetic(d)) {
+    errors.Add("random_prefix_len", absl::StrCat(d.random_prefix_len()),
+               "shared prefixes are not available with multi-turn sessions yet (a later turn "
+               "starts with the session's history); drop --random-prefix-len or --multi-turn");
+  }
+}
+
 // The request options' rules (the HTTP client's own checks of headers and
 // extra body) and the built-in server's fault fractions together.
 void CheckRequestRules(const RunConfig& c, Errors& errors) {
@@ -574,6 +683,7 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
                absl::StrCat(ps.status().message(), " (flag --metric-percentiles)"));
   }
   CheckDatasetRules(c, errors);
+  CheckSessionRules(c, errors);
   CheckRequestRules(c, errors);
   if (c.classes_size() > 0) CheckClasses(c, errors);
   return errors.ToStatus();

@@ -590,5 +590,147 @@ TEST(EnumSpellingTest, UnknownSpellingsAreRefusedOnceWithTheFlag) {
   EXPECT_EQ(c.traffic_cfg().sampler(), surge::v1::SAMPLER_KIND_AUTO);
 }
 
+// ---------------------------------------------------------------- sessions
+
+// The validation message of a configuration read from YAML (the defaults
+// plus `yaml`); "" when it is valid.
+std::string SessionMessage(const std::string& yaml) {
+  surge::v1::RunConfig c;
+  EXPECT_TRUE(LoadText(yaml, &c).ok()) << yaml;
+  const absl::Status s = ValidateRunConfig(c);
+  if (!s.ok()) {
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  }
+  return std::string(s.message());
+}
+
+TEST(SessionConfigTest, ReadsTheSessionKeysAndAcceptsValidSessions) {
+  surge::v1::RunConfig c;
+  ASSERT_TRUE(LoadText("multi_turn: true\nsession_turns: 2-6\nthink_time_dist: gamma\n"
+                       "think_time_mean_s: 4\nthink_time_burstiness: 0.5\nmax_sessions: 300\n",
+                       &c)
+                  .ok());
+  EXPECT_TRUE(c.sessions().multi_turn());
+  EXPECT_EQ(c.sessions().session_turns(), "2-6");
+  EXPECT_EQ(c.sessions().think_time_dist(), "gamma");
+  EXPECT_EQ(c.sessions().think_time_mean_s(), 4);
+  EXPECT_EQ(c.sessions().think_time_burstiness(), 0.5);
+  EXPECT_EQ(c.sessions().max_sessions(), 300u);
+  EXPECT_TRUE(ValidateRunConfig(c).ok()) << ValidateRunConfig(c);
+  EXPECT_EQ(SessionMessage("multi_turn: true\n"), "");
+  EXPECT_EQ(SessionMessage("multi_turn: true\nsession_turns: 5\nthink_time_s: 0\n"), "");
+  EXPECT_EQ(SessionMessage("multi_turn: true\nsession_turns: 1-1000\nthink_time_dist: "
+                           "exponential\nthink_time_mean_s: 0.5\n"),
+            "");
+  EXPECT_EQ(SessionMessage("multi_turn: true\ndataset_name: sharegpt\ndataset_path: s.json\n"
+                           "think_time_s: 2\n"),
+            "");
+}
+
+TEST(SessionConfigTest, EverySessionOptionNeedsMultiTurn) {
+  for (const auto& [yaml, line] : std::vector<std::pair<std::string, std::string>>{
+           {"session_turns: 3", "  session_turns = \"3\": --session-turns needs --multi-turn"},
+           {"think_time_s: 1.5", "  think_time_s = 1.5: --think-time-s needs --multi-turn"},
+           {"think_time_dist: exponential",
+            "  think_time_dist = \"exponential\": --think-time-dist needs --multi-turn"},
+           {"think_time_mean_s: 2",
+            "  think_time_mean_s = 2: --think-time-mean-s needs --multi-turn"},
+           {"think_time_burstiness: 0.5",
+            "  think_time_burstiness = 0.5: --think-time-burstiness needs --multi-turn"},
+           {"max_sessions: 10", "  max_sessions = 10: --max-sessions needs --multi-turn"}}) {
+    const std::string m = SessionMessage(yaml + "\n");
+    EXPECT_THAT(m, HasSubstr(line + " (multi_turn: true)")) << yaml;
+    EXPECT_THAT(SessionMessage(yaml + "\nmulti_turn: false\n"), HasSubstr(line)) << yaml;
+  }
+}
+
+TEST(SessionConfigTest, AFixedThinkTimeOrADistributionWithItsMean) {
+  EXPECT_THAT(SessionMessage("multi_turn: true\nthink_time_s: 1\nthink_time_dist: exponential\n"
+                             "think_time_mean_s: 2\n"),
+              HasSubstr("  think_time_s = 1: cannot be combined with think_time_dist "
+                        "\"exponential\": give a fixed think time (--think-time-s) or drawn ones "
+                        "(--think-time-dist with --think-time-mean-s), not both"));
+  for (const char* dist : {"fixed", "exponential", "gamma"}) {
+    EXPECT_THAT(SessionMessage(absl::StrCat("multi_turn: true\nthink_time_dist: ", dist, "\n")),
+                HasSubstr(absl::StrCat("  think_time_mean_s = (not set): is required with "
+                                       "think_time_dist \"",
+                                       dist,
+                                       "\": the mean think time, s > 0 (flag "
+                                       "--think-time-mean-s)")));
+  }
+  EXPECT_THAT(SessionMessage("multi_turn: true\nthink_time_mean_s: 2\n"),
+              HasSubstr("  think_time_mean_s = 2: is the mean of drawn think times, but "
+                        "think_time_dist is not given; give --think-time-dist"));
+  EXPECT_THAT(SessionMessage("multi_turn: true\nthink_time_dist: gamma\nthink_time_mean_s: 0\n"),
+              HasSubstr("  think_time_mean_s = 0: must be a number of seconds > 0"));
+  EXPECT_THAT(SessionMessage("multi_turn: true\nthink_time_s: -1\n"),
+              HasSubstr("  think_time_s = -1: must be a number of seconds >= 0"));
+  EXPECT_THAT(SessionMessage("multi_turn: true\nthink_time_dist: weibull\nthink_time_mean_s: 1\n"),
+              HasSubstr("  think_time_dist = \"weibull\": must be"));
+}
+
+TEST(SessionConfigTest, BurstinessOnlyShapesGammaThinkTimes) {
+  EXPECT_THAT(SessionMessage("multi_turn: true\nthink_time_burstiness: 0.5\n"),
+              HasSubstr("  think_time_burstiness = 0.5: only shapes gamma think times, but "
+                        "think_time_dist is not given; give --think-time-dist gamma or drop "
+                        "--think-time-burstiness"));
+  EXPECT_THAT(SessionMessage("multi_turn: true\nthink_time_dist: exponential\n"
+                             "think_time_mean_s: 1\nthink_time_burstiness: 2\n"),
+              HasSubstr("  think_time_burstiness = 2: only shapes gamma think times, but "
+                        "think_time_dist is \"exponential\""));
+  EXPECT_THAT(SessionMessage("multi_turn: true\nthink_time_dist: gamma\nthink_time_mean_s: 1\n"
+                             "think_time_burstiness: 0\n"),
+              HasSubstr("  think_time_burstiness = 0: must be a number > 0"));
+}
+
+TEST(SessionConfigTest, SessionTurnsIsNOrMinMaxWithinOneToAThousand) {
+  for (const char* bad : {"0", "1001", "5-2", "0-4", "2-1001", "three", "2-", "1-2-3", "2.5"}) {
+    EXPECT_THAT(SessionMessage(absl::StrCat("multi_turn: true\nsession_turns: \"", bad, "\"\n")),
+                HasSubstr(absl::StrCat("  session_turns = \"", bad,
+                                       "\": must be N or MIN-MAX, whole numbers with 1 <= MIN <= "
+                                       "MAX <= 1000 (e.g. 3 or 2-6) (flag --session-turns)")))
+        << bad;
+  }
+  for (const char* good : {"1", "1000", "2-6", "4-4"}) {
+    EXPECT_EQ(SessionMessage(absl::StrCat("multi_turn: true\nsession_turns: \"", good, "\"\n")), "")
+        << good;
+  }
+  EXPECT_THAT(SessionMessage("multi_turn: true\nsession_turns: 3\ndataset_name: sharegpt\n"
+                             "dataset_path: s.json\n"),
+              HasSubstr("  session_turns = \"3\": a sharegpt file gives each session's turns (its "
+                        "conversation's human turns); drop --session-turns"));
+}
+
+TEST(SessionConfigTest, SessionsAreNotAvailableWithTheseYet) {
+  for (const char* name : {"jsonl", "mooncake"}) {
+    EXPECT_THAT(SessionMessage(absl::StrCat("multi_turn: true\ndataset_name: ", name,
+                                            "\ndataset_path: d.jsonl\n")),
+                HasSubstr(absl::StrCat("  multi_turn = true: sessions are not available with "
+                                       "dataset_name \"",
+                                       name, "\" yet: they come from --dataset-name sharegpt")))
+        << name;
+  }
+  EXPECT_THAT(SessionMessage("multi_turn: true\ndataset_name: mooncake\ndataset_path: t.jsonl\n"
+                             "trace_replay: true\n"),
+              HasSubstr("  multi_turn = true: sessions are not available with trace_replay yet"));
+  EXPECT_THAT(SessionMessage("multi_turn: true\nclasses:\n  - {name: chat, request_rate: 2}\n"
+                             "  - {name: batch, request_rate: 1}\n"),
+              HasSubstr("  multi_turn = true: sessions are not available with traffic classes (2 "
+                        "classes) yet"));
+  EXPECT_THAT(SessionMessage("multi_turn: true\nrandom_prefix_len: 64\n"),
+              HasSubstr("  random_prefix_len = 64: shared prefixes are not available with "
+                        "multi-turn sessions yet"));
+  // Without multi_turn the same options are fine.
+  EXPECT_EQ(SessionMessage("classes:\n  - {name: chat, request_rate: 2}\n"), "");
+  EXPECT_EQ(SessionMessage("random_prefix_len: 64\n"), "");
+}
+
+TEST(SessionConfigTest, MaxSessionsIsAtLeastOne) {
+  EXPECT_THAT(SessionMessage("multi_turn: true\nmax_sessions: 0\n"),
+              HasSubstr("  max_sessions = 0: must be a number of sessions >= 1; leave it out for "
+                        "no cap (flag --max-sessions)"));
+  EXPECT_EQ(SessionMessage("multi_turn: true\nmax_sessions: 1\n"), "");
+}
+
 }  // namespace
 }  // namespace surge::coordinator
