@@ -38,6 +38,7 @@
 #include "common/key_file.h"
 #include "common/log.h"
 #include "common/rate_limited_log.h"
+#include "common/utf8.h"
 #include "nlohmann/json.hpp"
 #include "simserver/answer_model.h"
 #include "simserver/batch_engine.h"
@@ -367,6 +368,7 @@ class SimServer::Impl {
         {"surge_request", tag == request.end() ? Json(nullptr) : Json(std::string(tag->value()))},
         {"body_bytes", request.body().size()},
         {"body_fnv1a64", BodyFingerprint(request.body())}};
+    if (options_.request_log_bodies()) line["body"] = ToValidUtf8(request.body());
     std::lock_guard<std::mutex> lock(request_log_mu_);
     request_log_ << line.dump() << "\n";
     request_log_.flush();

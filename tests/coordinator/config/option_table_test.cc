@@ -179,7 +179,8 @@ TEST(OptionTableTest, RunConfigKeepsEveryFlagAndKey) {
       absl::StrJoin(flags, " "),
       "abort-after-connect-failures api-key-file assign base-url burstiness ca-cert "
       "catch-up-rps dataset-name dataset-path endpoint extra-body header insecure "
-      "late-policy late-threshold-ms lateness-alarm-ms max-concurrency max-sessions metric-percentiles "
+      "late-policy late-threshold-ms lateness-alarm-ms max-concurrency max-sessions "
+      "metric-percentiles "
       "metrics-host metrics-port model multi-turn num-prompts num-warmups output-dir pacer-cpu "
       "pacer-realtime "
       "prefix-block-tokens ramp-up-end-rps ramp-up-start-rps ramp-up-strategy "
@@ -209,7 +210,8 @@ TEST(OptionTableTest, RunConfigKeepsEveryFlagAndKey) {
       "random_len_dist, random_len_stddev, random_output_len, random_prefix_groups, "
       "random_prefix_len, random_range_ratio, random_zipf_s, request_rate, "
       "request_timeout_s, saturation_window_s, seed, server_metrics, "
-      "server_metrics_interval_s, session_turns, sim_block_tokens, sim_cache_blocks, sim_decode_ms_base, "
+      "server_metrics_interval_s, session_turns, sim_block_tokens, sim_cache_blocks, "
+      "sim_decode_ms_base, "
       "sim_decode_ms_per_seq, sim_fault_429, "
       "sim_fault_500, sim_fault_503, sim_fault_after_tokens, sim_fault_error_event, "
       "sim_fault_malformed, sim_fault_reset, sim_fault_seed, sim_fault_split, "
@@ -239,7 +241,8 @@ TEST(OptionTableTest, RunConfigKeepsEveryFlagAndKey) {
     sim.push_back(f.name);
   }
   EXPECT_EQ(absl::StrJoin(sim, " "),
-            "host port request-log model tls-cert tls-key api-key-file ttft-ms itl-ms fault-429 "
+            "host port request-log request-log-bodies model tls-cert tls-key api-key-file ttft-ms "
+            "itl-ms fault-429 "
             "fault-500 "
             "fault-503 fault-reset fault-malformed fault-stall fault-split fault-error-event "
             "fault-after-tokens fault-stall-ms fault-seed cache-blocks block-tokens "
