@@ -28,7 +28,6 @@
 #include "client/url.h"
 #include "common/failure_kind.h"
 #include "common/log.h"
-#include "common/prompt_builder.h"
 #include "common/utf8.h"
 #include "worker/http/http_connection.h"
 #include "worker/http/openai_request.h"
@@ -139,6 +138,7 @@ class BeastRequestSender::Impl {
     st->input_tokens = assignment.input_tokens();
     st->max_tokens = assignment.max_tokens();
     st->prompt_seed = assignment.prompt_seed();
+    st->keep_text = assignment.in_session();
     st->on_done = std::move(on_done);
     // A prepared, connected plain connection: this thread writes first.
     std::shared_ptr<Connection> direct;
@@ -156,6 +156,7 @@ class BeastRequestSender::Impl {
             st->built = true;
             st->request_bytes = std::move(prep->request_bytes);
             st->estimated_input = prep->estimated_input;
+            st->session_prompt = std::move(prep->session_prompt);
             conn = prep->failed
                        ? std::make_shared<Connection>(prep->conn->strand, tls_context_.get())
                        : prep->conn;
@@ -374,11 +375,10 @@ class BeastRequestSender::Impl {
   // them to a Send that came first, or gives the connection back.
   net::awaitable<void> PrepareRun(std::shared_ptr<Preparation> prep) {
     {
-      const std::string prompt = BuildAssignmentPrompt(prep->assignment);
-      prep->estimated_input = EstimateTokens(prompt);
-      prep->request_bytes =
-          BuildHttpRequest(format_, prompt, prep->assignment.max_tokens(), prep->assignment.index(),
-                           prep->assignment.attempt(), ClassPartsOf(prep->assignment));
+      BuiltRequest built = BuildAssignmentRequest(format_, prep->assignment);
+      prep->estimated_input = built.estimated_input;
+      prep->request_bytes = std::move(built.bytes);
+      prep->session_prompt = std::move(built.session_prompt);
       prep->assignment = surge::v1::Assignment();
     }
     std::shared_ptr<Connection> conn = prep->conn;
@@ -414,6 +414,7 @@ class BeastRequestSender::Impl {
       waiting->built = true;
       waiting->request_bytes = std::move(prep->request_bytes);
       waiting->estimated_input = prep->estimated_input;
+      waiting->session_prompt = std::move(prep->session_prompt);
       if (!ok) waiting->conn = std::make_shared<Connection>(conn->strand, tls_context_.get());
       co_await Run(waiting);
     } else if (prep->abandoned.load() && ok) {

@@ -138,13 +138,23 @@ ApiKind ApiKindForEndpoint(std::string_view endpoint) {
 }
 
 std::string BuildRequestBody(ApiKind kind, const std::string& model, const std::string& prompt,
-                             uint32_t max_tokens, bool stream, const nlohmann::json* extra) {
+                             uint32_t max_tokens, bool stream, const nlohmann::json* extra,
+                             const std::vector<HistoryMessage>& history) {
   Json body = Json::object();
   if (!model.empty()) body["model"] = model;
   if (kind == ApiKind::kChat) {
-    body["messages"] = Json::array({Json{{"role", "user"}, {"content", prompt}}});
-  } else {
+    Json messages = Json::array();
+    for (const HistoryMessage& m : history) {
+      messages.push_back(Json{{"role", std::string(m.role)}, {"content", std::string(m.content)}});
+    }
+    messages.push_back(Json{{"role", "user"}, {"content", prompt}});
+    body["messages"] = std::move(messages);
+  } else if (history.empty()) {
     body["prompt"] = prompt;
+  } else {
+    std::string text;
+    for (const HistoryMessage& m : history) text.append(m.content).append("\n\n");
+    body["prompt"] = text.append(prompt);
   }
   body["max_tokens"] = max_tokens;
   body["stream"] = stream;

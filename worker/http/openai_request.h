@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "nlohmann/json_fwd.hpp"
@@ -23,16 +24,27 @@ enum class ApiKind {
 // kChat when `endpoint` ends with "/chat/completions", else kCompletions.
 ApiKind ApiKindForEndpoint(std::string_view endpoint);
 
+// One earlier message of a multi-turn session (docs/SESSIONS.md), sent
+// before the prompt: "user" or "assistant", and its text.
+struct HistoryMessage {
+  std::string_view role;
+  std::string_view content;
+};
+
 // The JSON body of one request: {"model", "messages":[{"role":"user",
 // "content":prompt}] or "prompt", "max_tokens", "stream"} and, when
 // streaming, "stream_options":{"include_usage":true} so the server reports
 // exact token counts. "model" is left out when `model` is empty. A non-null
 // `extra` object (TargetConfig.extra_body_json, see ParseExtraBody) is then
 // applied as an RFC 7386 merge patch: its members are added or replace the
-// built ones, nested objects merge, and a null member removes one.
+// built ones, nested objects merge, and a null member removes one. A
+// session's `history` goes before the prompt: as messages of their own
+// (chat), or for a completion as text, each message and then the prompt
+// separated by a blank line.
 std::string BuildRequestBody(ApiKind kind, const std::string& model, const std::string& prompt,
                              uint32_t max_tokens, bool stream,
-                             const nlohmann::json* extra = nullptr);
+                             const nlohmann::json* extra = nullptr,
+                             const std::vector<HistoryMessage>& history = {});
 
 // The output-token cap a body built by BuildRequestBody(…, max_tokens, …,
 // extra) asks for: the extra body's "max_completion_tokens" when it sets a

@@ -11,7 +11,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/failure_kind.h"
-#include "common/prompt_builder.h"
 
 namespace surge::worker {
 namespace {
@@ -93,10 +92,10 @@ std::string_view HeaderValue(const Header& header, http::field name) {
 // Builds the request's bytes when nothing was prepared.
 void BuildRequest(const RequestFormat& format, RequestState& st) {
   if (st.built) return;
-  const std::string prompt = BuildAssignmentPrompt(st.assignment);
-  st.estimated_input = EstimateTokens(prompt);
-  st.request_bytes = BuildHttpRequest(format, prompt, st.max_tokens, st.index, st.attempt,
-                                      ClassPartsOf(st.assignment));
+  BuiltRequest built = BuildAssignmentRequest(format, st.assignment);
+  st.estimated_input = built.estimated_input;
+  st.request_bytes = std::move(built.bytes);
+  st.session_prompt = std::move(built.session_prompt);
   st.assignment = surge::v1::Assignment();
   st.built = true;
 }
@@ -122,6 +121,7 @@ void RequestExchange::StartWatchdog(const std::shared_ptr<RequestState>& st) {
 net::awaitable<bool> RequestExchange::Execute(std::shared_ptr<RequestState> st,
                                               RequestRecord& record) {
   BuildRequest(format_, *st);
+  if (st->keep_text) record.set_sent_prompt_text(st->session_prompt);
   record.set_input_tokens(st->estimated_input);
   record.set_input_tokens_estimated(true);  // until the answer's usage says otherwise
   // Bytes written by Send are out, whatever happens next.
@@ -249,6 +249,7 @@ net::awaitable<bool> RequestExchange::ReadBody(std::shared_ptr<RequestState> st,
                   .http_status = header.result_int(),
                   .sent_ns = st->first_sent_ns,
                   .estimated_input = st->estimated_input,
+                  .keep_answer_text = st->keep_text,
                   .api_key = format_.api_key,
                   .content_encoding = HeaderValue(header, http::field::content_encoding),
                   .location = HeaderValue(header, http::field::location)});

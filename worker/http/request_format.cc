@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "client/api_key.h"
+#include "common/prompt_builder.h"
 
 namespace surge::worker {
 namespace {
@@ -104,15 +105,32 @@ ClassParts ClassPartsOf(const surge::v1::Assignment& assignment) {
     if (header.ok())
       absl::StrAppend(&parts.header_lines, header->name, ": ", header->value, "\r\n");
   }
+  for (const surge::v1::ChatMessage& m : assignment.history()) {
+    parts.history.push_back(HistoryMessage{m.role(), m.content()});
+  }
   return parts;
+}
+
+BuiltRequest BuildAssignmentRequest(const RequestFormat& format,
+                                    const surge::v1::Assignment& assignment) {
+  BuiltRequest built;
+  std::string prompt = BuildAssignmentPrompt(assignment);
+  built.estimated_input = EstimateTokens(prompt);
+  for (const surge::v1::ChatMessage& m : assignment.history()) {
+    built.estimated_input += EstimateTokens(m.content());
+  }
+  built.bytes = BuildHttpRequest(format, prompt, assignment.max_tokens(), assignment.index(),
+                                 assignment.attempt(), ClassPartsOf(assignment));
+  if (assignment.in_session()) built.session_prompt = std::move(prompt);
+  return built;
 }
 
 std::string BuildHttpRequest(const RequestFormat& format, const std::string& prompt,
                              uint32_t max_tokens, uint64_t index, uint32_t attempt,
                              const ClassParts& parts) {
   const std::string& model = parts.model.empty() ? format.model : parts.model;
-  const std::string body =
-      BuildRequestBody(format.kind, model, prompt, max_tokens, format.stream, format.extra());
+  const std::string body = BuildRequestBody(format.kind, model, prompt, max_tokens, format.stream,
+                                            format.extra(), parts.history);
   return absl::StrCat("POST ", format.target_path, " HTTP/1.1\r\n", format.header_block,
                       parts.header_lines, "X-Surge-Request: ", index, "/", attempt, "\r\n",
                       "Content-Length: ", body.size(), "\r\n\r\n", body);

@@ -59,17 +59,33 @@ absl::StatusOr<RequestFormat> MakeRequestFormat(const surge::v1::TargetConfig& t
 std::string HeaderBlock(const client::ParsedUrl& url, bool stream, const std::string& api_key,
                         const std::vector<client::HeaderLine>& extra);
 
-// What a request's traffic class changes in it (docs/TRAFFIC.md "Traffic
-// classes"): the model it names and header lines after the target's.
+// What an assignment changes in its request beyond the prompt: its traffic
+// class's model and header lines after the target's (docs/TRAFFIC.md
+// "Traffic classes"), and a session turn's history (docs/SESSIONS.md).
 struct ClassParts {
   std::string model;         // "" = the format's model
   std::string header_lines;  // "Name: value\r\n" each; "" = none
+  // Views into the assignment's history: valid while it lives.
+  std::vector<HistoryMessage> history;
 };
 
-// The class parts an assignment carries (Assignment.model, .headers); a
+// The parts an assignment carries (Assignment.model, .headers, .history); a
 // header that is not "Name: value" (the coordinator checked them) is left
 // out.
 ClassParts ClassPartsOf(const surge::v1::Assignment& assignment);
+
+// One assignment's request, built: its bytes (BuildHttpRequest of its prompt,
+// BuildAssignmentPrompt, and its parts), EstimateTokens of all it sends as
+// input (the history's texts and the prompt), and for a session turn
+// (Assignment.in_session) the prompt text itself, for the next turn's
+// history.
+struct BuiltRequest {
+  std::string bytes;
+  uint32_t estimated_input = 0;
+  std::string session_prompt;
+};
+BuiltRequest BuildAssignmentRequest(const RequestFormat& format,
+                                    const surge::v1::Assignment& assignment);
 
 // The bytes of one request: "POST <target_path> HTTP/1.1", the header
 // block (then `parts`' header lines), "X-Surge-Request: INDEX/ATTEMPT" (so

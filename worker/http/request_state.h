@@ -35,6 +35,11 @@ struct RequestState {
   bool built = false;
   std::string request_bytes;
   uint32_t estimated_input = 0;
+  // A session turn (Assignment.in_session): its record carries the prompt
+  // it sent and the answer's text (RequestRecord.sent_prompt_text,
+  // .answer_text) for the next turn's history.
+  bool keep_text = false;
+  std::string session_prompt;
   // A prepared plain connection on which Send wrote the first bytes from the
   // caller's thread; the request's coroutine moves it into `conn`. Until
   // then only Send touches it, and nothing else in the sender can reach it.
@@ -73,6 +78,7 @@ struct Preparation {
   std::shared_ptr<Connection> conn;
   std::string request_bytes;  // written by the coroutine before `done`
   uint32_t estimated_input = 0;
+  std::string session_prompt;  // BuiltRequest.session_prompt
   // Guarded by the sender's mutex. `done`: bytes built and the connect over
   // (the coroutine has let go); `failed`: the connection could not be
   // opened (Send opens another); `waiting`: a Send that came before `done`;

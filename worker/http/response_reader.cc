@@ -1,5 +1,6 @@
 #include "worker/http/response_reader.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -28,6 +29,7 @@ ResponseReader::ResponseReader(const ReaderSetup& setup)
       ok_status_(setup.http_status == 200),
       sse_(ok_status_ && setup.stream),
       estimated_input_(setup.estimated_input),
+      keep_answer_text_(setup.keep_answer_text),
       api_key_(setup.api_key),
       location_(setup.location),
       decoder_(setup.content_encoding),
@@ -101,6 +103,7 @@ bool ResponseReader::OnEvent(const std::string& event, int64_t now_ns) {
   }
   if (!parsed->content.empty()) {
     metrics_.OnContentEvent(now_ns, parsed->content.size(), parsed->answer_bytes > 0);
+    KeepAnswerText(*parsed);
   }
   if (parsed->usage.has_value()) metrics_.OnUsage(*parsed->usage);
   if (parsed->finished) metrics_.OnFinishReason(parsed->finish_reason);
@@ -143,7 +146,17 @@ bool ResponseReader::Finish(const BodyEnd& end, RequestRecord& record) {
   } else {
     FinishWholeAnswer(record);
   }
+  if (keep_answer_text_ && record.status() == surge::v1::OK) {
+    record.set_answer_text(std::move(answer_text_));
+  }
   return end.keep_alive;
+}
+
+void ResponseReader::KeepAnswerText(const ParsedAnswer& answer) {
+  if (!keep_answer_text_) return;
+  // The answer proper is the content's tail: reasoning comes first.
+  const size_t n = std::min(answer.answer_bytes, answer.content.size());
+  answer_text_.append(answer.content, answer.content.size() - n, n);
 }
 
 void ResponseReader::FinishCut(RequestRecord& record) const {
@@ -219,6 +232,7 @@ void ResponseReader::FinishWholeAnswer(RequestRecord& record) {
   if (!answer->content.empty()) {
     metrics_.OnWholeAnswer(metrics_.last_byte_ns(), answer->content.size(),
                            answer->answer_bytes > 0);
+    KeepAnswerText(*answer);
   }
   if (answer->usage.has_value()) metrics_.OnUsage(*answer->usage);
   if (answer->finished) metrics_.OnFinishReason(answer->finish_reason);

@@ -61,6 +61,10 @@ struct ReaderSetup {
   int64_t sent_ns = 0;
   // EstimateTokens(prompt): the input tokens when the server sends no usage.
   uint32_t estimated_input = 0;
+  // Keep the answer's text (the answer proper: chat content and tool calls,
+  // or completion text; no reasoning) for RequestRecord.answer_text, which
+  // Finish sets for an OK answer: a session's next turn sends it back.
+  bool keep_answer_text = false;
   // Redacted from the quoted error body (never quote the key back).
   std::string_view api_key;
   // The answer's Content-Encoding header ("" when none): the body is
@@ -131,12 +135,17 @@ class ResponseReader {
   void FinishErrorStatus(surge::v1::RequestRecord& record) const;
   void FinishStream(surge::v1::RequestRecord& record) const;
   void FinishWholeAnswer(surge::v1::RequestRecord& record);
+  // Appends the answer proper of one event or whole answer to answer_text_
+  // (with keep_answer_text_).
+  void KeepAnswerText(const ParsedAnswer& answer);
 
   const ApiKind kind_;
   const unsigned http_status_;
   const bool ok_status_;
   const bool sse_;
   const uint32_t estimated_input_;
+  const bool keep_answer_text_;
+  std::string answer_text_;  // with keep_answer_text_
   const std::string api_key_;
   const std::string location_;
   BodyDecoder decoder_;

@@ -33,6 +33,21 @@ TEST(BuildRequestBodyTest, StreamingChat) {
   EXPECT_FALSE(body.contains("prompt"));
 }
 
+// A session turn sends its history before its prompt: as messages for a
+// chat, as text joined by blank lines for a completion.
+TEST(BuildRequestBodyTest, HistoryGoesBeforeThePrompt) {
+  const std::vector<HistoryMessage> history = {{"user", "first"}, {"assistant", "answer one"}};
+  const Json chat =
+      Json::parse(BuildRequestBody(ApiKind::kChat, "m", "second", 5, true, nullptr, history));
+  ASSERT_EQ(chat["messages"].size(), 3u);
+  EXPECT_EQ(chat["messages"][0], (Json{{"role", "user"}, {"content", "first"}}));
+  EXPECT_EQ(chat["messages"][1], (Json{{"role", "assistant"}, {"content", "answer one"}}));
+  EXPECT_EQ(chat["messages"][2], (Json{{"role", "user"}, {"content", "second"}}));
+  const Json completion = Json::parse(
+      BuildRequestBody(ApiKind::kCompletions, "m", "second", 5, false, nullptr, history));
+  EXPECT_EQ(completion["prompt"], "first\n\nanswer one\n\nsecond");
+}
+
 TEST(BuildRequestBodyTest, NonStreamingCompletionsWithoutModel) {
   const Json body = Json::parse(BuildRequestBody(ApiKind::kCompletions, "", "p", 3, false));
   EXPECT_FALSE(body.contains("model"));
@@ -88,20 +103,20 @@ TEST(ParseStreamEventTest, UsageOnlyChunkHasNoContent) {
 
 TEST(ParseStreamEventTest, CachedTokensFromPromptTokensDetails) {
   auto cached = ParseStreamEvent(
-      ApiKind::kChat,
-      R"({"choices":[],"usage":{"prompt_tokens":600,"completion_tokens":5,)"
-      R"("prompt_tokens_details":{"cached_tokens":512}}})");
+      ApiKind::kChat, R"({"choices":[],"usage":{"prompt_tokens":600,"completion_tokens":5,)"
+                      R"("prompt_tokens_details":{"cached_tokens":512}}})");
   ASSERT_TRUE(cached.ok());
   ASSERT_TRUE(cached->usage.has_value());
   EXPECT_EQ(cached->usage->cached_tokens, std::optional<uint32_t>(512));
   // No details, details null, or no cached_tokens in them: not reported.
-  for (const char* usage :
-       {R"({"prompt_tokens":6,"completion_tokens":5})",
-        R"({"prompt_tokens":6,"completion_tokens":5,"prompt_tokens_details":null})",
-        R"({"prompt_tokens":6,"completion_tokens":5,"prompt_tokens_details":{"audio_tokens":0}})"}) {
+  for (
+      const char* usage :
+      {R"({"prompt_tokens":6,"completion_tokens":5})",
+       R"({"prompt_tokens":6,"completion_tokens":5,"prompt_tokens_details":null})",
+       R"({"prompt_tokens":6,"completion_tokens":5,"prompt_tokens_details":{"audio_tokens":0}})"}) {
     SCOPED_TRACE(usage);
-    auto answer = ParseStreamEvent(ApiKind::kChat,
-                                   std::string(R"({"choices":[],"usage":)") + usage + "}");
+    auto answer =
+        ParseStreamEvent(ApiKind::kChat, std::string(R"({"choices":[],"usage":)") + usage + "}");
     ASSERT_TRUE(answer.ok());
     ASSERT_TRUE(answer->usage.has_value());
     EXPECT_FALSE(answer->usage->cached_tokens.has_value());

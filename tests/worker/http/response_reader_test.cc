@@ -121,6 +121,36 @@ TEST(ResponseReaderTest, ReasoningSetsTheFirstTokenAndContentTheFirstContent) {
   EXPECT_THAT(record.itl_ns(), ElementsAre(400));
 }
 
+// A session turn's answer text (for the next turn's history): the answer
+// proper, without the reasoning; only for an OK answer, only when asked.
+TEST(ResponseReaderTest, KeepsTheAnswerTextWithoutReasoningWhenAsked) {
+  ReaderSetup setup = AnswerOf();
+  setup.keep_answer_text = true;
+  ResponseReader reader(setup);
+  reader.OnRead("data: {\"choices\":[{\"delta\":{\"reasoning_content\":\"think\"}}]}\n\n",
+                kSent + 200, true);
+  reader.OnRead(Content("an") + Content("swer") + kFinish + kDone, kSent + 600, true);
+  RequestRecord record;
+  reader.Finish(Whole(), record);
+  EXPECT_EQ(record.answer_text(), "answer");
+
+  ResponseReader plain(AnswerOf());
+  plain.OnRead(Content("answer") + kFinish + kDone, kSent + 600, true);
+  RequestRecord other;
+  plain.Finish(Whole(), other);
+  EXPECT_EQ(other.status(), surge::v1::OK);
+  EXPECT_TRUE(other.answer_text().empty());
+
+  ReaderSetup whole_setup = AnswerOf(200, /*stream=*/false, ApiKind::kCompletions);
+  whole_setup.keep_answer_text = true;
+  ResponseReader whole(whole_setup);
+  whole.OnRead("{\"choices\":[{\"text\":\"all of it\",\"finish_reason\":\"length\"}]}", kSent + 9,
+               true);
+  RequestRecord completion;
+  whole.Finish(Whole(), completion);
+  EXPECT_EQ(completion.answer_text(), "all of it");
+}
+
 TEST(ResponseReaderTest, StreamCutMidAnswerKeepsWhatArrivedButNoE2el) {
   ResponseReader reader(AnswerOf());
   reader.OnRead(kRole + Content("abcd"), kSent + 100, true);
