@@ -172,6 +172,9 @@ class SendLoop {
   // `late` and `catch_up_delay_ns` go into the record as they are.
   void Release(surge::v1::Assignment assignment, int64_t released_local_ns, bool late,
                int64_t catch_up_delay_ns);
+  // A session turn's record names its session and turn (docs/SESSIONS.md).
+  static void MarkSessionTurn(const surge::v1::Assignment& assignment,
+                              surge::v1::RequestRecord& record);
   // SKIP: reports `assignment` (reached `lateness_ns` after its deadline) as
   // a SKIPPED record, on the pacer thread.
   void Skip(const surge::v1::Assignment& assignment, int64_t lateness_ns);

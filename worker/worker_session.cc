@@ -16,6 +16,7 @@
 #include "common/utf8.h"
 #include "worker/send_health.h"
 #include "worker/send_loop.h"
+#include "worker/session_turns.h"
 
 namespace surge::worker {
 namespace {
@@ -247,6 +248,9 @@ struct WorkerSession::State {
   uint64_t fd_capacity = 0;
   uint32_t max_inflight = 0;
   std::unique_ptr<SendHealth> health;
+  // Multi-turn sessions (docs/SESSIONS.md): between the coordinator's
+  // assignments, the loop's records and the outbox. Outlives the loop.
+  std::unique_ptr<SessionTurns> sessions;
   std::unique_ptr<SendLoop> loop;
   std::thread pacer;
   // Local steady ns after which the pacer releases nothing.
@@ -420,11 +424,19 @@ void WorkerSession::StartPacer(State& st) {
   loop_options.health = st.health.get();
   // Late-send policy (RunConfig.late_policy; the coordinator validated it).
   ApplyLatePolicy(st.welcome, &loop_options);
+  st.sessions = std::make_unique<SessionTurns>(
+      st.welcome.max_sessions(), st.welcome.worker_index(),
+      [loop = &st.loop](std::vector<surge::v1::Assignment> turns) {
+        (*loop)->Enqueue(std::move(turns));
+      },
+      [this, health = st.health.get()](surge::v1::RequestRecord record) {
+        health->OnRecordError(record.error());
+        AddToOutbox(std::move(record));
+      });
   st.loop =
       std::make_unique<SendLoop>(clock_, *st.sender, loop_options,
-                                 [this, health = st.health.get()](surge::v1::RequestRecord record) {
-                                   health->OnRecordError(record.error());
-                                   AddToOutbox(std::move(record));
+                                 [sessions = st.sessions.get()](surge::v1::RequestRecord record) {
+                                   sessions->OnRecord(std::move(record));
                                  });
   st.loop->SetClockMapping(UsedMapping());
   // The lease starts at Welcome, so a coordinator that dies before the first
@@ -449,7 +461,7 @@ void WorkerSession::SendHeartbeat(State& st, Clock::TimePoint now) {
   h->set_t1_worker_ns(ToNanos(now));
   h->set_inflight(static_cast<uint32_t>(st.sender->inflight()));
   h->set_sent_total(st.sender->sent_total());
-  h->set_queued(static_cast<uint32_t>(st.loop->queued()));
+  h->set_queued(static_cast<uint32_t>(st.loop->queued() + st.sessions->waiting()));
   h->set_horizon_ns(st.loop->horizon_ns());
   *h->mutable_clock() = ClockReportNow();
   if (!st.started && st.target_check) *h->mutable_target_check() = *st.target_check;
@@ -501,8 +513,8 @@ bool WorkerSession::ServeMessage(State& st, Envelope& e) {
     st.loop->SetStart(e.start().t0_coord_ns());
   } else if (e.has_assignment_batch()) {
     auto* list = e.mutable_assignment_batch()->mutable_assignments();
-    st.loop->Enqueue(std::vector<surge::v1::Assignment>(std::make_move_iterator(list->begin()),
-                                                        std::make_move_iterator(list->end())));
+    st.loop->Enqueue(st.sessions->Admit(std::vector<surge::v1::Assignment>(
+        std::make_move_iterator(list->begin()), std::make_move_iterator(list->end()))));
   } else if (e.has_heartbeat_ack()) {
     OnHeartbeatAck(st, e.heartbeat_ack());
     // The lease runs from the worker's own send time of the acknowledged
@@ -554,10 +566,12 @@ bool WorkerSession::LeaveOnSignal(State& st) {
   st.left_on_signal = StopSignal();
   st.stop_reason = SignalName(st.left_on_signal);
   st.drain_ms = static_cast<uint32_t>(options_.leave_drain.count());
-  // Nothing more is released; what was never released goes back.
+  // Nothing more is released; what was never released goes back (a
+  // session's turn with the rest of its session: the coordinator ends it).
   st.loop->Stop();
   clock_.Join(st.pacer);
-  const std::vector<surge::v1::Assignment> unreleased = st.loop->TakeUnreleased();
+  std::vector<surge::v1::Assignment> unreleased = st.sessions->Close(st.stop_reason);
+  for (surge::v1::Assignment& a : st.loop->TakeUnreleased()) unreleased.push_back(std::move(a));
   HandBack(st, unreleased);
   LogInfo(absl::StrFormat(
       "%s: leaving; %d requests not yet sent handed back to the coordinator, %d in flight get up "
@@ -596,16 +610,17 @@ void WorkerSession::Drain(State& st) {
     st.loop->Stop();
     clock_.Join(st.pacer);
   }
-  for (const auto& a : st.loop->TakeUnreleased()) {
-    surge::v1::RequestRecord r;
-    r.set_index(a.index());
-    r.set_attempt(a.attempt());
-    r.set_worker(st.welcome.worker_index());
-    r.set_planned_ns(a.offset_ns());
-    if (a.warmup()) r.set_warmup(true);
-    SetFailure(r, surge::v1::NOT_SENT, surge::v1::FAILURE_KIND_NOT_SENT,
-               absl::StrCat("not_sent: ", st.stop_reason.empty() ? "stopped" : st.stop_reason));
-    AddToOutbox(std::move(r));
+  const std::string reason = st.stop_reason.empty() ? "stopped" : st.stop_reason;
+  std::vector<surge::v1::Assignment> unreleased;
+  if (st.left_on_signal == 0) {
+    unreleased = st.sessions->Close(reason);
+    for (surge::v1::Assignment& a : st.loop->TakeUnreleased()) unreleased.push_back(std::move(a));
+  }
+  for (const surge::v1::Assignment& a : unreleased) {
+    for (surge::v1::RequestRecord& r :
+         st.sessions->UnsentRecords(a, absl::StrCat("not_sent: ", reason))) {
+      AddToOutbox(std::move(r));
+    }
   }
   Clock::TimePoint drain_end = clock_.Now() + std::chrono::milliseconds(st.drain_ms);
   while (st.exit_code == kExitDone && st.sender->inflight() > 0 && clock_.Now() < drain_end) {
