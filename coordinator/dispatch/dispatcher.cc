@@ -60,6 +60,9 @@ Dispatcher::Dispatcher(Clock& clock, Transport& transport, const ArrivalSchedule
       alarm_log_(clock, options_.alarm_log_interval, options_.log_writer) {
   outcome_.clocks.resize(static_cast<size_t>(std::max(options_.num_workers, 0)));
   if (options_.saturation) saturation_.emplace(*options_.saturation);
+  if (!options_.session_turns.empty()) {
+    ledger_.SetSessions(std::move(options_.session_turns), std::move(options_.session_think_ns));
+  }
 }
 
 void Dispatcher::Send(const Worker& worker, Envelope envelope) {
@@ -232,6 +235,9 @@ void Dispatcher::HandleHello(const Inbound& in, Clock::TimePoint now) {
   if (static_cast<size_t>(w->index) < options_.max_inflight.size()) {
     m->set_max_inflight(options_.max_inflight[w->index]);
   }
+  if (static_cast<size_t>(w->index) < options_.max_sessions.size()) {
+    m->set_max_sessions(options_.max_sessions[w->index]);
+  }
   m->set_seed(options_.seed);
   m->set_num_workers(options_.num_workers);
   m->set_late_policy(options_.late_policy);
@@ -400,12 +406,17 @@ void Dispatcher::Deliver(surge::v1::RequestRecord record) {
   } else {
     // The plan's length and the counter that sized the prompt: the
     // coordinator's to say (docs/DATASETS.md "Token counters").
-    if (record.index() < ledger_.plan_size()) {
-      const PromptSizing sizing = payloads_.Sizing(record.index());
-      record.set_asked_input_tokens(sizing.asked_input_tokens);
-      record.set_token_counter(sizing.counter);
+    // A session's turns share its plan request (docs/SESSIONS.md); the
+    // sizing said is its first turn's.
+    const uint64_t p = record.in_session() ? record.session() : record.index();
+    if (p < ledger_.plan_size()) {
+      if (!record.in_session() || record.turn() == 0) {
+        const PromptSizing sizing = payloads_.Sizing(p);
+        record.set_asked_input_tokens(sizing.asked_input_tokens);
+        record.set_token_counter(sizing.counter);
+      }
       // Its traffic class and the model the class named (docs/TRAFFIC.md).
-      if (const TrafficClassTag* tag = payloads_.ClassOf(record.index()); tag != nullptr) {
+      if (const TrafficClassTag* tag = payloads_.ClassOf(p); tag != nullptr) {
         record.set_traffic_class(tag->name);
         record.set_model(tag->model);
       }
@@ -462,7 +473,13 @@ void Dispatcher::Refill(Clock::TimePoint now) {
                             &a);
       a.set_warmup(true);
     } else {
-      FillAssignmentPayload(payloads_.At(*i - ledger_.num_warmups()), &a);
+      const uint64_t p = *i - ledger_.num_warmups();
+      FillAssignmentPayload(payloads_.At(p), &a);
+      if (ledger_.has_sessions()) {
+        a.set_in_session(true);
+        a.set_session(p);
+        if (options_.add_session_turns) options_.add_session_turns(p, a);
+      }
     }
     ++loads_[*pos].outstanding;
     Outbox& out = outboxes_[target.index];
@@ -656,7 +673,7 @@ void Dispatcher::ReportProgress(Clock::TimePoint now) {
   DispatchProgress p;
   p.elapsed_s = NanosToSeconds(NowRelNs(now));
   p.t0_ns = t0_ns_;
-  p.planned = ledger_.plan_size();
+  p.planned = ledger_.plan_records();
   p.stopping = stopping_;
   p.inflight = registry_.inflight();
   p.last_planned_s = ledger_.plan_size() > 0 ? NanosToSeconds(ledger_.offset_ns(n - 1)) : 0;
@@ -715,7 +732,11 @@ void Dispatcher::StartRun() {
     }
   }
   LogInfo(absl::StrCat(
-      "started ", ledger_.plan_size(), " requests on ", registry_.workers().size(), " workers",
+      "started ",
+      ledger_.has_sessions()
+          ? absl::StrCat(ledger_.plan_size(), " sessions (", ledger_.plan_records(), " turns)")
+          : absl::StrCat(ledger_.plan_size(), " requests"),
+      " on ", registry_.workers().size(), " workers",
       ledger_.num_warmups() > 0
           ? absl::StrFormat(" after %d warm-ups from %.3f s", ledger_.num_warmups(),
                             NanosToSeconds(options_.warmup_offsets_ns.front()))
@@ -724,7 +745,7 @@ void Dispatcher::StartRun() {
 
 bool Dispatcher::Serve() {
   Clock::TimePoint next_progress = clock_.Now();
-  while (outcome_.records + outcome_.warmup_records < ledger_.size()) {
+  while (outcome_.records + outcome_.warmup_records < ledger_.records_expected()) {
     Clock::TimePoint now = clock_.Now();
     if (options_.on_progress && now >= next_progress) {
       next_progress = now + options_.progress_period;

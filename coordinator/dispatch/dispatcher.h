@@ -77,6 +77,17 @@ struct DispatcherOptions {
   int num_workers = 1;
   // Per-worker in-flight caps (R-REQ-2), by worker index; empty = no cap.
   std::vector<uint32_t> max_inflight;
+  // Per-worker caps on open sessions (RunConfig.max_sessions, split like
+  // max_inflight), by worker index; empty = no cap.
+  std::vector<uint32_t> max_sessions;
+  // Multi-turn sessions (docs/SESSIONS.md): plan request p is a session of
+  // session_turns[p] turns, session_think_ns the think time before each of
+  // the plan's turns in plan order (RequestLedger::SetSessions), and
+  // add_session_turns(p, start) puts session p's later turns into its
+  // start's assignment (next_turns). Empty / null = single requests.
+  std::vector<uint32_t> session_turns;
+  std::vector<int64_t> session_think_ns;
+  std::function<void(uint64_t session, surge::v1::Assignment& start)> add_session_turns;
   // Target and request options sent in Welcome.
   surge::v1::TargetConfig target;
   // The target's API key for every worker's Welcome (Welcome.api_key);

@@ -27,6 +27,7 @@ class RequestLedger {
   // How TakeBack split a dead worker's requests; the three add up to what it
   // held (assigned, not final).
   struct TakeBackCounts {
+    // (With sessions lost and not_sent count turns, reassigned sessions.)
     // Ended LOST "send_unknown: ..." (may have been sent).
     uint64_t lost = 0;
     // Ended NOT_SENT "not_sent: ..." (provably unsent, already due).
@@ -48,14 +49,42 @@ class RequestLedger {
   // records are marked warmup. Without warm-ups slot = index.
   RequestLedger(std::vector<int64_t> offset_ns, int num_owners, size_t num_warmups = 0);
 
+  // Multi-turn sessions (docs/SESSIONS.md): plan request p (slot W + p) is
+  // a session of `turns[p]` >= 1 turns, and `think_ns[k]` the think time
+  // before turn k of the plan's turns numbered in plan order (0 for each
+  // session's turn 0). The records of session p carry the wire indices
+  // FirstTurn(p) .. FirstTurn(p) + turns[p] − 1 (warm-ups come after all the
+  // plan's turns); a session stays with the worker it was assigned to and
+  // is final when each of its turns has its record, which come in turn
+  // order. Call once, before anything is assigned; sizes must match.
+  void SetSessions(std::vector<uint32_t> turns, std::vector<int64_t> think_ns);
+  bool has_sessions() const { return !turn_base_.empty(); }
+  // Records the run ends with: the warm-ups, then the plan's requests (with
+  // sessions: their turns).
+  uint64_t records_expected() const { return num_warmups_ + plan_records(); }
+  uint64_t plan_records() const {
+    return has_sessions() ? turn_base_.back() : offset_ns_.size() - num_warmups_;
+  }
+
   size_t size() const { return offset_ns_.size(); }
   // Warm-ups, and the plan's own requests (size() − num_warmups()).
   size_t num_warmups() const { return num_warmups_; }
   size_t plan_size() const { return offset_ns_.size() - num_warmups_; }
   bool is_warmup(uint64_t slot) const { return slot < num_warmups_; }
-  // The index a slot's assignment and record carry.
+  // The index a slot's assignment and record carry (with sessions: its turn
+  // 0's).
   uint64_t WireIndex(uint64_t slot) const {
-    return slot < num_warmups_ ? plan_size() + slot : slot - num_warmups_;
+    if (slot < num_warmups_) return plan_records() + slot;
+    return has_sessions() ? turn_base_[slot - num_warmups_] : slot - num_warmups_;
+  }
+  // Turns of slot i (1 without sessions, and for a warm-up) and those with a
+  // final record so far.
+  uint32_t TurnsOf(uint64_t i) const {
+    if (!has_sessions() || is_warmup(i)) return 1;
+    return static_cast<uint32_t>(turn_base_[i - num_warmups_ + 1] - turn_base_[i - num_warmups_]);
+  }
+  uint32_t turns_done(uint64_t i) const {
+    return has_sessions() ? turns_done_[i] : (state_[i] == State::kFinal ? 1 : 0);
   }
   // The slot of a wire index; size() (no slot) when out of range.
   uint64_t SlotOf(uint64_t index) const;
@@ -66,7 +95,8 @@ class RequestLedger {
   uint8_t attempt(uint64_t i) const { return attempt_[i]; }
   // Requests assigned to `owner` and not final yet.
   size_t outstanding(int32_t owner) const;
-  // Final records handed out so far (== size() at the end of a run).
+  // Final records handed out so far (== records_expected() at the end of a
+  // run).
   uint64_t final_count() const { return final_count_; }
   // Records refused by Accept (wrong owner, stale attempt, duplicate,
   // unknown index): dropped; 0 in a healthy run.
@@ -85,6 +115,8 @@ class RequestLedger {
   // planned_ns set) only when the request is assigned to `from` with the
   // record's attempt: a record of a stale attempt or owner (a fenced worker,
   // a reassigned index) or a second record is refused and counted (fencing).
+  // With sessions: only the record of the session's next turn is accepted
+  // (a later turn's planned_ns is the worker's: its due time).
   std::optional<surge::v1::RequestRecord> Accept(int32_t from,
                                                  const surge::v1::RequestRecord& record);
 
@@ -101,6 +133,11 @@ class RequestLedger {
   //    all of them when not `may_reassign`) end NOT_SENT
   //    "not_sent: worker k lost before this request could be sent (why)",
   //    rather than being sent late in a burst.
+  // A session that has begun is never reassigned: each turn it has no
+  // record of is judged by the earliest it can be due (the next turn's due
+  // time the last record gave, plus the think times between): at or before
+  // `may_have_sent_until_ns` it is LOST "send_unknown: ...", after it NOT_SENT
+  // "not_sent: session_lost: worker k lost (why)".
   // Records are emitted in index order. Returns how many went each way.
   TakeBackCounts TakeBack(int32_t owner, int64_t may_have_sent_until_ns, int64_t now_ns,
                           bool may_reassign, absl::string_view why, Emit emit);
@@ -141,6 +178,21 @@ class RequestLedger {
   // Makes `record` the final one of slot `i` (state, wire index, warmup
   // mark, planned_ns, counts).
   surge::v1::RequestRecord Finalize(uint64_t i, surge::v1::RequestRecord record);
+  // How one turn the ledger ends itself ends.
+  struct Ending {
+    surge::v1::RequestStatus status;
+    surge::v1::FailureKind kind;
+    std::string error;
+  };
+  // Ends every turn of slot `i` without a record, in turn order, each as
+  // `how(earliest_due_ns, k)` says (k = 0 for the first of them; the
+  // earliest due of a later turn adds the think time before it).
+  void EndTurns(uint64_t i, int32_t worker,
+                absl::FunctionRef<Ending(int64_t earliest_due_ns, uint32_t k)> how, Emit emit);
+  // The earliest time slot i's next turn can be due, ns after t0.
+  int64_t NextDueNs(uint64_t i) const { return has_sessions() ? next_due_ns_[i] : offset_ns_[i]; }
+  // A session that has begun (a turn has its record): it stays where it is.
+  bool Begun(uint64_t i) const { return has_sessions() && turns_done_[i] > 0; }
   // Takes assigned slot `i` back from its owner and queues it again with
   // attempt + 1 (call SortReassign after a batch).
   void Requeue(uint64_t i);
@@ -162,6 +214,14 @@ class RequestLedger {
   uint64_t final_count_ = 0;
   uint64_t refused_ = 0;
   uint64_t reassigned_ = 0;
+  // Sessions only (empty without): turn_base_[p] = wire index of session
+  // p's turn 0 (plan_size() + 1 entries, the last = all turns), the think
+  // time before each turn by wire index, per slot the turns recorded and
+  // the earliest due time of the next one.
+  std::vector<uint64_t> turn_base_;
+  std::vector<int64_t> think_ns_;
+  std::vector<uint16_t> turns_done_;
+  std::vector<int64_t> next_due_ns_;
 };
 
 }  // namespace surge::coordinator
