@@ -6,6 +6,7 @@
 #include <limits>
 #include <optional>
 #include <sstream>
+#include <unordered_set>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -159,10 +160,22 @@ surge::v1::RequestRecord MissingRecord(uint64_t index, double offset_s, const Cr
 void StreamRecords(const fs::path& details, const ArrivalSchedule& plan, const CrashFacts& crash,
                    RecordFanOut& sinks) {
   std::vector<bool> seen(plan.size(), false);
+  std::unordered_set<uint64_t> turns_seen;
   uint64_t skipped = 0;
   ForEachDetailsLine(details, [&](absl::StatusOr<surge::v1::RequestRecord> r) {
     if (r.ok() && r->warmup()) {
       sinks.Add(*r);  // counted as a warm-up, in no metric
+      return;
+    }
+    // A session's turns (docs/SESSIONS.md): the plan holds its start, and
+    // each turn has an index of its own.
+    if (r.ok() && r->in_session()) {
+      if (r->session() >= plan.size() || !turns_seen.insert(r->index()).second) {
+        ++skipped;
+        return;
+      }
+      if (r->turn() == 0) seen[r->session()] = true;
+      sinks.Add(*r);
       return;
     }
     if (!r.ok() || r->index() >= plan.size() || seen[r->index()]) {

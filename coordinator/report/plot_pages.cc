@@ -576,12 +576,13 @@ absl::Status WriteActualPlotPage(const ArrivalSchedule& plan, std::span<const Ac
                                  std::span<const LateMark> late_marks,
                                  const std::optional<SendLatenessPercentiles>& lateness,
                                  std::span<const ShadedBand> bands, const ReuseSeries* reuse,
-                                 const ServerSeries* server) {
+                                 const ServerSeries* server, const std::vector<TurnSample>* turns) {
   absl::StatusOr<RpsFigure> fig = BuildActualRpsFigure(plan, sends, lateness);
   if (!fig.ok()) return fig.status();
   AddShadedBands(bands, *fig);
   AddLateMarks(plan, late_marks, *fig);
   if (reuse != nullptr) AddReuseChart(*reuse, *fig);
+  if (turns != nullptr) AddSessionCharts(*turns, plan.offset_s, *fig);
   if (server != nullptr) AddServerTraces(*server, *fig);
   fig->context = context;
   fig->note = std::string(note);

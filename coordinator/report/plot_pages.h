@@ -28,6 +28,7 @@
 #include "coordinator/report/reuse_figure.h"
 #include "coordinator/report/rps_figure.h"  // ActualSend, RpsFigure
 #include "coordinator/report/server_figure.h"
+#include "coordinator/report/session_figure.h"
 
 namespace surge::coordinator {
 
@@ -68,7 +69,8 @@ absl::Status WriteExpectedPlotPage(const ArrivalSchedule& plan,
 // the prefix-reuse chart (reuse_figure.h); null = none. `server` (the
 // server's running and waiting requests from its /metrics) adds two traces
 // on the Time vs RPS chart's secondary y axis (server_figure.h); null or
-// empty = none.
+// empty = none. `turns` (a multi-turn run: every turn sent) adds the
+// turns' rate and TTFT-by-turn charts (session_figure.h); null = none.
 absl::Status WriteActualPlotPage(
     const ArrivalSchedule& plan, std::span<const ActualSend> sends,
     const std::filesystem::path& html_path, const PageContext& context = {},
@@ -76,7 +78,7 @@ absl::Status WriteActualPlotPage(
     std::span<const LatencyView> latency = {}, std::span<const LateMark> late_marks = {},
     const std::optional<SendLatenessPercentiles>& lateness = std::nullopt,
     std::span<const ShadedBand> bands = {}, const ReuseSeries* reuse = nullptr,
-    const ServerSeries* server = nullptr);
+    const ServerSeries* server = nullptr, const std::vector<TurnSample>* turns = nullptr);
 
 // Lower level, for `surge report` and tests: the figure as JSON text
 // ({"data", "layout", "legend_table", "context", "stats"}), deterministic.

@@ -244,12 +244,12 @@ void AppendDetailsLine(const RequestRecord& r, std::string* out) {
 void AppendDetailsLine(const RequestRecord& r, LineBuffer* out) {
   const bool sent = r.sent();
   const std::string status = StatusName(r.status());
-  // Room for the longest line these fields can make: 36 keys with their
+  // Room for the longest line these fields can make: 39 keys with their
   // punctuation and the failure kind's and token counter's labels (< 860
   // bytes), 25 numbers, each ITL value and its comma,
   // the strings escaped at worst (the class and model too, with their keys).
   const size_t room =
-      860 + 25 * kMaxNumber + static_cast<size_t>(r.itl_ns_size()) * (kMaxNumber + 1) +
+      900 + 28 * kMaxNumber + static_cast<size_t>(r.itl_ns_size()) * (kMaxNumber + 1) +
       StringRoom(r.error()) + StringRoom(r.finish_reason()) + StringRoom(r.retry_reason()) +
       StringRoom(status) + StringRoom(r.traffic_class()) + StringRoom(r.model()) + 20;
   LineWriter w(out->Reserve(room));
@@ -332,10 +332,20 @@ void AppendDetailsLine(const RequestRecord& r, LineBuffer* out) {
   w.SecondsOrNull(r.retry_sent_ns() != 0, r.retry_sent_ns());
   w.Raw(",\"retry_reason\":");
   w.String(r.retry_reason());
+  // Only on a session's turns (docs/SESSIONS.md), so other runs write the
+  // same lines.
+  if (r.in_session()) {
+    w.Raw(",\"session\":");
+    w.Integer(r.session());
+  }
   w.Raw(",\"short_output\":");
   w.Bool(r.short_output());
   w.Raw(",\"status\":");
   w.String(status);
+  if (r.in_session()) {
+    w.Raw(",\"think_s\":");
+    w.Seconds(r.think_ns());
+  }
   // The counter that sized the prompt ("estimate", "server", ...).
   w.Raw(",\"token_counter\":");
   w.String(TokenCounterLabel(r.token_counter()));
@@ -345,6 +355,10 @@ void AppendDetailsLine(const RequestRecord& r, LineBuffer* out) {
   w.SecondsOrNull(sent && r.ttft_ns() != 0, FromPlannedNs(r, r.ttft_ns()));
   w.Raw(",\"ttft_s\":");
   w.SecondsOrNull(r.ttft_ns() != 0, r.ttft_ns());
+  if (r.in_session()) {
+    w.Raw(",\"turn\":");
+    w.Integer(r.turn());
+  }
   // Only on warm-ups, so a run without them writes the same lines as before.
   if (r.warmup()) w.Raw(",\"warmup\":true");
   w.Raw(",\"worker\":");

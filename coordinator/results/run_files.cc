@@ -501,6 +501,12 @@ absl::StatusOr<RequestRecord> ParseDetailsLine(const std::string& line) {
   r.set_warmup(j.value("warmup", false));
   r.set_traffic_class(j.value("class", std::string()));
   r.set_model(j.value("model", std::string()));
+  if (j.contains("session")) {
+    r.set_in_session(true);
+    r.set_session(j.value("session", uint64_t{0}));
+    r.set_turn(j.value("turn", uint32_t{0}));
+    r.set_think_ns(ns("think_s"));
+  }
   r.set_http_retries(j.value("http_retries", 0u));
   r.set_retry_reason(j.value("retry_reason", std::string()));
   r.set_retry_sent_ns(ns("retry_offset_s"));

@@ -133,9 +133,8 @@ void WriteRunResults(const fs::path& folder, const std::string& dataset,
   // The expected page is written before the run; after a stop it is
   // written again with the same note (and `surge report` rebuilds it).
   if (!plan.traffic.instant && (!note.empty() || facts.rebuilt_by_report())) {
-    if (absl::Status s =
-            WriteExpectedPlotPage(plan, folder / ExpectedPlotFileName(dataset), page_context, note,
-                                  steady);
+    if (absl::Status s = WriteExpectedPlotPage(plan, folder / ExpectedPlotFileName(dataset),
+                                               page_context, note, steady);
         !s.ok()) {
       LogError(s.ToString());
     }
@@ -152,7 +151,8 @@ void WriteRunResults(const fs::path& folder, const std::string& dataset,
   if (absl::Status s = WriteActualPlotPage(
           plan, page.sends(), folder / ActualPlotFileName(dataset), actual_context, note,
           PageEvents(facts), LatencyViews(summary), page.late_marks(), SendLateness(summary),
-          actual_bands, &reuse, server ? &server->series : nullptr);
+          actual_bands, &reuse, server ? &server->series : nullptr,
+          page.turn_samples().empty() ? nullptr : &page.turn_samples());
       !s.ok()) {
     LogError(s.ToString());
   }

@@ -15,6 +15,7 @@
 #include "coordinator/plan/arrival_schedule.h"
 #include "coordinator/report/reuse_figure.h"
 #include "coordinator/report/rps_figure.h"
+#include "coordinator/report/session_figure.h"
 #include "coordinator/results/class_summary.h"
 #include "coordinator/results/record_sink.h"
 #include "coordinator/results/summary.h"
@@ -52,16 +53,23 @@ class ActualPageInputs : public RecordSink {
       }
       return;
     }
-    if (r.sent() && r.index() < plan_size_) {
-      sends_.push_back(ActualSend{r.index(), NanosToSeconds(r.sent_ns())});
+    // A session's start is its plan request; every turn sent is a sample
+    // of the sessions' charts (docs/SESSIONS.md).
+    const uint64_t p = r.in_session() ? r.session() : r.index();
+    if (r.sent() && p < plan_size_ && (!r.in_session() || r.turn() == 0)) {
+      sends_.push_back(ActualSend{p, NanosToSeconds(r.sent_ns())});
+    }
+    if (r.in_session() && r.sent()) {
+      turns_.push_back({NanosToSeconds(r.sent_ns()), r.turn(),
+                        r.status() == surge::v1::OK ? NanosToSeconds(r.ttft_ns()) : 0.0});
     }
     const double when_s = NanosToSeconds(r.sent() ? r.sent_ns() : r.released_ns());
-    if (r.status() == surge::v1::SKIPPED) {
-      late_marks_.push_back({r.index(), LateMark::Kind::kSkipped, NanosToSeconds(r.planned_ns())});
-    }
-    if (r.late()) late_marks_.push_back({r.index(), LateMark::Kind::kLate, when_s});
-    if (r.catch_up_delay_ns() > 0) {
-      late_marks_.push_back({r.index(), LateMark::Kind::kDelayed, when_s});
+    if (!r.in_session() || r.turn() == 0) {  // marks sit on the plan's requests
+      if (r.status() == surge::v1::SKIPPED) {
+        late_marks_.push_back({p, LateMark::Kind::kSkipped, NanosToSeconds(r.planned_ns())});
+      }
+      if (r.late()) late_marks_.push_back({p, LateMark::Kind::kLate, when_s});
+      if (r.catch_up_delay_ns() > 0) late_marks_.push_back({p, LateMark::Kind::kDelayed, when_s});
     }
     // The reuse chart's points: 16 bytes per request whose server reported
     // cached tokens (none otherwise).
@@ -77,6 +85,8 @@ class ActualPageInputs : public RecordSink {
   double warmup_first_s() const { return warmup_first_s_; }
   double warmup_last_s() const { return warmup_last_s_; }
   const std::vector<ReuseSample>& reuse_samples() const { return reuse_; }
+  // Every session turn sent (empty without sessions).
+  const std::vector<TurnSample>& turn_samples() const { return turns_; }
 
  private:
   uint64_t plan_size_;
@@ -86,6 +96,7 @@ class ActualPageInputs : public RecordSink {
   std::vector<ActualSend> sends_;
   std::vector<LateMark> late_marks_;
   std::vector<ReuseSample> reuse_;
+  std::vector<TurnSample> turns_;
 };
 
 // The summary JSON, the CSV, the printed table and the actual page (and,
