@@ -19,6 +19,7 @@
 #include "common/version.h"
 #include "coordinator/config/run_config.h"
 #include "coordinator/dataset/prompt_sizing.h"
+#include "coordinator/dataset/session_starts.h"
 #include "coordinator/plan/arrival_process.h"
 #include "coordinator/plan/replay_schedule.h"
 #include "coordinator/plan/traffic.h"
@@ -211,9 +212,41 @@ absl::Status LogPlan(const RunConfig& config, Prepared* p) {
   }
   const coordinator::TrafficDescription& traffic = p->plan.traffic.description;
   if (!traffic.log_intro.empty()) LogInfo(traffic.log_intro);
-  LogInfo(absl::StrFormat("plan: %d requests, seed %d, %s", p->plan.size(), config.seed(),
-                          traffic.log_line));
+  const std::string what = p->sessions == nullptr
+                               ? absl::StrCat(p->plan.size(), " requests")
+                               : absl::StrCat(p->plan.size(), " session starts (",
+                                              p->session_shape.think_ns.size(), " turns)");
+  LogInfo(absl::StrFormat("plan: %s, seed %d, %s", what, config.seed(), traffic.log_line));
   LogPlannedReuse(config, p);
+  return absl::OkStatus();
+}
+
+// Multi-turn sessions (docs/SESSIONS.md): the sessions, and the plan of
+// their starts (the plan file's, for an exact replay), whose payloads are
+// the sessions' first turns. Errors: INVALID_ARGUMENT.
+absl::Status MakeSessionsAndPlan(const RunConfig& config, const fs::path& plan_file, Prepared* p) {
+  auto sessions = coordinator::MakeSessionSource(config.dataset(), config.sessions(),
+                                                 config.num_prompts(), config.seed());
+  if (!sessions.ok()) return AsConfigError(sessions.status());
+  p->sessions = *std::move(sessions);
+  p->payloads = coordinator::MakeSessionStartPayloads(*p->sessions);
+  p->session_shape = coordinator::ShapeOf(*p->sessions);
+  for (const auto& w : p->payloads->warnings()) LogWarning(w);
+  if (!config.dataset().tokenizer().empty()) {
+    LogWarning(
+        "--tokenizer: the turns of a session are sized by the estimate (4 characters per "
+        "token), not fitted");
+  }
+  p->dataset = SafeFileName(p->payloads->name());
+  auto plan = BuildPlan(config, *p->payloads);
+  if (!plan.ok()) return plan.status();
+  p->plan = *std::move(plan);
+  if (!plan_file.empty()) {
+    if (absl::Status s = UsePlanFile(config, plan_file, &p->plan); !s.ok()) return s;
+  }
+  // The plan is the sessions' starts: both pages say so in their title.
+  coordinator::TrafficDescription& d = p->plan.traffic.description;
+  d.short_title = absl::StrCat("Session Starts | ", d.short_title);
   return absl::OkStatus();
 }
 
@@ -224,6 +257,10 @@ absl::Status MakePayloadsAndPlan(const RunConfig& config, const fs::path& plan_f
                                  Prepared* p) {
   if (config.classes_size() > 0) {
     if (absl::Status s = MakeClassPayloadsAndPlan(config, plan_file, p); !s.ok()) return s;
+    return LogPlan(config, p);
+  }
+  if (config.sessions().multi_turn()) {
+    if (absl::Status s = MakeSessionsAndPlan(config, plan_file, p); !s.ok()) return s;
     return LogPlan(config, p);
   }
   auto payloads = MakePayloadSource(config.dataset(), config.num_prompts(), config.seed());

@@ -10,9 +10,10 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "coordinator/dataset/payload_source.h"
 #include "app/warmup_prepare.h"
+#include "coordinator/dataset/payload_source.h"
 #include "coordinator/dataset/prefix_reuse.h"
+#include "coordinator/dataset/session_starts.h"
 #include "coordinator/plan/arrival_schedule.h"
 #include "coordinator/plan/steady_state.h"
 #include "coordinator/report/rps_figure.h"
@@ -22,7 +23,13 @@ namespace surge::app {
 
 // Everything the commands compute before anything is sent.
 struct Prepared {
+  // Multi-turn sessions (docs/SESSIONS.md); null without --multi-turn. The
+  // payloads are then its sessions' first turns (declared first: it
+  // outlives them).
+  std::unique_ptr<coordinator::SessionSource> sessions;
   std::unique_ptr<coordinator::PayloadSource> payloads;
+  // With sessions: each one's turns and every turn's think time.
+  coordinator::SessionShape session_shape;
   coordinator::ArrivalSchedule plan;
   std::filesystem::path folder;
   std::string dataset;               // file-name stem, R-PLOT-1

@@ -97,6 +97,15 @@ DispatcherOptions MakeDispatcherOptions(const RunConfig& config, int workers) {
                                 (static_cast<uint64_t>(k) < config.max_concurrency() % workers)));
     }
   }
+  // Open sessions: the same split, but never a share of 0 (that would be
+  // no cap): a worker holds at least one.
+  if (config.sessions().has_max_sessions()) {
+    const uint64_t cap = config.sessions().max_sessions();
+    for (int k = 0; k < workers; ++k) {
+      options.max_sessions.push_back(static_cast<uint32_t>(
+          std::max<uint64_t>(1, cap / workers + (static_cast<uint64_t>(k) < cap % workers))));
+    }
+  }
   options.num_workers = workers;
   options.assign = config.assign() == surge::v1::ASSIGN_POLICY_LEAST_LOADED
                        ? AssignPolicyKind::kLeastLoaded
@@ -256,6 +265,16 @@ absl::Status Job::Run() {
   summary.SetPercentiles(MetricPercentilesOf(config_));
   options.warmup_offsets_ns = prepared_.warmups.offsets_ns;
   options.warmup_payloads = prepared_.warmups.payloads.get();
+  // Multi-turn sessions (docs/SESSIONS.md): the ledger's turns and think
+  // times, and each start's later turns.
+  if (prepared_.sessions != nullptr) {
+    options.session_turns = prepared_.session_shape.turns;
+    options.session_think_ns = prepared_.session_shape.think_ns;
+    options.add_session_turns = [sessions = prepared_.sessions.get()](
+                                    uint64_t session, surge::v1::Assignment& start) {
+      coordinator::AddLaterTurns(*sessions, session, start);
+    };
+  }
   ActualPageInputs page(prepared_.plan.size());
   // A block per traffic class (docs/TRAFFIC.md "Traffic classes").
   if (!prepared_.plan.classes.empty()) {
