@@ -24,6 +24,7 @@ using figure_internal::AddExpectedCharts;
 using figure_internal::BarTrace;
 using figure_internal::BinsNote;
 using figure_internal::ChooseTimeAxis;
+using figure_internal::ClassColor;
 using figure_internal::CountOf;
 using figure_internal::DrawnNote;
 using figure_internal::kBrown;
@@ -260,14 +261,41 @@ void MeasureIntervals(const ArrivalSchedule& plan, std::span<const TimedSend> so
   st.ks_distance = KsDistanceSorted(a, b);
 }
 
-// Rate over time: actual sends vs the whole plan's offsets, in the same bins.
+// Rate over time of a set of requests: their actual sends and their planned
+// offsets, in the rate chart's bins.
 struct RateSteps {
   XySeries achieved;
   XySeries intended;
+  uint64_t sent = 0;     // sends of the set
+  uint64_t planned = 0;  // planned requests of the set, sent or not
 };
 
-RateSteps MeasureRates(const ArrivalSchedule& plan, std::span<const TimedSend> sorted,
-                       ActualStats& st) {
+// The whole run's steps and, with traffic classes, each class's (in class
+// order), all in the same bins.
+struct RateChartSteps {
+  RateSteps total;
+  std::vector<RateSteps> classes;
+};
+
+// The traffic class of plan request `index`; past the classes without any.
+size_t ClassOf(const ArrivalSchedule& plan, uint64_t index) {
+  return plan.classes.empty() ? std::numeric_limits<size_t>::max() : plan.class_index[index];
+}
+
+// The step line of `bins` drawn at their edges. A rate needs at least two
+// events: one send (or one planned request) alone would show 1/bin width, a
+// number nobody asked for.
+XySeries StepsOf(const RateBinner& bins, uint64_t events, const std::vector<double>& edges) {
+  XySeries s;
+  if (events < 2) return s;
+  const std::vector<double> rate = bins.Rates();
+  for (size_t k = 0; k < rate.size(); ++k) s.Add(edges[k], rate[k]);
+  s.Add(edges.back(), rate.back());
+  return s;
+}
+
+RateChartSteps MeasureRates(const ArrivalSchedule& plan, std::span<const TimedSend> sorted,
+                            ActualStats& st) {
   const size_t m = sorted.size();
   const auto [plan_lo, plan_hi] = std::minmax_element(plan.offset_s.begin(), plan.offset_s.end());
   double lo = std::min(0.0, *plan_lo);
@@ -278,21 +306,31 @@ RateSteps MeasureRates(const ArrivalSchedule& plan, std::span<const TimedSend> s
   }
   const double width = RateBinWidth(hi - lo, std::max<uint64_t>(m, plan.size()));
   st.rate_bin_width_s = width;
-  RateBinner achieved_bins = MakeRateBinner(lo, hi, width);
-  RateBinner intended_bins = MakeRateBinner(lo, hi, width);
-  for (const TimedSend& s : sorted) achieved_bins.Add(s.t);
-  for (double t : plan.offset_s) intended_bins.Add(t);
-  const std::vector<double> edges = achieved_bins.Edges();
-  // A rate needs at least two events: one send (or one planned request)
-  // alone would show 1/bin width, a number nobody asked for.
-  auto steps = [&](const std::vector<double>& rate, uint64_t events) {
-    XySeries s;
-    if (events < 2) return s;
-    for (size_t k = 0; k < rate.size(); ++k) s.Add(edges[k], rate[k]);
-    s.Add(edges.back(), rate.back());
-    return s;
+  const size_t classes = plan.classes.size();
+  GroupedRateBinner achieved(MakeRateBinner(lo, hi, width), classes);
+  GroupedRateBinner intended(MakeRateBinner(lo, hi, width), classes);
+  std::vector<uint64_t> sent(classes, 0), planned(classes, 0);
+  for (const TimedSend& s : sorted) {
+    const size_t c = ClassOf(plan, s.index);
+    achieved.Add(s.t, c);
+    if (c < classes) ++sent[c];
+  }
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const size_t c = ClassOf(plan, i);
+    intended.Add(plan.offset_s[i], c);
+    if (c < classes) ++planned[c];
+  }
+  const std::vector<double> edges = achieved.total().Edges();
+  auto steps = [&](const RateBinner& a, uint64_t a_events, const RateBinner& b,
+                   uint64_t b_events) -> RateSteps {
+    return {StepsOf(a, a_events, edges), StepsOf(b, b_events, edges), a_events, b_events};
   };
-  return {steps(achieved_bins.Rates(), m), steps(intended_bins.Rates(), plan.size())};
+  RateChartSteps out;
+  out.total = steps(achieved.total(), m, intended.total(), plan.size());
+  for (size_t c = 0; c < classes; ++c) {
+    out.classes.push_back(steps(achieved.group(c), sent[c], intended.group(c), planned[c]));
+  }
+  return out;
 }
 
 std::string Ms(double s) { return absl::StrFormat("%.4g ms", s * 1e3); }
@@ -349,35 +387,103 @@ FigureTrace LatenessTrace(const LatenessFacts& f, const ActualStats& st, size_t 
                                    BinsNote(f.hist), ".")});
 }
 
-void AddRateTraces(const ArrivalSchedule& plan, RateSteps rates, const ActualStats& st, size_t m,
+// "Not drawn: not enough points (<n> <what>; a rate needs at least 2)".
+std::string NotEnoughForRate(uint64_t n, const char* one, const char* many) {
+  return absl::StrCat("Not drawn: not enough points (", FormatCount(n), " ", n == 1 ? one : many,
+                      "; a rate needs at least 2)");
+}
+
+// The variable texts of one achieved/intended pair (the total's or a class's).
+struct RatePairText {
+  std::string achieved_criterion;
+  std::string achieved_computation;
+  std::string intended_criterion;
+  std::string intended_computation;
+  std::string achieved_meaning = "";
+  std::string intended_meaning = "";
+};
+
+// The achieved and the intended step line of one set of requests.
+void AddRatePair(const TraceSpec& achieved, const TraceSpec& intended, RateSteps steps,
+                 RatePairText text, RpsFigure& fig) {
+  const uint64_t m = steps.sent;
+  const uint64_t n = steps.planned;
+  fig.traces.push_back(MakeTrace(
+      achieved, std::move(steps.achieved), m,
+      {.criterion = std::move(text.achieved_criterion),
+       .appearance = m < 2 ? NotEnoughForRate(m, "send", "sends") : std::string(achieved.look),
+       .computation = std::move(text.achieved_computation),
+       .meaning = std::move(text.achieved_meaning)}));
+  fig.traces.push_back(
+      MakeTrace(intended, std::move(steps.intended), n,
+                {.criterion = std::move(text.intended_criterion),
+                 .appearance = n < 2 ? NotEnoughForRate(n, "planned request", "planned requests")
+                                     : std::string(intended.look),
+                 .computation = std::move(text.intended_computation),
+                 .meaning = std::move(text.intended_meaning)}));
+}
+
+// Class c's pair: named by the class, in its colour, in the total's bins.
+void AddClassRatePair(const ArrivalSchedule& plan, size_t c, RateSteps steps,
+                      const std::string& width_text, RpsFigure& fig) {
+  const std::string& name = plan.classes[c].name;
+  const std::string achieved_name = absl::StrCat(name, ": achieved");
+  const std::string intended_name = absl::StrCat(name, ": intended");
+  TraceSpec achieved = kAchievedSpec;
+  achieved.name = achieved_name.c_str();
+  achieved.color = ClassColor(c);
+  achieved.look = "Solid step line in the class's colour (the same on both pages)";
+  TraceSpec intended = kIntendedSpec;
+  intended.name = intended_name.c_str();
+  intended.color = achieved.color;
+  intended.look = "Dashed step line in the class's colour";
+  const std::string bins = absl::StrCat(" per ", width_text, " s bin ÷ bin width (the bins of ",
+                                        kAchievedRateName, ").");
+  const std::string sent = FormatCount(steps.sent);
+  const std::string planned = FormatCount(steps.planned);
+  AddRatePair(
+      achieved, intended, std::move(steps),
+      {.achieved_criterion = absl::StrCat("Class ", name, ": its ", sent,
+                                          " sent requests; in every bin the classes' achieved "
+                                          "rates add up to the Achieved Rate."),
+       .achieved_computation = absl::StrCat("Actual sends of class ", name, bins),
+       .intended_criterion = absl::StrCat("Class ", name, ": its ", planned,
+                                          " planned requests (requests never sent included)."),
+       .intended_computation = absl::StrCat("Planned offsets t_i of class ", name, bins),
+       .achieved_meaning = absl::StrCat("How many requests of class ", name,
+                                        " per second were actually sent over time."),
+       .intended_meaning =
+           absl::StrCat("How many requests of class ", name, " per second the plan intended.")},
+      fig);
+}
+
+void AddRateTraces(RateChartSteps rates, const ArrivalSchedule& plan, const ActualStats& st,
                    RpsFigure& fig) {
   const std::string width_text = FormatShort(st.rate_bin_width_s);
-  const uint64_t n = plan.size();
-  fig.traces.push_back(MakeTrace(
-      kAchievedSpec, std::move(rates.achieved), m,
-      {.criterion = absl::StrCat("All ", FormatCount(m), " sent requests; overall achieved rate ",
-                                 ReqPerS(st.achieved_rate_rps),
-                                 " req/s = (n − 1)/(last send − first send); KS distance between "
-                                 "achieved and planned inter-send intervals ",
-                                 Ks(st.ks_distance), "."),
-       .appearance = m < 2 ? absl::StrCat("Not drawn: not enough points (", FormatCount(m),
-                                          m == 1 ? " send" : " sends", "; a rate needs at least 2)")
-                           : std::string(kAchievedSpec.look),
-       .computation = absl::StrCat(
+  const std::string m = FormatCount(rates.total.sent);
+  const std::string n = FormatCount(rates.total.planned);
+  AddRatePair(
+      kAchievedSpec, kIntendedSpec, std::move(rates.total),
+      {.achieved_criterion = absl::StrCat(
+           "All ", m, " sent requests; overall achieved rate ", ReqPerS(st.achieved_rate_rps),
+           " req/s = (n − 1)/(last send − first send); KS distance between achieved and planned "
+           "inter-send intervals ",
+           Ks(st.ks_distance), "."),
+       .achieved_computation = absl::StrCat(
            "Actual sends per ", width_text,
            " s bin ÷ bin width (bin width = 1, 2 or 5 × 10^k s, about 20 sends per bin, 10–200 "
-           "bins; the last bin runs to the end and is divided by its own length).")}));
-  fig.traces.push_back(MakeTrace(
-      kIntendedSpec, std::move(rates.intended), n,
-      {.criterion =
+           "bins; the last bin runs to the end and is divided by its own length)."),
+       .intended_criterion =
            absl::StrCat("The whole plan (requests never sent included); intended rate ",
                         ReqPerS(st.intended_rate_rps), " req/s = (N − 1)/(t_{N−1} − t_0) over all ",
-                        FormatCount(n), " planned offsets."),
-       .appearance = n < 2 ? std::string("Not drawn: not enough points (1 planned request; a "
-                                         "rate needs at least 2)")
-                           : std::string(kIntendedSpec.look),
-       .computation = absl::StrCat("Planned offsets t_i of all ", FormatCount(n),
-                                   " planned requests per ", width_text, " s bin ÷ bin width.")}));
+                        n, " planned offsets."),
+       .intended_computation =
+           absl::StrCat("Planned offsets t_i of all ", n, " planned requests per ", width_text,
+                        " s bin ÷ bin width.")},
+      fig);
+  for (size_t c = 0; c < rates.classes.size(); ++c) {
+    AddClassRatePair(plan, c, std::move(rates.classes[c]), width_text, fig);
+  }
 }
 
 // R-ACT-5: lateness histogram, rate over time, KS distance.
@@ -386,8 +492,8 @@ void AddRateTraces(const ArrivalSchedule& plan, RateSteps rates, const ActualSta
 // ones when given.
 void AddActualExtras(const ArrivalSchedule& plan, std::span<const TimedSend> sorted,
                      std::span<const double> planned,
-                     const std::optional<SendLatenessPercentiles>& summary_lateness,
-                     RpsFigure& fig, ActualStats& st) {
+                     const std::optional<SendLatenessPercentiles>& summary_lateness, RpsFigure& fig,
+                     ActualStats& st) {
   const size_t m = sorted.size();
   // One m-sized buffer serves the lateness, then the actual intervals.
   std::vector<double> buffer(m);
@@ -407,10 +513,10 @@ void AddActualExtras(const ArrivalSchedule& plan, std::span<const TimedSend> sor
   }
   MeasureIntervals(plan, sorted, planned, buffer, st);
   std::vector<double>().swap(buffer);
-  RateSteps rates = MeasureRates(plan, sorted, st);
+  RateChartSteps rates = MeasureRates(plan, sorted, st);
   AddActualChartFrames(lateness, st, m, fig);
   fig.traces.push_back(LatenessTrace(lateness, st, m));
-  AddRateTraces(plan, std::move(rates), st, m, fig);
+  AddRateTraces(std::move(rates), plan, st, fig);
 }
 
 // ---- Sends -----------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <utility>
 
@@ -21,7 +22,13 @@ std::string Percent(uint64_t part, uint64_t whole) {
   return absl::StrFormat("%.3g%%", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
 }
 
+// Traffic classes' colours, in class order (then again from the first).
+constexpr const char* kClassColors[] = {"#17becf", "#e377c2", "#7f7f7f", "#bcbd22",
+                                        "#393b79", "#ad494a", "#637939", "#7b4173"};
+
 }  // namespace
+
+const char* ClassColor(size_t c) { return kClassColors[c % std::size(kClassColors)]; }
 
 // "n requests (p%)".
 std::string CountOf(uint64_t part, uint64_t whole) {

@@ -24,6 +24,10 @@ inline constexpr char kGreen[] = "#2ca02c";
 inline constexpr char kOrange[] = "#ff7f0e";
 inline constexpr char kBrown[] = "#8c564b";
 
+// The colour of traffic class `c` (its index in ArrivalSchedule::classes):
+// the same on both pages and on every chart, none of the colours above.
+const char* ClassColor(size_t c);
+
 inline constexpr char kGroupTime[] = "Time vs RPS";
 inline constexpr char kGroupRpsHist[] = "RPS vs Request Count";
 inline constexpr char kGroupGamma[] = "Gamma Distribution";

@@ -202,6 +202,8 @@ class RateBinner {
   RateBinner(double start, double width, size_t bins, double end);
   void Add(double t);
   std::vector<double> Rates() const;
+  // Events counted per bin.
+  const std::vector<uint64_t>& Counts() const { return counts_; }
   // Bin edges: bins + 1 values, the last one `end`.
   std::vector<double> Edges() const;
 
@@ -216,6 +218,27 @@ class RateBinner {
 // Bins for a rate-over-time chart of events in [lo, hi]: start = ⌊lo/width⌋·
 // width, bins = max(1, round((hi − start)/width)), end = hi.
 RateBinner MakeRateBinner(double lo, double hi, double width);
+
+// Rate over time of events that each belong to one of `groups` groups (the
+// traffic classes of a merged plan): one RateBinner over all events and one
+// per group, all copies of `bins`, so in every bin the groups' counts add up
+// to the total's and group g's binner is the one its events alone would fill.
+class GroupedRateBinner {
+ public:
+  GroupedRateBinner(const RateBinner& bins, size_t groups) : total_(bins), groups_(groups, bins) {}
+  // Counts t in the total and, when group < groups(), in that group.
+  void Add(double t, size_t group) {
+    total_.Add(t);
+    if (group < groups_.size()) groups_[group].Add(t);
+  }
+  const RateBinner& total() const { return total_; }
+  const RateBinner& group(size_t g) const { return groups_[g]; }
+  size_t groups() const { return groups_.size(); }
+
+ private:
+  RateBinner total_;
+  std::vector<RateBinner> groups_;
+};
 
 // Regular bins (end = start + bins·width) over all `times`.
 std::vector<double> RatePerBin(std::span<const double> times, double start, double width,

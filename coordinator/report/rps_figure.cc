@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -75,6 +76,31 @@ constexpr TraceSpec kTheoreticalSpec = {.name = "",
                                         .look = "Green dashed line",
                                         .dash = "dash",
                                         .line_width = 2};
+// A traffic class's intended rate: named, hovered and explained by the
+// class's traffic; coloured by ClassColor.
+constexpr TraceSpec kClassRateSpec = {.name = "",
+                                      .chart = kTimeChart,
+                                      .kind = TraceKind::kLine,
+                                      .color = "",
+                                      .hover = "",
+                                      .look =
+                                          "Solid line in the class's colour (the same on "
+                                          "both pages)",
+                                      .line_width = 2};
+constexpr TraceSpec kAllClassesRateSpec = {
+    .name = kAllClassesRateName,
+    .chart = kTimeChart,
+    .kind = TraceKind::kLine,
+    .color = "#333333",
+    .hover = "t = %{x:.4f} s<br>Σ λ = %{y:.4g}",
+    .meaning = "The intended rate of all traffic classes together: the sum of their rates.",
+    .computation =
+        "At every planned offset t_i: the sum over the classes of the λ of each "
+        "class's latest planned request at or before t_i; a class counts from its "
+        "first to its last planned request.",
+    .look = "Dark grey dotted line",
+    .dash = "dot",
+    .line_width = 2};
 constexpr TraceSpec kNormalCountSpec = {
     .name = kNormalRequestCountName,
     .chart = kRpsHistChart,
@@ -131,6 +157,27 @@ struct ExpectedPoints {
   std::vector<double> histogram_intervals;  // Δ_i of normal requests and burstiness anomalies
 };
 
+// Decimated (t_i, λ_i) of the plan's requests, or of traffic class `only`'s
+// alone.
+XySeries PlanRateLine(const ArrivalSchedule& plan, std::optional<size_t> only) {
+  const size_t n = plan.size();
+  auto in = [&](size_t i) { return !only.has_value() || plan.class_index[i] == *only; };
+  size_t first = n, last = 0;
+  uint64_t count = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (!in(i)) continue;
+    first = std::min(first, i);
+    last = i;
+    ++count;
+  }
+  if (count == 0) return {};
+  MinMaxDecimator dec(plan.offset_s[first], plan.offset_s[last], count, kMaxLinePoints);
+  for (size_t i = 0; i < n; ++i) {
+    if (in(i)) dec.Add(plan.offset_s[i], plan.rate_rps[i]);
+  }
+  return dec.Finish();
+}
+
 // Counts every class (ExpectedStats) and the EWMA window.
 void CountClasses(const ArrivalSchedule& plan, ExpectedStats& st) {
   st.requests = plan.size();
@@ -151,12 +198,8 @@ ExpectedPoints GatherExpectedPoints(const ArrivalSchedule& plan, ExpectedStats& 
   }
   const double x_lo = first_normal < n ? plan.offset_s[first_normal] : 0;
   const double x_hi = first_normal < n ? plan.offset_s[last_normal] : 0;
-  const std::optional<TheoreticalRate>& line = plan.traffic.description.theoretical;
-  const bool rate_line = line.has_value() && line->curve.empty();
   MinMaxDecimator normal_dec(x_lo, x_hi, st.normal, kMaxLinePoints);
   MinMaxDecimator ewma_dec(x_lo, x_hi, st.normal, kMaxLinePoints);
-  MinMaxDecimator rate_dec(plan.offset_s.front(), plan.offset_s.back(), rate_line ? n : 0,
-                           kMaxLinePoints);
   EwmaSmoother ewma(st.ewma_window);
   StratifiedPicker timing(st.timing, kMaxAnomalyPoints);
   StratifiedPicker burstiness(st.burstiness, kMaxAnomalyPoints);
@@ -165,7 +208,6 @@ ExpectedPoints GatherExpectedPoints(const ArrivalSchedule& plan, ExpectedStats& 
   for (size_t i = 0; i < n; ++i) {
     const double t = plan.offset_s[i];
     const double dt = plan.interval_s[i];
-    if (rate_line) rate_dec.Add(t, plan.rate_rps[i]);
     switch (plan.anomaly[i]) {
       case Anomaly::kNormal:
         normal_dec.Add(t, 1.0 / dt);
@@ -189,7 +231,8 @@ ExpectedPoints GatherExpectedPoints(const ArrivalSchedule& plan, ExpectedStats& 
   }
   out.normal = normal_dec.Finish();
   out.ewma = ewma_dec.Finish();
-  out.rate_line = rate_dec.Finish();
+  const std::optional<TheoreticalRate>& line = plan.traffic.description.theoretical;
+  if (line.has_value() && line->curve.empty()) out.rate_line = PlanRateLine(plan, std::nullopt);
   return out;
 }
 
@@ -271,8 +314,8 @@ FigureTrace EwmaTrace(const ExpectedStats& st, XySeries points) {
 }
 
 // The traffic's own intended-rate line: its curve, or the plan's λ_i.
-FigureTrace TheoreticalTrace(const TheoreticalRate& line, XySeries plan_rates, uint64_t n) {
-  TraceSpec spec = kTheoreticalSpec;
+FigureTrace TheoreticalTrace(TraceSpec spec, const TheoreticalRate& line, XySeries plan_rates,
+                             uint64_t n) {
   spec.name = line.name.c_str();
   spec.hover = line.hover.c_str();
   spec.meaning = line.meaning.c_str();
@@ -286,6 +329,72 @@ FigureTrace TheoreticalTrace(const TheoreticalRate& line, XySeries plan_rates, u
   for (const RatePoint& p : line.curve) points.Add(p.t_s, p.rate_rps);
   return MakeTrace(spec, std::move(points), line.curve.size(),
                    {.criterion = line.criterion, .appearance = spec.look});
+}
+
+// ---- Traffic classes on chart 0 ----------------------------------------------
+
+// A class's line when its traffic draws none of its own (a constant rate).
+TheoreticalRate PlannedRateLine() {
+  return {.name = "",
+          .hover = "t = %{x:.4f} s<br>λ = %{y:.4g}",
+          .meaning = "the planned rate λ_i of its requests, without their randomness.",
+          .computation =
+              "λ_i drawn at x = t_i (planned offset, s after t0) for the class's "
+              "requests.",
+          .criterion = "",
+          .curve = {}};
+}
+
+// Class c's intended rate, as a single-class page of its keys draws it (its
+// traffic's line, else its λ_i), named by the class, in its colour.
+FigureTrace ClassRateTrace(const ArrivalSchedule& plan, size_t c) {
+  const TrafficClassPlan& k = plan.classes[c];
+  TheoreticalRate line = k.traffic.description.theoretical.value_or(PlannedRateLine());
+  line.name = k.name;
+  line.meaning = absl::StrCat("Class ", k.name, ": ", line.meaning);
+  line.criterion =
+      absl::StrCat("Class ", k.name, ": ", CountOf(k.requests, plan.size()), ". ", line.criterion);
+  TraceSpec spec = kClassRateSpec;
+  spec.color = ClassColor(c);
+  XySeries rates = line.curve.empty() ? PlanRateLine(plan, c) : XySeries();
+  return TheoreticalTrace(spec, line, std::move(rates), k.requests);
+}
+
+// Σ over the classes of each one's latest λ at every planned offset t_i, a
+// class counting from its first to its last planned request; decimated.
+XySeries AllClassesRateLine(const ArrivalSchedule& plan) {
+  const size_t n = plan.size();
+  std::vector<size_t> last(plan.classes.size(), 0);
+  for (size_t i = 0; i < n; ++i) last[plan.class_index[i]] = i;
+  std::vector<double> current(plan.classes.size(), 0);
+  double sum = 0;
+  MinMaxDecimator dec(plan.offset_s.front(), plan.offset_s.back(), n, kMaxLinePoints);
+  for (size_t i = 0; i < n; ++i) {
+    const size_t c = plan.class_index[i];
+    sum += plan.rate_rps[i] - current[c];
+    current[c] = plan.rate_rps[i];
+    dec.Add(plan.offset_s[i], sum);
+    if (last[c] == i) {
+      sum -= current[c];
+      current[c] = 0;
+    }
+  }
+  return dec.Finish();
+}
+
+// With traffic classes: a line per class and their sum, after the total's
+// traces of chart 0.
+void AddClassRateTraces(const ArrivalSchedule& plan, RpsFigure& fig) {
+  if (plan.classes.empty()) return;
+  for (size_t c = 0; c < plan.classes.size(); ++c) fig.traces.push_back(ClassRateTrace(plan, c));
+  const uint64_t n = plan.size();
+  XySeries sum = AllClassesRateLine(plan);
+  const std::string drawn = DrawnNote(sum.size(), n, kDecimationRule);
+  fig.traces.push_back(
+      MakeTrace(kAllClassesRateSpec, std::move(sum), n,
+                {.criterion = absl::StrCat("All ", FormatCount(n), " planned requests of the ",
+                                           plan.classes.size(), " classes."),
+                 .appearance = Look(kAllClassesRateSpec, drawn)}));
 }
 
 // Chart 0: Time vs RPS (R-PLOT-3).
@@ -315,8 +424,10 @@ void AddTimeTraces(const ArrivalSchedule& plan, const ExpectedStats& st, Expecte
        .appearance = Look(kBurstinessOnTimeSpec, burst_drawn)}));
   fig.traces.push_back(EwmaTrace(st, std::move(points.ewma)));
   if (const std::optional<TheoreticalRate>& line = plan.traffic.description.theoretical) {
-    fig.traces.push_back(TheoreticalTrace(*line, std::move(points.rate_line), plan.size()));
+    fig.traces.push_back(
+        TheoreticalTrace(kTheoreticalSpec, *line, std::move(points.rate_line), plan.size()));
   }
+  AddClassRateTraces(plan, fig);
 }
 
 // Charts 1 and 2: the RPS and interval histograms with the timing

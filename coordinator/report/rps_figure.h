@@ -36,6 +36,9 @@ inline constexpr char kTimingAnomalyName[] = "Time Interval Caused Anomaly";
 inline constexpr char kBurstinessAnomalyName[] = "Burstiness Caused Anomaly";
 // The theoretical-rate lines (kTheoreticalRampName, kTheoreticalRateName)
 // are named by the traffic's description (coordinator/plan/traffic.h).
+// With traffic classes, chart 0 draws a line per class named by the class
+// and their sum named so.
+inline constexpr char kAllClassesRateName[] = "All classes: intended rate";
 inline constexpr char kNormalRequestCountName[] = "Normal Request Count";
 inline constexpr char kNormalIntervalsName[] = "Normal Intervals";
 inline constexpr char kActualRpsName[] = "Actual RPS: After Excluding Anomalies";

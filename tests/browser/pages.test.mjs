@@ -5,9 +5,12 @@
 //   node --test tests/browser/pages.test.mjs
 //
 // Pages: env SURGE_EXPECTED_PAGE and SURGE_ACTUAL_PAGE (optionally
-// SURGE_INSTANT_PAGE), or the first two (three) arguments when the file is
-// run directly (`node tests/browser/pages.test.mjs exp.html act.html`).
-// Without them the test writes sample pages (ramped, bursty plan) with the
+// SURGE_INSTANT_PAGE, and SURGE_CLASSES_EXPECTED_PAGE and
+// SURGE_CLASSES_ACTUAL_PAGE of a run with the traffic classes chat and
+// batch), or the first two (three) arguments when the file is run directly
+// (`node tests/browser/pages.test.mjs exp.html act.html`).
+// Without them the test writes sample pages (ramped, bursty plan; two
+// traffic classes) with the
 // write_sample_pages tool: env SURGE_WRITE_SAMPLE_PAGES, else
 // $SURGE_BUILD_DIR/tests/coordinator/report/write_sample_pages (default build
 // dir: build). Screenshots go to env SURGE_ARTIFACTS (default
@@ -34,7 +37,11 @@ function resolvePages() {
   let expected = process.env.SURGE_EXPECTED_PAGE || args[0];
   let actual = process.env.SURGE_ACTUAL_PAGE || args[1];
   let instant = process.env.SURGE_INSTANT_PAGE || args[2];
-  if (expected && actual) return { expected, actual, instant, generated: false };
+  let classes = process.env.SURGE_CLASSES_EXPECTED_PAGE && {
+    expected: process.env.SURGE_CLASSES_EXPECTED_PAGE,
+    actual: process.env.SURGE_CLASSES_ACTUAL_PAGE,
+  };
+  if (expected && actual) return { expected, actual, instant, classes, generated: false };
   const tool =
     process.env.SURGE_WRITE_SAMPLE_PAGES ||
     path.join(
@@ -52,7 +59,11 @@ function resolvePages() {
   expected = path.join(dir, 'synthetic_rps_distribution_plot.html');
   actual = path.join(dir, 'synthetic_rps_distribution_plot_with_actual_rps.html');
   instant = path.join(dir, 'instant_rps_distribution_plot_with_actual_rps.html');
-  return { expected, actual, instant, generated: dir };
+  classes = {
+    expected: path.join(dir, 'classes_rps_distribution_plot.html'),
+    actual: path.join(dir, 'classes_rps_distribution_plot_with_actual_rps.html'),
+  };
+  return { expected, actual, instant, classes, generated: dir };
 }
 
 const pages = resolvePages();
@@ -489,6 +500,71 @@ describe('instant-mode actual page', { skip: !pages.instant && 'no instant page 
     await checkLegends(page, [[ACTUAL]]);
     await checkTable(page);
     await page.screenshot({ path: path.join(artifacts, 'instant_page.png'), fullPage: true });
+    assert.deepEqual(errors, []);
+    await page.close();
+  });
+});
+
+// A run with traffic classes (chat, batch): each class is a named trace in
+// its own colour on both pages, drawn by plotly into the chart's legend,
+// and the classes' achieved rates add up to the total's in every bin.
+const CLASSES = ['chat', 'batch'];
+const ALL_CLASSES = 'All classes: intended rate';
+
+describe('traffic-classes pages', { skip: !pages.classes && 'no classes pages given' }, () => {
+  // name → line colour of every trace of the plot.
+  const colours = (page) =>
+    page.evaluate(() =>
+      Object.fromEntries(
+        document.getElementById('surge-rps-plot').data.map((t) => [t.name, t.line?.color]),
+      ),
+    );
+
+  test('expected page: a line per class and their sum on Time vs RPS', async () => {
+    const { page, errors } = await open(pages.classes.expected);
+    assert.match(await page.title(), /Traffic classes: chat .* \+ batch .* — expected$/);
+    const byData = (await namesByLegend(page)).legend;
+    const byDom = (await domLegends(page)).legend;
+    const want = [...CLASSES, ALL_CLASSES];
+    assert.deepEqual(byData.slice(-want.length), want, 'the class lines end the chart');
+    for (const name of want) assert.ok(byDom.includes(name), `legend shows ${name}`);
+    const c = await colours(page);
+    assert.notEqual(c.chat, c.batch, 'one colour per class');
+    await checkTable(page);
+    await page.screenshot({ path: path.join(artifacts, 'classes_expected_page.png') });
+    assert.deepEqual(errors, []);
+    await page.close();
+  });
+
+  test('actual page: each class achieved vs intended in the total\'s bins', async () => {
+    const expected = await open(pages.classes.expected);
+    const expectedColours = await colours(expected.page);
+    await expected.page.close();
+    const { page, errors } = await open(pages.classes.actual);
+    const rate = legendKey(4);
+    const want = ['Achieved Rate', 'Intended Rate'];
+    for (const name of CLASSES) want.push(`${name}: achieved`, `${name}: intended`);
+    assertNames((await namesByLegend(page))[rate], want, 'traces of the rate chart');
+    assertNames((await domLegends(page))[rate], want, 'legend of the rate chart');
+    const c = await colours(page);
+    for (const name of CLASSES) {
+      assert.equal(c[`${name}: achieved`], expectedColours[name], `${name}: the same colour`);
+      assert.equal(c[`${name}: intended`], expectedColours[name], `${name}: the same colour`);
+      assert.equal(c[name], expectedColours[name], `${name} on the actual page's Time vs RPS`);
+    }
+    const ys = await page.evaluate(() =>
+      Object.fromEntries(document.getElementById('surge-rps-plot').data.map((t) => [t.name, t.y])),
+    );
+    for (const kind of ['achieved', 'intended']) {
+      const total = ys[kind === 'achieved' ? 'Achieved Rate' : 'Intended Rate'];
+      assert.ok(total.length > 2, `${kind}: bins drawn`);
+      total.forEach((y, k) => {
+        const sum = CLASSES.reduce((acc, name) => acc + ys[`${name}: ${kind}`][k], 0);
+        assert.ok(Math.abs(sum - y) < 1e-9 * Math.max(1, y), `${kind} bin ${k}: ${sum} vs ${y}`);
+      });
+    }
+    await checkTable(page);
+    await page.screenshot({ path: path.join(artifacts, 'classes_actual_page.png'), fullPage: true });
     assert.deepEqual(errors, []);
     await page.close();
   });

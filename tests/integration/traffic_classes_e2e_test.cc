@@ -2,7 +2,8 @@
 // (docs/TRAFFIC.md "Traffic classes"): a short version of the docs' two
 // classes (chat: 20 RPS, Gamma(0.5), model base; batch: a 1 → 10 RPS ramp,
 // model lora-a) gives one record per planned request with its class and
-// its class's model, a summary block per class, the same plan from `surge
+// its class's model, a summary block per class, a trace per class on both
+// pages, the same plan from `surge
 // plan` twice, and an exact replay with --plan-file; a class without a rate
 // and two classes with one name stop before anything is sent (exit 2). All
 // traffic stays on 127.0.0.1.
@@ -82,6 +83,17 @@ std::map<uint64_t, nlohmann::json> DetailsByIndex(const fs::path& folder) {
   return out;
 }
 
+// "<legend> <name>" of every trace of a page's figure JSON.
+std::vector<std::string> TraceNames(const fs::path& json) {
+  std::ifstream in(json);
+  const nlohmann::json figure = nlohmann::json::parse(in);
+  std::vector<std::string> out;
+  for (const nlohmann::json& t : figure["data"]) {
+    out.push_back(t["legend"].get<std::string>() + " " + t["name"].get<std::string>());
+  }
+  return out;
+}
+
 TEST(TrafficClassesEndToEndTest, EveryRequestHasItsClassAndModel) {
   const fs::path dir = AbsentDir("surge_classes_e2e");
   const fs::path config = WriteConfig(dir, "classes.yaml", kShortClasses);
@@ -115,6 +127,15 @@ TEST(TrafficClassesEndToEndTest, EveryRequestHasItsClassAndModel) {
   EXPECT_EQ(summary["classes"][1]["requests"]["succeeded"], per_class["batch"]);
   EXPECT_NEAR(summary["classes"][0]["intended_rate_rps"].get<double>(), 20, 10);
   EXPECT_THAT(ReadAll(folder / "synthetic.csv"), HasSubstr("\nbatch,lora-a,"));
+  // Both pages draw each class by name: its intended rate on Time vs RPS
+  // (and their sum), its achieved and intended rate on the rate chart.
+  EXPECT_THAT(TraceNames(folder / "synthetic_rps_distribution_plot.json"),
+              ::testing::IsSupersetOf(
+                  {"legend chat", "legend batch", "legend All classes: intended rate"}));
+  EXPECT_THAT(TraceNames(folder / "synthetic_rps_distribution_plot_with_actual_rps.json"),
+              ::testing::IsSupersetOf({"legend chat", "legend batch", "legend5 Achieved Rate",
+                                       "legend5 chat: achieved", "legend5 chat: intended",
+                                       "legend5 batch: achieved", "legend5 batch: intended"}));
 
   // An exact replay of the plan keeps every request's class.
   const Result replay = RunSurge("run --config " + config.string() + " --plan-file " +

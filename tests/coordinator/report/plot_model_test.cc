@@ -275,5 +275,56 @@ TEST(RateTest, LastBinRunsToTheEnd) {
   EXPECT_NEAR(r[2], 7 / 0.6, 1e-9);
 }
 
+// Traffic classes on the rate chart: the groups' counts add up to the
+// total's in every bin, and each group's binner is exactly the one its own
+// events alone fill (the bins being the total's).
+TEST(RateTest, GroupedBinsAddUpAndEachGroupIsItsEventsAlone) {
+  // Three groups with different paces over 0 … 9.7 s, some events on bin
+  // edges, one at the very end, one before the start (ignored by all).
+  std::vector<double> times;
+  std::vector<size_t> groups;
+  for (int i = 0; i < 98; ++i) {
+    times.push_back(i / 10.0);
+    groups.push_back(i % 7 == 0 ? 2 : i % 2);
+  }
+  times.push_back(-1);
+  groups.push_back(0);
+  const RateBinner empty = MakeRateBinner(0, 9.7, 2);
+  GroupedRateBinner grouped(empty, 3);
+  for (size_t k = 0; k < times.size(); ++k) grouped.Add(times[k], groups[k]);
+  ASSERT_EQ(grouped.groups(), 3u);
+  const std::vector<uint64_t>& total = grouped.total().Counts();
+  ASSERT_EQ(total.size(), 5u);  // [0,2) [2,4) [4,6) [6,8) [8,9.7]
+  EXPECT_THAT(total, ElementsAre(20, 20, 20, 20, 18));
+  for (size_t b = 0; b < total.size(); ++b) {
+    uint64_t sum = 0;
+    for (size_t g = 0; g < 3; ++g) sum += grouped.group(g).Counts()[b];
+    EXPECT_EQ(sum, total[b]) << "bin " << b;
+  }
+  for (size_t g = 0; g < 3; ++g) {
+    RateBinner alone = MakeRateBinner(0, 9.7, 2);
+    uint64_t events = 0;
+    for (size_t k = 0; k < times.size(); ++k) {
+      if (groups[k] != g) continue;
+      alone.Add(times[k]);
+      events += times[k] >= 0;
+    }
+    EXPECT_EQ(grouped.group(g).Counts(), alone.Counts()) << "group " << g;
+    EXPECT_EQ(grouped.group(g).Rates(), alone.Rates()) << "group " << g;
+    EXPECT_EQ(grouped.group(g).Edges(), grouped.total().Edges());
+    uint64_t counted = 0;
+    for (uint64_t c : grouped.group(g).Counts()) counted += c;
+    EXPECT_EQ(counted, events) << "group " << g;
+  }
+  // Group 2 is every 7th event: 0, 7, …, 91 → 14 events, bins [0,2) holds
+  // 0, 7, 14 (3), [2,4): 21, 28, 35 (3), [4,6): 42, 49, 56 (3), [6,8): 63,
+  // 70, 77 (3), [8,9.7]: 84, 91 (2).
+  EXPECT_THAT(grouped.group(2).Counts(), ElementsAre(3, 3, 3, 3, 2));
+  // A group past the groups counts in the total only (a plan without classes).
+  GroupedRateBinner none(empty, 0);
+  none.Add(1, 0);
+  EXPECT_THAT(none.total().Counts(), ElementsAre(1, 0, 0, 0, 0));
+}
+
 }  // namespace
 }  // namespace surge::coordinator

@@ -9,7 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "coordinator/plan/arrival_process.h"
+#include "coordinator/plan/traffic_classes.h"
+#include "coordinator/report/figure_parts.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/coordinator/report/plan_fixtures.h"
@@ -734,6 +737,119 @@ TEST(ActualFigureTest, LateSkippedAndDelayedRequestsAreMarkedOnTheTimeChart) {
   ASSERT_NE(delayed, nullptr);
   EXPECT_EQ(delayed->full_count, 1u);
   EXPECT_EQ(delayed->points.x[0], plan.offset_s[13] + 0.03);
+}
+
+// Two traffic classes merged by time, offsets never tied: chat 20 RPS
+// (fixed intervals, no line of its own) for 3 s, batch a ramp 2 → 10 RPS of
+// 10 requests from 0.213 s to 2.013 s (its λ_i drawn as its ramp line).
+ArrivalSchedule TwoClassPlan() {
+  ArrivalSchedule chat = PlanFrom(ConstantTraffic(20, 0), std::vector<double>(60, 0.05),
+                                  std::vector<Anomaly>(60, Anomaly::kNormal));
+  ArrivalSchedule batch = PlanFrom(LinearRampTraffic(2, 10, 0), std::vector<double>(10, 0.2),
+                                   std::vector<Anomaly>(10, Anomaly::kNormal));
+  for (size_t k = 0; k < batch.size(); ++k) {
+    batch.offset_s[k] = 0.013 + 0.2 * static_cast<double>(k + 1);
+    batch.rate_rps[k] = 2 + 8.0 * static_cast<double>(k) / 9.0;
+  }
+  absl::StatusOr<ArrivalSchedule> merged =
+      MergeClassPlans({chat, batch}, {"chat", "batch"}, {1, 2}, 7);
+  EXPECT_TRUE(merged.ok()) << merged.status();
+  return *std::move(merged);
+}
+
+TEST(ClassesFigureTest, ExpectedPageDrawsEachClassAndTheirSum) {
+  const ArrivalSchedule plan = TwoClassPlan();
+  absl::StatusOr<RpsFigure> fig = BuildExpectedRpsFigure(plan);
+  ASSERT_TRUE(fig.ok()) << fig.status();
+  EXPECT_THAT(NamesOn(*fig, 0),
+              ElementsAre("Normal RPS", "Time Interval Caused Anomaly", "Burstiness Caused Anomaly",
+                          "20-point EWMA", "chat", "batch", kAllClassesRateName));
+  // Each class's line is its own requests' λ_i at their offsets.
+  for (size_t c = 0; c < 2; ++c) {
+    const ArrivalSchedule alone = ClassSubPlan(plan, c);
+    const FigureTrace* line = fig->Find(0, plan.classes[c].name);
+    ASSERT_NE(line, nullptr);
+    EXPECT_EQ(line->points.x, alone.offset_s);
+    EXPECT_EQ(line->points.y, alone.rate_rps);
+    EXPECT_EQ(line->full_count, alone.size());
+    EXPECT_EQ(line->color, figure_internal::ClassColor(c));
+    EXPECT_THAT(line->row.criterion, HasSubstr(absl::StrCat("Class ", plan.classes[c].name)));
+  }
+  EXPECT_NE(figure_internal::ClassColor(0), figure_internal::ClassColor(1));
+  // The batch line is its ramp's (named by the class, explained by the ramp).
+  EXPECT_THAT(fig->Find(0, "batch")->row.meaning, HasSubstr("ramp-up"));
+  // The sum: 20 before batch starts and after it ends, else 20 + batch's
+  // latest λ.
+  const FigureTrace* sum = fig->Find(0, kAllClassesRateName);
+  ASSERT_NE(sum, nullptr);
+  ASSERT_EQ(sum->points.size(), plan.size());
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const double t = plan.offset_s[i];
+    double want = 20;
+    if (t >= 0.213 && t <= 2.0131) {
+      const size_t k = static_cast<size_t>(std::floor((t - 0.013) / 0.2 + 1e-9)) - 1;
+      want += 2 + 8.0 * static_cast<double>(k) / 9.0;
+    }
+    EXPECT_NEAR(sum->points.y[i], want, 1e-9) << "t = " << t;
+  }
+  for (const FigureTrace& tr : fig->traces) {
+    EXPECT_EQ(tr.row.item, tr.name);
+    EXPECT_FALSE(tr.row.meaning.empty() || tr.row.computation.empty() || tr.row.criterion.empty() ||
+                 tr.row.appearance.empty())
+        << tr.name;
+  }
+}
+
+TEST(ClassesFigureTest, ActualPageDrawsEachClassAgainstItsPlanInTheTotalsBins) {
+  const ArrivalSchedule plan = TwoClassPlan();
+  // Everything 2 ms late, the last five batch requests never sent.
+  std::vector<ActualSend> sends;
+  for (uint64_t i = 0; i < plan.size(); ++i) {
+    if (plan.class_index[i] == 1 && plan.class_request[i] >= 5) continue;
+    sends.push_back({i, plan.offset_s[i] + 0.002});
+  }
+  absl::StatusOr<RpsFigure> fig = BuildActualRpsFigure(plan, sends);
+  ASSERT_TRUE(fig.ok()) << fig.status();
+  EXPECT_THAT(NamesOn(*fig, 4),
+              ElementsAre("Achieved Rate", "Intended Rate", "chat: achieved", "chat: intended",
+                          "batch: achieved", "batch: intended"));
+  // The expected page's class lines are there too, in the same colours.
+  EXPECT_EQ(fig->Find(0, "batch")->color, fig->Find(4, "batch: achieved")->color);
+  EXPECT_EQ(fig->Find(0, "chat")->color, fig->Find(4, "chat: intended")->color);
+  const double width = fig->actual->rate_bin_width_s;
+  const double hi = std::max(plan.offset_s.back(), sends.back().sent_offset_s);
+  for (const char* kind : {"achieved", "intended"}) {
+    const bool achieved = std::string(kind) == "achieved";
+    const FigureTrace* total = fig->Find(4, achieved ? kAchievedRateName : kIntendedRateName);
+    ASSERT_NE(total, nullptr);
+    std::vector<double> sum(total->points.size(), 0);
+    for (size_t c = 0; c < 2; ++c) {
+      const FigureTrace* line = fig->Find(4, absl::StrCat(plan.classes[c].name, ": ", kind));
+      ASSERT_NE(line, nullptr);
+      // The class's own requests alone, binned in the total's bins.
+      RateBinner alone = MakeRateBinner(0, hi, width);
+      uint64_t events = 0;
+      auto add = [&](uint64_t index, double t) {
+        if (plan.class_index[index] != c) return;
+        alone.Add(t);
+        ++events;
+      };
+      if (achieved) {
+        for (const ActualSend& s : sends) add(s.index, s.sent_offset_s);
+      } else {
+        for (size_t i = 0; i < plan.size(); ++i) add(i, plan.offset_s[i]);
+      }
+      std::vector<double> want = alone.Rates();
+      want.push_back(want.back());
+      EXPECT_EQ(line->points.y, want) << line->name;
+      EXPECT_EQ(line->points.x, total->points.x) << line->name;
+      EXPECT_EQ(line->full_count, events) << line->name;
+      for (size_t k = 0; k < sum.size(); ++k) sum[k] += line->points.y[k];
+    }
+    EXPECT_THAT(sum, Pointwise(DoubleNear(1e-9), total->points.y)) << kind;
+  }
+  EXPECT_EQ(fig->Find(4, "batch: achieved")->full_count, 5u);
+  EXPECT_EQ(fig->Find(4, "batch: intended")->full_count, 10u);
 }
 
 }  // namespace

@@ -7,6 +7,9 @@
 //                                                         requests, with simulated sends and a
 //                                                         simulated worker loss at 40% of the plan
 //   instant_rps_distribution_plot_with_actual_rps.html    instant mode, 500 requests
+//   classes_rps_distribution_plot.html                    two traffic classes (chat 20 RPS,
+//   classes_rps_distribution_plot_with_actual_rps.html    β = 0.5, 10 s; batch a 1→10 RPS ramp
+//                                                         over 10 s), with simulated sends
 // (and the .json beside each) and prints how long each page took and its
 // size without plotly.js. Exit status 1 on any error.
 #include <algorithm>
@@ -21,6 +24,7 @@
 
 #include "coordinator/plan/arrival_schedule.h"
 #include "coordinator/plan/traffic.h"
+#include "coordinator/plan/traffic_classes.h"
 #include "coordinator/report/plot_pages.h"
 #include "coordinator/report/run_context.h"
 #include "coordinator/report/worker_losses.h"
@@ -80,6 +84,39 @@ void Report(const char* what, const std::filesystem::path& path, const Stopwatch
       std::filesystem::file_size(path) - surge::coordinator::EmbeddedPlotlyJs().size();
   std::printf("%-8s %s: %.3f s wall, %.3f s CPU, %ju bytes besides plotly.js\n", what, path.c_str(),
               watch.Wall(), watch.Cpu(), static_cast<uintmax_t>(bytes));
+}
+
+// The docs' two traffic classes (docs/examples/traffic_classes.yaml), 10 s
+// of each, with both pages.
+absl::Status WriteClassesPages(const std::filesystem::path& dir, surge::v1::RunConfig config) {
+  surge::v1::TrafficClass* chat = config.add_classes();
+  chat->set_name("chat");
+  chat->set_request_rate(20);
+  chat->set_num_prompts(200);
+  chat->set_model("base");
+  chat->mutable_traffic_cfg()->set_burstiness(0.5);
+  surge::v1::TrafficClass* batch = config.add_classes();
+  batch->set_name("batch");
+  batch->set_model("lora-a");
+  batch->set_num_prompts(1000);  // a cap: the ramp plans about 55
+  batch->mutable_traffic_cfg()->set_burstiness(1);
+  surge::v1::TrafficStage* ramp = batch->mutable_traffic_cfg()->add_stages();
+  ramp->set_duration_s(10);
+  ramp->set_ramp_up_strategy(surge::v1::RAMP_UP_STRATEGY_LINEAR);
+  ramp->set_ramp_up_start_rps(1);
+  ramp->set_ramp_up_end_rps(10);
+  absl::StatusOr<ArrivalSchedule> plan = surge::coordinator::BuildClassesPlan(config);
+  if (!plan.ok()) return plan.status();
+  const surge::coordinator::PageContext context = surge::coordinator::RunContextItems(
+      config, *plan, "classes", "2026-01-01 00:00:00 +0000", "sample");
+  if (absl::Status s = surge::coordinator::WriteExpectedPlotPage(
+          *plan, dir / surge::coordinator::ExpectedPlotFileName("classes"), context);
+      !s.ok()) {
+    return s;
+  }
+  return surge::coordinator::WriteActualPlotPage(
+      *plan, SimulateSends(*plan), dir / surge::coordinator::ActualPlotFileName("classes"),
+      context);
 }
 
 }  // namespace
@@ -182,5 +219,6 @@ int main(int argc, char** argv) {
     return Fail(s);
   }
   Report("instant", instant, watch);
+  if (absl::Status s = WriteClassesPages(dir, config); !s.ok()) return Fail(s);
   return 0;
 }
