@@ -13,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/time_units.h"
 
 namespace surge {
 namespace {
@@ -266,6 +267,33 @@ void StreamingStats::Add(double value) {
     return;
   }
   values_.push_back(value);
+  sorted_ = false;
+  if (values_.size() > exact_limit_) SpillToHistogram();
+}
+
+void StreamingStats::AddNanos(std::span<const int64_t> ns) {
+  if (ns.empty()) return;
+  // Integer phase: count, min, max and the exact sum (128 bits: no
+  // overflow for any span of int64 values).
+  int64_t lo = ns[0], hi = ns[0];
+  __int128 total = 0;
+  for (const int64_t v : ns) {
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+    total += v;
+  }
+  count_ += ns.size();
+  sum_ += static_cast<double>(total) / 1e9;
+  // The int → double division is monotone: the converted min and max are
+  // the min and max of the converted values.
+  min_ = std::min(min_, NanosToSeconds(lo));
+  max_ = std::max(max_, NanosToSeconds(hi));
+  // The values themselves, as Add keeps them.
+  if (histogram_ != nullptr) {
+    for (const int64_t v : ns) histogram_->Fill(NanosToSeconds(v));
+    return;
+  }
+  for (const int64_t v : ns) values_.push_back(NanosToSeconds(v));
   sorted_ = false;
   if (values_.size() > exact_limit_) SpillToHistogram();
 }

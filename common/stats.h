@@ -107,6 +107,12 @@ class StreamingStats {
   StreamingStats& operator=(const StreamingStats&) = delete;
 
   void Add(double value);
+  // Adds each of `ns` (nanoseconds) as seconds, NanosToSeconds(ns[i]) —
+  // the values, percentiles, count, min and max those Adds would give —
+  // with the count, min, max and sum taken over the whole span in integers
+  // first (one record's inter-token gaps in one call): the sum then adds
+  // Σns/1e9 once, rounding once where value-by-value adds round each time.
+  void AddNanos(std::span<const int64_t> ns);
   // Adds every value `other` holds (its exact values, or its histogram:
   // once either side is a histogram, so is the result).
   void Merge(const StreamingStats& other);

@@ -201,6 +201,54 @@ TEST(StreamingStatsTest, ValuesOutsideTheRangeClampToMinAndMax) {
   EXPECT_NEAR(s.Percentile(50), 1.0, kStreamingRelativeError);
 }
 
+// AddNanos (one record's gaps at a time, integer count/min/max/sum) against
+// Add of each value as seconds: the same values, so the same percentiles;
+// the mean within rounding of the value-by-value sum.
+TEST(StreamingStatsTest, AddNanosEqualsAddOfEachValueInSeconds) {
+  for (const size_t limit : {StreamingStats::kUnlimited, size_t{1000}, size_t{0}}) {
+    StreamingStats by_value(limit), by_span(limit);
+    uint64_t s = 12345;
+    std::vector<int64_t> gaps;
+    for (int record = 0; record < 300; ++record) {
+      gaps.clear();
+      // 0..127 gaps of ~2 ms with jitter; some negative and zero (a
+      // span may cross the exact limit in its middle).
+      const int n = record % 128;
+      for (int k = 0; k < n; ++k) {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        const int64_t gap = record % 50 == 7   ? -static_cast<int64_t>(s % 5000)
+                            : record % 50 == 9 ? 0
+                                               : 2'000'000 + static_cast<int64_t>(s % 400'000);
+        gaps.push_back(gap);
+        by_value.Add(static_cast<double>(gap) / 1e9);
+      }
+      by_span.AddNanos(gaps);
+    }
+    ASSERT_EQ(by_span.count(), by_value.count());
+    EXPECT_EQ(by_span.exact(), by_value.exact()) << limit;
+    EXPECT_EQ(by_span.exact(), limit == StreamingStats::kUnlimited);
+    EXPECT_EQ(by_span.min(), by_value.min());
+    EXPECT_EQ(by_span.max(), by_value.max());
+    EXPECT_NEAR(by_span.mean(), by_value.mean(), 1e-15);
+    for (double p : kPs) EXPECT_EQ(by_span.Percentile(p), by_value.Percentile(p)) << p;
+  }
+  // Nothing added by an empty span.
+  StreamingStats empty;
+  empty.AddNanos({});
+  EXPECT_EQ(empty.count(), 0u);
+  EXPECT_TRUE(std::isnan(empty.mean()));
+  // The sum in integers: ten gaps of 0.1 s sum to exactly 1 s (value by
+  // value, 0.1 + 0.1 + … rounds to 0.9999999999999999), mean 0.1.
+  StreamingStats tenths, tenths_by_value;
+  const std::vector<int64_t> tenth(10, 100'000'000);
+  tenths.AddNanos(tenth);
+  for (int64_t v : tenth) tenths_by_value.Add(static_cast<double>(v) / 1e9);
+  EXPECT_EQ(tenths.mean(), 0.1);
+  EXPECT_LT(tenths_by_value.mean(), 0.1);
+}
+
 // StreamingBin (exponent bits, a table, edge comparisons) against the log
 // axis it replaces in the histogram's fill: the same bin for every value.
 // Positive doubles order as their bit patterns.
