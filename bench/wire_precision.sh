@@ -113,7 +113,13 @@ done
 if [ "$INSTALL" -eq 1 ]; then scripts/install_deps.sh --build-only --bench; fi
 
 PY=/usr/bin/python3  # Debian's, which has python3-scipy
-if [ "$SELF_CHECK" -eq 1 ]; then exec "$PY" bench/wire_analysis.py selfcheck; fi
+if [ "$SELF_CHECK" -eq 1 ]; then
+  if ! "$PY" -c 'import scipy.stats, numpy' 2>/dev/null; then
+    echo "wire_precision: --self-check needs python3-scipy (scripts/install_deps.sh --bench)" >&2
+    exit 2
+  fi
+  exec "$PY" bench/wire_analysis.py selfcheck
+fi
 missing=()
 command -v nginx >/dev/null || missing+=("nginx (nginx-light)")
 command -v dumpcap >/dev/null || missing+=("dumpcap (wireshark-common)")
