@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Analysis half of bench/wire_precision.sh.
 
-Two commands:
+Three commands:
 
   wire_analysis.py scenario --details FILE --summary FILE --wire FILE --label L \
       --traffic {constant,poisson,gamma0.5} --rate RPS --workers W [--load TEXT] >> rows.jsonl
@@ -9,16 +9,33 @@ Two commands:
   wire_analysis.py table rows.jsonl
       The table of all rows, the precision targets and the highest rate whose wire lateness
       p99 stays <= 1 ms.
+  wire_analysis.py selfcheck
+      Runs `scenario` on a small made-up run (a pre-flight GET /v1/models, a tokenize call, a
+      warm-up, a keep-alive retry, a GET that carries a request's header) and checks its row;
+      exit 0 when every check holds (bench/wire_precision.sh --self-check).
 
 Inputs of `scenario`:
   --details  the run's {dataset}_details.jsonl (planned_offset_s, actual_offset_s, index,
              attempt, worker per request; offsets in s from the run's t0 on the coordinator's
              steady clock, docs/DESIGN.md).
   --summary  the run's {dataset}.json (surge's own summary: lateness_s, clock_sync).
-  --wire     tshark fields, one line per captured packet: `frame.time_epoch<TAB>tcp.payload`
-             (payload hex, cut at the snap length); packets whose TCP payload starts with
-             "POST " (each request's first packet, with its `X-Surge-Request: INDEX/ATTEMPT`
-             header) and SYNs (no payload: counted as connections opened).
+  --wire     tshark fields, one line per captured packet:
+             `frame.time_epoch<TAB>tcp.stream<TAB>tcp.payload` (payload hex, cut at the snap
+             length; files of two fields, without tcp.stream, are read too): packets whose TCP
+             payload starts with "POST " or "GET " (each request's first packet) and SYNs (no
+             payload).
+
+Which requests count. Only scheduled sends are matched to the plan: a request whose HTTP
+request line is `POST <path>` with a path ending in /completions (what --endpoint allows) and
+that carries surge's `X-Surge-Request: INDEX/ATTEMPT` header naming a planned (not warm-up)
+record. Everything else on the wire is left out of every time and rate, by its method and
+path, and counted in `wire_excluded` ("GET /v1/models": surge's pre-flight and model lookup;
+"POST /tokenize": a --tokenizer server call; ...) -- also when it carries the header.
+Warm-up sends (records with "warmup": true) are counted in `wire_warmups` and left out too.
+Connections: `connections_opened` counts the connections (SYNs) that carried a scheduled
+send; those that carried only excluded requests (the pre-flight's) are `connections_other`,
+those with no request captured (a connect-only reachability check, an unused connection)
+`connections_idle`. Without tcp.stream every SYN counts as opened.
 
 Clock alignment. The run folder records no wall-clock t0 (only the run's start second), and
 the capture's times are CLOCK_REALTIME while the plan lives on the coordinator's steady clock.
@@ -63,37 +80,95 @@ def ks_crit(n, m, alpha=KS_ALPHA):
     return c * math.sqrt((n + m) / (n * m))
 
 
+COMPLETION_SUFFIX = "/completions"
+
+
+def request_line(payload):
+    """(method, path without its query) of an HTTP request's first line; (None, None) if the
+    payload does not start with one."""
+    end = payload.find(b"\r\n")
+    line = payload[:end if end >= 0 else len(payload)]
+    parts = line.split(b" ")
+    if len(parts) < 3 or not parts[2].startswith(b"HTTP/"):
+        return None, None
+    method = parts[0].decode("ascii", "replace")
+    path = parts[1].decode("ascii", "replace").split("?", 1)[0]
+    return method, path
+
+
+def is_scheduled_send(method, path):
+    """A completion request, the only kind the plan schedules: POST to a path ending in
+    /completions (--endpoint must end so: /v1/chat/completions, /v1/completions)."""
+    return method == "POST" and path.endswith(COMPLETION_SUFFIX)
+
+
+class Wire:
+    """The capture read by read_wire."""
+
+    def __init__(self):
+        self.first = {}        # (index, attempt) -> first wire time (epoch s) of a scheduled send
+        self.dup = 0           # scheduled sends written again (keep-alive retry, reassignment)
+        self.unparsed = 0      # scheduled-send request lines without a readable X-Surge-Request
+        self.excluded = {}     # "METHOD path" -> requests that are not scheduled sends
+        self.syns = 0
+        self.syn_streams = set()
+        self.send_streams = set()
+        self.other_streams = set()
+        self.has_streams = False
+
+    def connections(self):
+        """(opened, other, idle): see the module docstring."""
+        if not self.has_streams:
+            return self.syns, 0, 0
+        opened = self.syn_streams & self.send_streams
+        other = (self.syn_streams & self.other_streams) - self.send_streams
+        idle = self.syn_streams - self.send_streams - self.other_streams
+        return len(opened), len(other), len(idle)
+
+
 def read_wire(path):
-    """{(index, attempt): first wire time (epoch s)}, plus count of duplicates / unparsed."""
-    first = {}
-    dup = 0
-    unparsed = 0
-    syns = 0
+    """The capture: scheduled sends by (index, attempt), excluded requests, connections."""
+    w = Wire()
     with open(path, "rb") as f:
         for line in f:
             parts = line.rstrip(b"\n").split(b"\t")
-            if len(parts) < 2 or not parts[1]:
-                syns += 1  # the capture keeps only request packets and SYNs
+            if len(parts) >= 3:
+                w.has_streams = True
+                t_text, stream, hex_payload = parts[0], parts[1], parts[2]
+            elif len(parts) == 2:
+                t_text, stream, hex_payload = parts[0], b"", parts[1]
+            else:
                 continue
-            t = float(parts[0])
-            payload = bytes.fromhex(parts[1].replace(b":", b"").decode())
+            if not hex_payload:
+                w.syns += 1  # the capture keeps only request packets and SYNs
+                w.syn_streams.add(stream)
+                continue
+            t = float(t_text)
+            payload = bytes.fromhex(hex_payload.replace(b":", b"").decode())
+            method, target = request_line(payload)
+            if method is None:
+                w.unparsed += 1
+                continue
+            if not is_scheduled_send(method, target):
+                key = f"{method} {target}"
+                w.excluded[key] = w.excluded.get(key, 0) + 1
+                w.other_streams.add(stream)
+                continue
+            w.send_streams.add(stream)
             k = payload.find(HEADER)
-            if k < 0:
-                unparsed += 1
-                continue
-            end = payload.find(b"\r\n", k)
+            end = payload.find(b"\r\n", k) if k >= 0 else -1
             if end < 0:
-                unparsed += 1
+                w.unparsed += 1
                 continue
             idx, _, att = payload[k + len(HEADER):end].partition(b"/")
             key = (int(idx), int(att))
-            if key in first:
-                dup += 1  # a keep-alive retry (or a reassignment) writes the request again
-                if t < first[key]:
-                    first[key] = t
+            if key in w.first:
+                w.dup += 1  # a keep-alive retry (or a reassignment) writes the request again
+                if t < w.first[key]:
+                    w.first[key] = t
             else:
-                first[key] = t
-    return first, dup, unparsed, syns
+                w.first[key] = t
+    return w
 
 
 def pct(a, q):
@@ -101,6 +176,10 @@ def pct(a, q):
 
 
 def scenario(args):
+    print(json.dumps(scenario_row(args)))
+
+
+def scenario_row(args):
     with open(args.summary) as f:
         summary = json.load(f)
     run = summary.get("run", summary.get("context", {}))
@@ -112,12 +191,19 @@ def scenario(args):
     planned, actual, wire, worker = [], [], [], []
     n_planned = 0
     n_sent = 0
-    wire_times, dup, unparsed, syns = read_wire(args.wire)
+    w = read_wire(args.wire)
+    wire_times = dict(w.first)
     matched = 0
+    warmups_on_wire = 0
     all_planned = []
     with open(args.details) as f:
         for line in f:
             r = json.loads(line)
+            if r.get("warmup"):
+                # Sent before t0, not a scheduled send: off the wire times.
+                if wire_times.pop((r["index"], r["attempt"]), None) is not None:
+                    warmups_on_wire += 1
+                continue
             n_planned += 1
             all_planned.append(r["planned_offset_s"])
             if r.get("actual_offset_s") is None:
@@ -135,7 +221,8 @@ def scenario(args):
     actual = np.array(actual)
     wire = np.array(wire)
     worker = np.array(worker)
-    e_s = np.array([e_ns.get(int(w), 0.0) for w in worker]) / 1e9
+    e_s = np.array([e_ns.get(int(k), 0.0) for k in worker]) / 1e9
+    opened, other, idle = w.connections()
     row = {
         "label": args.label,
         "traffic": args.traffic,
@@ -144,19 +231,22 @@ def scenario(args):
         "load": args.load,
         "stopped": args.stopped,
         "time_wait_at_start": args.time_wait,
-        "connections_opened": syns,
+        "connections_opened": opened,
+        "connections_other": other,
+        "connections_idle": idle,
         "planned": n_planned,
         "sent": n_sent,
         "on_wire": len(wire_times),
         "matched": matched,
-        "wire_duplicates": dup,
-        "wire_unparsed": unparsed,
+        "wire_duplicates": w.dup,
+        "wire_unparsed": w.unparsed,
+        "wire_excluded": dict(sorted(w.excluded.items())),
+        "wire_warmups": warmups_on_wire,
         "clock_offsets_ms": {str(k): v / 1e6 for k, v in sorted(e_ns.items())},
     }
     if matched < 2:
         row["error"] = "fewer than 2 requests matched on the wire"
-        print(json.dumps(row))
-        return
+        return row
     # Alignment (module docstring): wire - actual - e_w = C + d_i.
     d = wire - actual - e_s
     c = float(np.median(d))
@@ -174,9 +264,9 @@ def scenario(args):
     own_gaps = np.diff(np.sort(actual))
     ks_own = stats.ks_2samp(own_gaps, plan_gaps)
     per_worker = {}
-    for w in sorted(set(worker.tolist())):
-        m = worker == w
-        per_worker[str(w)] = {
+    for k in sorted(set(worker.tolist())):
+        m = worker == k
+        per_worker[str(k)] = {
             "n": int(m.sum()),
             "wire_p50_ms": pct(late_ms[m], 50),
             "wire_p99_ms": pct(late_ms[m], 99),
@@ -204,7 +294,7 @@ def scenario(args):
         "ks_own_p": float(ks_own.pvalue),
         "per_worker": per_worker,
     })
-    print(json.dumps(row))
+    return row
 
 
 def find_key(obj, key):
@@ -311,6 +401,98 @@ def table(args):
                   f"{'none' if best is None else f'{best:,} RPS'} (rates run: {tried}){tail}")
 
 
+def selfcheck(_args):
+    """`scenario` on a made-up run whose right row is known; exit 1 naming each failed check."""
+    import os
+    import tempfile
+    from types import SimpleNamespace
+
+    t0 = 1700000000.0  # the capture's epoch time of the run's t0 (steady offset 0)
+    path_ms = 0.05     # surge's stamp to the capture point, the same for every send
+
+    def http(method, path, header=None):
+        head = f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        if header:
+            head += f"X-Surge-Request: {header}\r\n"
+        return (head + "Content-Length: 2\r\n\r\n{}").encode().hex()
+
+    # Planned every 1 ms, sent 20 us late; index 3 was not sent; index 4 (= N + 0) is the
+    # run's one warm-up.
+    details = [{"index": i, "attempt": 0, "worker": 0, "planned_offset_s": i * 1e-3,
+                "actual_offset_s": i * 1e-3 + 20e-6} for i in range(3)]
+    details.append({"index": 3, "attempt": 0, "worker": 0, "planned_offset_s": 3e-3,
+                    "actual_offset_s": None})
+    details.append({"index": 4, "attempt": 0, "worker": 0, "planned_offset_s": -0.1,
+                    "actual_offset_s": -0.1, "warmup": True})
+
+    def on_wire(offset_s):
+        return f"{t0 + offset_s + path_ms * 1e-3:.9f}"
+
+    wire = [
+        # stream 0: the worker's connect-only reachability check
+        f"{t0 - 2:.9f}\t0\t",
+        # stream 1: the pre-flight GET /v1/models, and a GET that (wrongly) carries the header
+        # of request 2 long before it was due: both dropped by their method
+        f"{t0 - 1:.9f}\t1\t",
+        f"{t0 - 0.99:.9f}\t1\t{http('GET', '/v1/models')}",
+        f"{t0 - 0.98:.9f}\t1\t{http('GET', '/v1/models', '2/0')}",
+        # stream 2: a --tokenizer server call
+        f"{t0 - 0.5:.9f}\t2\t",
+        f"{t0 - 0.49:.9f}\t2\t{http('POST', '/tokenize')}",
+        # stream 3: the warm-up, the three sends, a keep-alive retry of request 1 (later)
+        f"{t0 - 0.2:.9f}\t3\t",
+        on_wire(-0.1) + "\t3\t" + http("POST", "/v1/chat/completions", "4/0"),
+    ]
+    for i in range(3):
+        wire.append(on_wire(i * 1e-3 + 20e-6) + "\t3\t" +
+                    http("POST", "/v1/chat/completions?x=1", f"{i}/0"))
+    wire.append(on_wire(5e-3) + "\t3\t" + http("POST", "/v1/chat/completions", "1/0"))
+    summary = {"run": {"clock_sync": [{"worker": 0, "reported": True, "offset_ns": 0}]}}
+
+    with tempfile.TemporaryDirectory() as d:
+        paths = {k: os.path.join(d, k) for k in ("details", "summary", "wire")}
+        with open(paths["details"], "w") as f:
+            f.write("".join(json.dumps(r) + "\n" for r in details))
+        with open(paths["summary"], "w") as f:
+            json.dump(summary, f)
+        with open(paths["wire"], "w") as f:
+            f.write("\n".join(wire) + "\n")
+        row = scenario_row(SimpleNamespace(
+            details=paths["details"], summary=paths["summary"], wire=paths["wire"],
+            label="selfcheck", traffic="constant", rate=1000, workers=1, load="",
+            stopped="", time_wait=0))
+
+    checks = [
+        ("matched", row.get("matched"), 3),
+        ("planned (warm-up left out)", row.get("planned"), 4),
+        ("sent", row.get("sent"), 3),
+        ("on_wire", row.get("on_wire"), 3),
+        ("wire_excluded", row.get("wire_excluded"), {"GET /v1/models": 2, "POST /tokenize": 1}),
+        ("wire_warmups", row.get("wire_warmups"), 1),
+        ("wire_duplicates", row.get("wire_duplicates"), 1),
+        ("wire_unparsed", row.get("wire_unparsed"), 0),
+        ("connections_opened", row.get("connections_opened"), 1),
+        ("connections_other", row.get("connections_other"), 2),
+        ("connections_idle", row.get("connections_idle"), 1),
+    ]
+    failed = [f"{name}: {got!r}, expected {want!r}" for name, got, want in checks if got != want]
+    # Every send 20 us late on the wire too (the constant stamp-to-wire path is aligned away),
+    # and exactly at the plan's rate: the GET at t0 - 0.98 s would have made request 2 ~1 s
+    # early and the rate ~2 RPS. Tolerances: epoch seconds as doubles resolve ~0.24 us.
+    for name, want, tol in (("wire_p50_ms", 0.02, 1e-3), ("wire_max_ms", 0.02, 1e-3),
+                            ("own_p99_ms", 0.02, 1e-9), ("achieved_over_target", 1.0, 1e-3)):
+        got = row.get(name)
+        if got is None or abs(got - want) > tol:
+            failed.append(f"{name}: {got!r}, expected {want!r}")
+    if failed:
+        for f in failed:
+            print("wire_analysis self-check FAILED: " + f, file=sys.stderr)
+        return 1
+    print(f"wire_analysis self-check: ok ({len(checks) + 4} checks: the pre-flight GET, the "
+          "tokenize call and the warm-up are off the wire times)")
+    return 0
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -329,11 +511,15 @@ def main():
                    help="why surge stopped the run early (--stop-on-alarm), empty if it did not")
     t = sub.add_parser("table")
     t.add_argument("rows")
+    sub.add_parser("selfcheck")
     args = p.parse_args()
     if args.cmd == "scenario":
         scenario(args)
+    elif args.cmd == "selfcheck":
+        return selfcheck(args)
     else:
         table(args)
+    return 0
 
 
 if __name__ == "__main__":

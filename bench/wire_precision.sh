@@ -5,14 +5,18 @@
 #
 # Loopback only, bounded. Starts nginx (Debian nginx-light, its own config in a mktemp folder,
 # on 127.0.0.1:<free port>) answering surge's requests with a fixed one-token SSE stream,
-# captures on `lo` with dumpcap (only SYNs to nginx, counted as connections opened, and each
-# request's first packet: TCP payload starting with "POST ", snap length 512), and for each
-# case runs `surge run` against it; tshark extracts
-# each request's packet time and its `X-Surge-Request: INDEX/ATTEMPT` header and
-# bench/wire_analysis.py matches them to the run's details file and prints, per case:
+# captures on `lo` with dumpcap (only SYNs to nginx and each request's first packet: TCP
+# payload starting with "POST " or "GET ", snap length 512), and for each case runs
+# `surge run` against it; tshark extracts each packet's time, TCP stream and payload, and
+# bench/wire_analysis.py keeps only the scheduled sends -- POST to the /completions endpoint
+# with surge's `X-Surge-Request: INDEX/ATTEMPT` header -- matches them to the run's details
+# file, and prints, per case (connections: those that carried a scheduled send):
 # sent/planned, achieved/target, wire lateness p50/p99/max and spread (p99 - p1), surge's own
 # lateness p99 and the two-sample KS distance of wire gaps vs planned gaps (scipy.stats.ks_2samp),
 # then the precision targets and the highest rate whose wire lateness p99 stays <= 1 ms.
+# Requests that are not scheduled sends are dropped from every wire time and rate by their
+# method and path, and counted per case ("off the wire times"): surge's pre-flight
+# `GET /v1/models`, a `--tokenizer server` tokenize call, warm-ups.
 # Last, the streaming case: `surge sim-server` in its own process pinned to one core
 # (taskset), 1,000 RPS, 256 output tokens at 2 ms each.
 #
@@ -44,6 +48,8 @@
 #   --run-args "ARGS"   extra arguments for every `surge run`, e.g. "--pacer-realtime"
 #   --keep DIR          keep every run folder, capture and the rows in DIR
 #   --install           first install the bench packages (scripts/install_deps.sh --bench)
+#   --self-check        only check the analysis on a made-up run (wire_analysis.py selfcheck:
+#                       a pre-flight GET, a tokenize call, a warm-up, a retry); needs python3-scipy
 #
 # Needs: nginx (nginx-light), dumpcap and tshark (wireshark-common, tshark), python3 with
 # scipy (python3-scipy), taskset (util-linux); root or CAP_NET_RAW for dumpcap. It installs
@@ -71,6 +77,7 @@ SEED=1
 RUN_ARGS=""
 KEEP=""
 INSTALL=0
+SELF_CHECK=0
 usage() { sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -92,6 +99,7 @@ while [ $# -gt 0 ]; do
     --run-args) RUN_ARGS=$2; shift 2 ;;
     --keep) KEEP=$2; shift 2 ;;
     --install) INSTALL=1; shift ;;
+    --self-check) SELF_CHECK=1; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "wire_precision: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -105,6 +113,13 @@ done
 if [ "$INSTALL" -eq 1 ]; then scripts/install_deps.sh --build-only --bench; fi
 
 PY=/usr/bin/python3  # Debian's, which has python3-scipy
+if [ "$SELF_CHECK" -eq 1 ]; then
+  if ! "$PY" -c 'import scipy.stats, numpy' 2>/dev/null; then
+    echo "wire_precision: --self-check needs python3-scipy (scripts/install_deps.sh --bench)" >&2
+    exit 2
+  fi
+  exec "$PY" bench/wire_analysis.py selfcheck
+fi
 missing=()
 command -v nginx >/dev/null || missing+=("nginx (nginx-light)")
 command -v dumpcap >/dev/null || missing+=("dumpcap (wireshark-common)")
@@ -218,10 +233,12 @@ run_case() {
   local alarm=(--lateness-alarm-ms "$ALARM_MS")
   if [ "$ALARM_MS" != 0 ]; then alarm+=(--stop-on-alarm); fi
   # Only each connection's SYN (to count the connections opened) and each request's first
-  # packet (to the server's port, TCP payload starting "POST"). The SYN test comes first: the
-  # payload test reads past the end of a SYN, which rejects the packet in BPF.
+  # packet (to the server's port, TCP payload starting "POST" or "GET "; the analysis keeps
+  # the scheduled sends and counts the rest). The SYN test comes first: the payload test reads
+  # past the end of a SYN, which rejects the packet in BPF.
   local filter="tcp dst port $port and ((tcp[tcpflags] & (tcp-syn|tcp-ack)) = tcp-syn"
-  filter+=" or tcp[((tcp[12:1] & 0xf0) >> 2):4] = 0x504f5354)"
+  filter+=" or tcp[((tcp[12:1] & 0xf0) >> 2):4] = 0x504f5354"
+  filter+=" or tcp[((tcp[12:1] & 0xf0) >> 2):4] = 0x47455420)"
   # TIME-WAIT sockets left by the previous case make connect(2)'s port search expensive
   # (docs/PERFORMANCE.md): wait, bounded, until fewer than 2,000 remain.
   local tw
@@ -272,7 +289,7 @@ run_case() {
   case "$folder" in /*) ;; *) folder=$REPO/$folder ;; esac
   grep -E "Packets received/dropped|dropped" "$dir/dumpcap.log" | sed 's/^/  dumpcap: /' >&2 || true
   tshark -r "$dir/wire.pcapng" -n -o tcp.desegment_tcp_streams:FALSE \
-    -T fields -e frame.time_epoch -e tcp.payload > "$dir/wire.tsv" 2> "$dir/tshark.log"
+    -T fields -e frame.time_epoch -e tcp.stream -e tcp.payload > "$dir/wire.tsv" 2> "$dir/tshark.log"
   local details summary
   details=$(find "$folder" -maxdepth 1 -name '*_details.jsonl' | head -1)
   summary=${details%_details.jsonl}.json
@@ -287,7 +304,12 @@ else:
     print("  conns %d  achieved/target %.4f  wire p50 %.3f p99 %.3f max %.2f spread %.3f ms  own p99 %.3f ms"
           "  KS %.4f (crit %.4f)" % (r["connections_opened"], r["achieved_over_target"], r["wire_p50_ms"], r["wire_p99_ms"],
           r["wire_max_ms"], r["wire_spread_ms"], r["own_p99_ms"], r["ks_d"], r["ks_crit"]),
-          file=sys.stderr)'
+          file=sys.stderr)
+off = dict(r.get("wire_excluded", {}))
+if r.get("wire_warmups"):
+    off["warm-ups"] = r["wire_warmups"]
+if off:
+    print("  off the wire times: " + ", ".join("%s %d" % kv for kv in off.items()), file=sys.stderr)'
   if [ -z "$KEEP" ]; then rm -f "$dir/wire.pcapng"; fi
 }
 

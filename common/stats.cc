@@ -4,6 +4,8 @@
 #include <boost/histogram.hpp>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -11,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/time_units.h"
 
 namespace surge {
 namespace {
@@ -110,32 +113,136 @@ double Mean(std::span<const double> values) {
 
 namespace bh = boost::histogram;
 
+namespace {
+
 // Magnitudes on a log axis: equal bins in log10 space, 232 per decade, over
 // [1e-12, 1e12); no under/overflow bins (values are clamped into range).
-struct StreamingStats::Histogram {
-  using LogAxis = bh::axis::regular<double, bh::axis::transform::log, bh::use_default,
-                                    bh::axis::option::none_t>;
-  using Counts = bh::histogram<std::tuple<LogAxis>, bh::dense_storage<uint64_t>>;
+using LogAxis =
+    bh::axis::regular<double, bh::axis::transform::log, bh::use_default, bh::axis::option::none_t>;
 
-  static Counts MakeCounts() {
-    constexpr int kDecades = 24;  // log10(kStreamingMaxMagnitude / kStreamingMinMagnitude)
-    return bh::make_histogram_with(
-        bh::dense_storage<uint64_t>(),
-        LogAxis(kDecades * kStreamingBinsPerDecade, kStreamingMinMagnitude, kStreamingMaxMagnitude));
+const LogAxis& StreamingAxis() {
+  static const LogAxis axis(kStreamingBins, kStreamingMinMagnitude, kStreamingMaxMagnitude);
+  return axis;
+}
+
+// The largest magnitude inside the axis' range.
+const double kStreamingTopMagnitude = std::nextafter(kStreamingMaxMagnitude, 0.0);
+
+uint64_t BitsOf(double v) {
+  uint64_t bits;
+  std::memcpy(&bits, &v, sizeof(bits));
+  return bits;
+}
+
+double FromBits(uint64_t bits) {
+  double v;
+  std::memcpy(&v, &bits, sizeof(v));
+  return v;
+}
+
+// StreamingBin's tables, built once from the log axis itself.
+struct BinTable {
+  // A slot: the positive doubles that share their exponent and top
+  // kMantissaBits mantissa bits: a ratio of at most 1 + 1/128 from its
+  // first to its last value, less than a bin's 10^(1/232) ≈ 1.00997, so a
+  // slot spans at most two bins.
+  static constexpr int kMantissaBits = 7;
+  static constexpr int kSlotShift = 52 - kMantissaBits;
+
+  BinTable() {
+    FindLowerEdges();
+    FillSlots();
   }
 
+  // lower[i]: the smallest double StreamingBinByLog puts in bin i or above;
+  // lower[0] = the min magnitude, lower[kStreamingBins] = +inf.
+  void FindLowerEdges() {
+    lower.resize(kStreamingBins + 1);
+    lower[0] = kStreamingMinMagnitude;
+    lower[kStreamingBins] = std::numeric_limits<double>::infinity();
+    for (int i = 1; i < kStreamingBins; ++i) {
+      // Positive doubles order as their bits: bisect between a bit pattern
+      // below the edge (bin < i) and one at or above it (bin ≥ i), starting
+      // close around the edge's ideal value.
+      const double ideal =
+          kStreamingMinMagnitude * std::pow(10.0, static_cast<double>(i) / kStreamingBinsPerDecade);
+      uint64_t below = BitsOf(ideal * (1 - 1e-12));
+      uint64_t above = BitsOf(ideal * (1 + 1e-12));
+      while (StreamingBinByLog(FromBits(below)) >= i) below -= above - below;
+      while (StreamingBinByLog(FromBits(above)) < i) above += above - below;
+      while (above - below > 1) {
+        const uint64_t mid = below + (above - below) / 2;
+        (StreamingBinByLog(FromBits(mid)) >= i ? above : below) = mid;
+      }
+      lower[i] = FromBits(above);
+    }
+  }
+
+  // first_bin[slot − first_slot]: the bin of the slot's smallest magnitude
+  // in range.
+  void FillSlots() {
+    first_slot = BitsOf(kStreamingMinMagnitude) >> kSlotShift;
+    const uint64_t last_slot = BitsOf(kStreamingTopMagnitude) >> kSlotShift;
+    first_bin.resize(last_slot - first_slot + 1);
+    for (uint64_t slot = first_slot; slot <= last_slot; ++slot) {
+      const double start = std::max(kStreamingMinMagnitude, FromBits(slot << kSlotShift));
+      const auto above = std::upper_bound(lower.begin(), lower.end(), start);
+      first_bin[slot - first_slot] = static_cast<uint16_t>(above - lower.begin() - 1);
+    }
+    // StreamingBin looks one bin past a slot's first: each slot's last
+    // value must lie in its first bin or the next.
+    for (size_t k = 0; k + 1 < first_bin.size(); ++k) {
+      if (first_bin[k + 1] > first_bin[k] + 1) std::abort();
+    }
+  }
+
+  std::vector<double> lower;
+  std::vector<uint16_t> first_bin;
+  uint64_t first_slot = 0;
+};
+
+const BinTable& StreamingBinTable() {
+  static const BinTable table;
+  return table;
+}
+
+}  // namespace
+
+int StreamingBinByLog(double magnitude) {
+  if (!(magnitude > kStreamingMinMagnitude)) return 0;  // also NaN
+  const int bin = StreamingAxis().index(std::min(magnitude, kStreamingTopMagnitude));
+  return std::clamp(bin, 0, kStreamingBins - 1);
+}
+
+int StreamingBin(double magnitude) {
+  if (!(magnitude > kStreamingMinMagnitude)) return 0;  // also NaN
+  if (!(magnitude < kStreamingMaxMagnitude)) return kStreamingBins - 1;
+  const BinTable& t = StreamingBinTable();
+  int bin = t.first_bin[(BitsOf(magnitude) >> BinTable::kSlotShift) - t.first_slot];
+  bin += magnitude >= t.lower[bin + 1];  // the slot's second bin (no branch)
+  return bin;
+}
+
+// Counts per bin of the log axis (StreamingAxis), one array for positive
+// and one for negative values' magnitudes.
+struct StreamingStats::Histogram {
+  using Counts = std::vector<uint64_t>;
+
+  // The bin by StreamingBin: the log axis' own bin, without its log.
   void Fill(double v) {
     if (v == 0) {
       ++zeros;
       return;
     }
-    const double magnitude = std::clamp(std::fabs(v), kStreamingMinMagnitude,
-                                        std::nextafter(kStreamingMaxMagnitude, 0.0));
-    (v > 0 ? positive : negative)(magnitude);
+    ++(v > 0 ? positive : negative)[StreamingBin(std::fabs(v))];
   }
 
-  Counts positive = MakeCounts();
-  Counts negative = MakeCounts();
+  static void AddCounts(const Counts& from, Counts* to) {
+    for (size_t i = 0; i < from.size(); ++i) (*to)[i] += from[i];
+  }
+
+  Counts positive = Counts(kStreamingBins, 0);
+  Counts negative = Counts(kStreamingBins, 0);
   uint64_t zeros = 0;
 };
 
@@ -160,6 +267,33 @@ void StreamingStats::Add(double value) {
     return;
   }
   values_.push_back(value);
+  sorted_ = false;
+  if (values_.size() > exact_limit_) SpillToHistogram();
+}
+
+void StreamingStats::AddNanos(std::span<const int64_t> ns) {
+  if (ns.empty()) return;
+  // Integer phase: count, min, max and the exact sum (128 bits: no
+  // overflow for any span of int64 values).
+  int64_t lo = ns[0], hi = ns[0];
+  __int128 total = 0;
+  for (const int64_t v : ns) {
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+    total += v;
+  }
+  count_ += ns.size();
+  sum_ += static_cast<double>(total) / 1e9;
+  // The int → double division is monotone: the converted min and max are
+  // the min and max of the converted values.
+  min_ = std::min(min_, NanosToSeconds(lo));
+  max_ = std::max(max_, NanosToSeconds(hi));
+  // The values themselves, as Add keeps them.
+  if (histogram_ != nullptr) {
+    for (const int64_t v : ns) histogram_->Fill(NanosToSeconds(v));
+    return;
+  }
+  for (const int64_t v : ns) values_.push_back(NanosToSeconds(v));
   sorted_ = false;
   if (values_.size() > exact_limit_) SpillToHistogram();
 }
@@ -189,8 +323,8 @@ void StreamingStats::Merge(const StreamingStats& other) {
   }
   SpillToHistogram();
   if (other.histogram_ != nullptr) {
-    histogram_->positive += other.histogram_->positive;
-    histogram_->negative += other.histogram_->negative;
+    Histogram::AddCounts(other.histogram_->positive, &histogram_->positive);
+    Histogram::AddCounts(other.histogram_->negative, &histogram_->negative);
     histogram_->zeros += other.histogram_->zeros;
   } else {
     for (double v : other.values_) histogram_->Fill(v);
@@ -208,12 +342,13 @@ double StreamingStats::HistogramValueAtRank(uint64_t rank) const {
   // positive magnitudes from the smallest bin up. The estimate is the bin's
   // geometric midpoint: within √(bin ratio) − 1 ≈ 0.5 % of any value in it.
   const Histogram& h = *histogram_;
-  const int bins = h.positive.axis().size();
+  const LogAxis& axis = StreamingAxis();
+  const int bins = kStreamingBins;
   uint64_t before = 0;
   for (int i = bins - 1; i >= 0; --i) {
-    const uint64_t c = h.negative.at(i);
+    const uint64_t c = h.negative[i];
     if (rank < before + c) {
-      const auto bin = h.negative.axis().bin(i);
+      const auto bin = axis.bin(i);
       return -std::sqrt(bin.lower() * bin.upper());
     }
     before += c;
@@ -221,9 +356,9 @@ double StreamingStats::HistogramValueAtRank(uint64_t rank) const {
   if (rank < before + h.zeros) return 0;
   before += h.zeros;
   for (int i = 0; i < bins; ++i) {
-    const uint64_t c = h.positive.at(i);
+    const uint64_t c = h.positive[i];
     if (rank < before + c) {
-      const auto bin = h.positive.axis().bin(i);
+      const auto bin = axis.bin(i);
       return std::sqrt(bin.lower() * bin.upper());
     }
     before += c;

@@ -6,7 +6,7 @@
 // v[⌊pos⌋] + (pos − ⌊pos⌋)·(v[⌊pos⌋+1] − v[⌊pos⌋]).
 //
 // StreamingStats keeps a metric in bounded memory: exact values up to a
-// limit, then a log-linear histogram (Boost.Histogram) whose percentile
+// limit, then a log-linear histogram (on a Boost.Histogram log axis) whose percentile
 // estimates are within kStreamingRelativeError of the exact ones.
 #ifndef SURGE_COMMON_STATS_H_
 #define SURGE_COMMON_STATS_H_
@@ -63,6 +63,23 @@ inline constexpr int kStreamingBinsPerDecade = 232;
 inline constexpr double kStreamingMinMagnitude = 1e-12;
 inline constexpr double kStreamingMaxMagnitude = 1e12;
 inline constexpr double kStreamingRelativeError = 0.005;
+// Bins of each magnitude histogram: 24 decades of kStreamingBinsPerDecade.
+inline constexpr int kStreamingBins = 24 * kStreamingBinsPerDecade;
+
+// The histogram bin (0 ≤ bin < kStreamingBins) StreamingStats counts a
+// magnitude (|value|, ≥ 0) in, without a log: the double's exponent and
+// top 6 mantissa bits pick a first bin from a table, then at most a few
+// comparisons with the bins' lower edges (each the smallest double the log
+// axis puts in that bin, found once per process) give the bin — always the
+// one StreamingBinByLog gives (tests/common/stats_test.cc checks it over
+// 24 decades, at every edge and its neighbours). Magnitudes below
+// kStreamingMinMagnitude (0 too) and NaN give bin 0; from
+// kStreamingMaxMagnitude on (+inf too) the last bin. Pure.
+int StreamingBin(double magnitude);
+// The same bin from the log axis itself (Boost.Histogram's regular axis
+// with a log transform: ⌊(ln m − ln min)/(ln max − ln min) · bins⌋), with
+// the same clamping: the reference StreamingBin is exact against. Pure.
+int StreamingBinByLog(double magnitude);
 
 // One metric's values, streamed in with Add, mergeable (per worker, per
 // window), in bounded memory.
@@ -90,6 +107,12 @@ class StreamingStats {
   StreamingStats& operator=(const StreamingStats&) = delete;
 
   void Add(double value);
+  // Adds each of `ns` (nanoseconds) as seconds, NanosToSeconds(ns[i]) —
+  // the values, percentiles, count, min and max those Adds would give —
+  // with the count, min, max and sum taken over the whole span in integers
+  // first (one record's inter-token gaps in one call): the sum then adds
+  // Σns/1e9 once, rounding once where value-by-value adds round each time.
+  void AddNanos(std::span<const int64_t> ns);
   // Adds every value `other` holds (its exact values, or its histogram:
   // once either side is a histogram, so is the result).
   void Merge(const StreamingStats& other);

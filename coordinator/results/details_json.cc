@@ -54,6 +54,23 @@ bool DigitsAreGrisus(uint64_t a, double v) {
   return x > lo + kMargin && x + kMargin < hi;
 }
 
+// The decimal digit pairs "00" … "99".
+constexpr char kDigitPairs[] =
+    "00010203040506070809101112131415161718192021222324"
+    "25262728293031323334353637383940414243444546474849"
+    "50515253545556575859606162636465666768697071727374"
+    "75767778798081828384858687888990919293949596979899";
+
+// Writes `v` (< 10⁹) as exactly 9 digits, zero-padded, at `p`.
+void WriteNineDigits(char* p, uint32_t v) {
+  p[0] = static_cast<char>('0' + v / 100000000);
+  v %= 100000000;
+  for (int i = 7; i > 0; i -= 2) {
+    std::memcpy(p + i, kDigitPairs + 2 * (v % 100), 2);
+    v /= 100;
+  }
+}
+
 // Writes AppendJsonSeconds's text at `p` (room for kMaxNumber bytes);
 // returns the end.
 char* WriteSeconds(char* p, int64_t ns) {
@@ -66,6 +83,18 @@ char* WriteSeconds(char* p, int64_t ns) {
   if (ns <= -kFastLimit || ns >= kFastLimit) return WriteGrisu(p, v);
   const uint64_t a = static_cast<uint64_t>(ns < 0 ? -ns : ns);
   if (!DigitsAreGrisus(a, v < 0 ? -v : v)) return WriteGrisu(p, v);
+  // 0.1 ms ≤ |v| < 1 s (every ITL gap, most latencies): nlohmann's
+  // 0.000ddd layout, i.e. "0." and the 9 digits of ns zero-padded, its
+  // trailing zeros dropped — written at a fixed width, then cut.
+  if (a >= 100000 && a < 1000000000) {
+    if (ns < 0) *p++ = '-';
+    p[0] = '0';
+    p[1] = '.';
+    WriteNineDigits(p + 2, static_cast<uint32_t>(a));
+    char* end = p + 11;
+    while (end[-1] == '0') --end;  // a ≠ 0: a nonzero digit stops it
+    return end;
+  }
   // Digits of a without trailing zeros: v = digits · 10^exponent.
   uint64_t digits = a;
   int exponent = -9;

@@ -270,7 +270,7 @@ void SummaryAccumulator::Add(const surge::v1::RequestRecord& r) {
     tpot_r = (e2el_r - ttft_r) / static_cast<double>(r.output_tokens() - 1);
     tpot_.Add(tpot_r);
   }
-  for (int64_t gap : r.itl_ns()) itl_.Add(NanosToSeconds(gap));
+  itl_.AddNanos({r.itl_ns().data(), static_cast<size_t>(r.itl_ns_size())});
   in_tokens_.Add(r.input_tokens());
   out_tokens_.Add(r.output_tokens());
   if (e2el_r > 0) out_throughput_.Add(r.output_tokens() / e2el_r);
