@@ -221,6 +221,20 @@ absl::Status LogPlan(const RunConfig& config, Prepared* p) {
   return absl::OkStatus();
 }
 
+// The dataset's file stem and the plan of `p`'s payloads (the plan file's,
+// for an exact replay). Errors: INVALID_ARGUMENT.
+absl::Status PlanFromPayloads(const RunConfig& config, const fs::path& plan_file, bool big,
+                              Prepared* p) {
+  // The stem names files in the run folder: never a path.
+  p->dataset = SafeFileName(p->payloads->name());
+  if (big) LogInfo("large plan: computing the schedule");
+  auto plan = BuildPlan(config, *p->payloads);
+  if (!plan.ok()) return plan.status();
+  p->plan = *std::move(plan);
+  if (!plan_file.empty()) return UsePlanFile(config, plan_file, &p->plan);
+  return absl::OkStatus();
+}
+
 // Multi-turn sessions (docs/SESSIONS.md): the sessions, and the plan of
 // their starts (the plan file's, for an exact replay), whose payloads are
 // the sessions' first turns. Errors: INVALID_ARGUMENT.
@@ -237,13 +251,7 @@ absl::Status MakeSessionsAndPlan(const RunConfig& config, const fs::path& plan_f
         "--tokenizer: the turns of a session are sized by the estimate (4 characters per "
         "token), not fitted");
   }
-  p->dataset = SafeFileName(p->payloads->name());
-  auto plan = BuildPlan(config, *p->payloads);
-  if (!plan.ok()) return plan.status();
-  p->plan = *std::move(plan);
-  if (!plan_file.empty()) {
-    if (absl::Status s = UsePlanFile(config, plan_file, &p->plan); !s.ok()) return s;
-  }
+  if (absl::Status s = PlanFromPayloads(config, plan_file, /*big=*/false, p); !s.ok()) return s;
   // The plan is the sessions' starts: both pages say so in their title.
   coordinator::TrafficDescription& d = p->plan.traffic.description;
   d.short_title = absl::StrCat("Session Starts | ", d.short_title);
@@ -276,15 +284,7 @@ absl::Status MakePayloadsAndPlan(const RunConfig& config, const fs::path& plan_f
                : AsRuntimeFailure(sized.status());
   }
   p->payloads = *std::move(sized);
-  // The stem names files in the run folder: never a path.
-  p->dataset = SafeFileName(p->payloads->name());
-  if (big) LogInfo("large plan: computing the schedule");
-  auto plan = BuildPlan(config, *p->payloads);
-  if (!plan.ok()) return plan.status();
-  p->plan = *std::move(plan);
-  if (!plan_file.empty()) {
-    if (absl::Status s = UsePlanFile(config, plan_file, &p->plan); !s.ok()) return s;
-  }
+  if (absl::Status s = PlanFromPayloads(config, plan_file, big, p); !s.ok()) return s;
   return LogPlan(config, p);
 }
 
