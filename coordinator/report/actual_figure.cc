@@ -42,6 +42,7 @@ using figure_internal::MakeTrace;
 using figure_internal::RowText;
 using figure_internal::StratifiedPicker;
 using figure_internal::TimeVsRpsChart;
+using figure_internal::StepsOf;
 using figure_internal::TraceSpec;
 using figure_internal::ValidatePlan;
 
@@ -280,18 +281,6 @@ struct RateChartSteps {
 // The traffic class of plan request `index`; past the classes without any.
 size_t ClassOf(const ArrivalSchedule& plan, uint64_t index) {
   return plan.classes.empty() ? std::numeric_limits<size_t>::max() : plan.class_index[index];
-}
-
-// The step line of `bins` drawn at their edges. A rate needs at least two
-// events: one send (or one planned request) alone would show 1/bin width, a
-// number nobody asked for.
-XySeries StepsOf(const RateBinner& bins, uint64_t events, const std::vector<double>& edges) {
-  XySeries s;
-  if (events < 2) return s;
-  const std::vector<double> rate = bins.Rates();
-  for (size_t k = 0; k < rate.size(); ++k) s.Add(edges[k], rate[k]);
-  s.Add(edges.back(), rate.back());
-  return s;
 }
 
 RateChartSteps MeasureRates(const ArrivalSchedule& plan, std::span<const TimedSend> sorted,

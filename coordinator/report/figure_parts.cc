@@ -130,4 +130,13 @@ void ChooseTimeAxis(RpsFigure& fig) {
   fig.charts[0].y_log = WantsLogAxis(lo, hi);
 }
 
+XySeries StepsOf(const RateBinner& bins, uint64_t events, const std::vector<double>& edges) {
+  XySeries s;
+  if (events < 2) return s;
+  const std::vector<double> rate = bins.Rates();
+  for (size_t k = 0; k < rate.size(); ++k) s.Add(edges[k], rate[k]);
+  s.Add(edges.back(), rate.back());
+  return s;
+}
+
 }  // namespace surge::coordinator::figure_internal

@@ -93,6 +93,11 @@ absl::Status ValidatePlan(const ArrivalSchedule& plan);
 FigureTrace MakeTrace(const TraceSpec& spec, XySeries points, uint64_t full_count, RowText text);
 // The bars of `h` as a trace of `spec` (x = bin centre, y = count).
 FigureTrace BarTrace(const TraceSpec& spec, const Histogram& h, uint64_t full_count, RowText text);
+// The step line of `bins` drawn at their `edges` (bins.Edges(), or another
+// binner's of the same bins). A rate needs at least two events: one send (or
+// one planned request) alone would show 1/bin width, a number nobody asked
+// for.
+XySeries StepsOf(const RateBinner& bins, uint64_t events, const std::vector<double>& edges);
 // "<spec.look>; <note>".
 std::string Look(const TraceSpec& spec, const std::string& note);
 

@@ -17,6 +17,7 @@ using figure_internal::kGreen;
 using figure_internal::kOrange;
 using figure_internal::kPurple;
 using figure_internal::MakeTrace;
+using figure_internal::StepsOf;
 using figure_internal::TraceSpec;
 
 inline constexpr char kGroupSessions[] = "Sessions";
@@ -64,18 +65,11 @@ constexpr TraceSpec kTtftP90Spec = {
     .dash = "dash",
     .line_width = 2};
 
-// Events per second in bins of `width` s from `lo`, as step points.
+// Events per second in the rate chart's bins (MakeRateBinner), as steps.
 XySeries BinnedRate(const std::vector<double>& at_s, double lo, double hi, double width) {
-  const size_t bins = std::max<size_t>(1, static_cast<size_t>(std::ceil((hi - lo) / width)));
-  std::vector<double> count(bins, 0);
-  for (double t : at_s) {
-    size_t b = static_cast<size_t>(std::max(0.0, std::floor((t - lo) / width)));
-    count[std::min(b, bins - 1)] += 1;
-  }
-  XySeries out;
-  for (size_t b = 0; b < bins; ++b) out.Add(lo + static_cast<double>(b) * width, count[b] / width);
-  out.Add(lo + static_cast<double>(bins) * width, count.back() / width);
-  return out;
+  RateBinner bins = MakeRateBinner(lo, hi, width);
+  for (double t : at_s) bins.Add(t);
+  return StepsOf(bins, at_s.size(), bins.Edges());
 }
 
 FigureTrace OnChart(FigureTrace trace, size_t chart) {
@@ -107,7 +101,7 @@ void AddRateChart(const std::vector<TurnSample>& samples, const std::vector<doub
           {.criterion = absl::StrCat("The ", FormatCount(sent.size()), " turns sent."),
            .appearance = std::string(kTurnsSentSpec.look),
            .computation = absl::StrCat("Turns sent in each ", width_text,
-                                       " s bin (the rate chart's bins) ÷ ", width_text, " s.")}),
+                                       " s bin (the rate chart's bins) ÷ the bin's length.")}),
       chart));
   fig.traces.push_back(OnChart(
       MakeTrace(kStartsPlannedSpec, BinnedRate(starts_s, lo, hi, width), starts_s.size(),
@@ -115,7 +109,7 @@ void AddRateChart(const std::vector<TurnSample>& samples, const std::vector<doub
                      absl::StrCat("The plan's ", FormatCount(starts_s.size()), " session starts."),
                  .appearance = std::string(kStartsPlannedSpec.look),
                  .computation = absl::StrCat("Session starts planned in each ", width_text,
-                                             " s bin ÷ ", width_text, " s.")}),
+                                             " s bin ÷ the bin's length.")}),
       chart));
 }
 
