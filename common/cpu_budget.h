@@ -9,6 +9,7 @@
 #ifndef SURGE_COMMON_CPU_BUDGET_H_
 #define SURGE_COMMON_CPU_BUDGET_H_
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -58,6 +59,15 @@ CpuBudget BudgetFrom(const CpuSources& sources);
 // The affinity mask and the cgroup files of this process (/proc/self/cgroup,
 // /sys/fs/cgroup). Missing files are simply absent from the result.
 CpuSources ReadCpuSources();
+
+// CPU time the calling thread has used so far (user and system), ns
+// (CLOCK_THREAD_CPUTIME_ID); 0 when the system cannot say. A measurement of
+// work done, not a clock to pace by.
+int64_t ThisThreadCpuNs();
+
+// Names the calling thread (up to 15 bytes kept: what top -H, perf and
+// /proc/PID/task/TID/comm show), e.g. "surge-pacer", "surge-io".
+void NameThisThread(const char* name);
 
 struct WorkerChoice {
   int workers = 1;

@@ -28,6 +28,22 @@ struct ConnectTotals {
   int64_t connect_ns = 0;
 };
 
+// What a sender's connections and threads did over the run, for the
+// worker's last log line (docs/PERFORMANCE.md "Warm connections").
+struct SenderStats {
+  // Connections opened (connected) in all.
+  uint64_t connections_opened = 0;
+  // With a warm pool: connections taken for a preparation or a request, the
+  // takes that found none idle (each opened its own), and the refills that
+  // connected ahead of the takes; all 0 without one.
+  uint64_t takes = 0;
+  uint64_t cold_takes = 0;
+  uint64_t refills_ok = 0;
+  // CPU time of the sender's I/O threads, ns; complete once Shutdown
+  // returned (0 when not measured).
+  int64_t io_cpu_ns = 0;
+};
+
 // Sends requests without blocking the caller. Thread-safe.
 class RequestSender {
  public:
@@ -51,6 +67,8 @@ class RequestSender {
   // them gets a record with sent_ns), for the heartbeat's sent_total and
   // the live metrics (docs/METRICS.md); default: none counted (0).
   virtual uint64_t sent_total() const { return 0; }
+  // Connections and I/O threads so far; default: nothing counted.
+  virtual SenderStats stats() const { return {}; }
   // Waits up to `drain` for in-flight requests to finish; then cuts off the
   // rest and stops the I/O threads. Idempotent. A cut-off request whose first
   // byte was sent gets status INTERRUPTED ("interrupted: ...") with sent_ns,

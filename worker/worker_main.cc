@@ -134,7 +134,8 @@ int WorkerCommand(const surge::v1::WorkerRoleConfig& args) {
           api_key = welcome.api_key();
           LogInfo("API key: the one the coordinator handed over (its own files are not read)");
         }
-        auto sender = BeastRequestSender::Create(*clock, welcome.target(), 1, {}, api_key);
+        auto sender =
+            BeastRequestSender::Create(*clock, welcome.target(), 1, {}, api_key, WarmPoolOptions{});
         if (!sender.ok()) return sender.status();
         return std::unique_ptr<RequestSender>(*std::move(sender));
       },

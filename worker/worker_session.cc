@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/cpu_budget.h"
 #include "common/failure_kind.h"
 #include "common/fd_limit.h"
 #include "common/log.h"
@@ -253,6 +254,8 @@ struct WorkerSession::State {
   std::unique_ptr<SessionTurns> sessions;
   std::unique_ptr<SendLoop> loop;
   std::thread pacer;
+  // CPU the pacer thread used, ns, set as it ends (its spin included).
+  std::atomic<int64_t> pacer_cpu_ns{0};
   // Local steady ns after which the pacer releases nothing.
   int64_t lease_expiry_ns = 0;
   uint64_t hb_seq = 0;
@@ -443,11 +446,14 @@ void WorkerSession::StartPacer(State& st) {
   // heartbeat ack still stops this worker.
   st.lease_expiry_ns = ToNanos(clock_.Now()) + st.lease_ns;
   st.loop->SetLeaseExpiry(st.lease_expiry_ns);
-  st.pacer = clock_.StartThread([loop = st.loop.get(), pacer_options = options_.pacer] {
-    const std::string refused = ConfigurePacerThread(pacer_options);
-    if (!refused.empty()) LogWarning(refused);
-    loop->Run();
-  });
+  st.pacer = clock_.StartThread(
+      [loop = st.loop.get(), pacer_options = options_.pacer, cpu = &st.pacer_cpu_ns] {
+        NameThisThread("surge-pacer");
+        const std::string refused = ConfigurePacerThread(pacer_options);
+        if (!refused.empty()) LogWarning(refused);
+        loop->Run();
+        cpu->store(ThisThreadCpuNs());
+      });
   st.next_heartbeat = clock_.Now();
   st.start_give_up = clock_.Now() + options_.hello_timeout;
   last_flush_ = clock_.Now();
@@ -737,6 +743,21 @@ void WorkerSession::LogEnded(const State& st, int exit_code) {
   LogInfo(absl::StrFormat(
       "ended (%s): %d records: %d sent (%d ok, %d failed, %d cut off), %d not sent; exit %d", why,
       t.records, t.sent, t.ok, t.failed, t.cut_off, t.not_sent, exit_code));
+  if (st.sender != nullptr) LogInfo(CostLine(st.sender->stats(), st.pacer_cpu_ns.load(), t.sent));
+}
+
+std::string WorkerSession::CostLine(const SenderStats& stats, int64_t pacer_cpu_ns, uint64_t sent) {
+  const double per = sent > 0 ? 1e-3 / static_cast<double>(sent) : 0;
+  std::string line = absl::StrFormat(
+      "cost per sent request: pacer %.2f us CPU (its spin included), I/O %.2f us CPU; "
+      "connections: %d opened",
+      static_cast<double>(pacer_cpu_ns) * per, static_cast<double>(stats.io_cpu_ns) * per,
+      stats.connections_opened);
+  if (stats.takes > 0) {
+    absl::StrAppendFormat(&line, " (warm pool: %d takes, %d found none idle, %d refills)",
+                          stats.takes, stats.cold_takes, stats.refills_ok);
+  }
+  return line;
 }
 
 }  // namespace surge::worker

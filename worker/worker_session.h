@@ -124,6 +124,12 @@ class WorkerSession {
   // Runs to the end; returns the process exit code (kExit*).
   int Run();
 
+  // The worker's last log line: what each sent request cost in CPU and
+  // connections, e.g. "cost per sent request: pacer 3.10 us CPU (its spin
+  // included), I/O 11.52 us CPU; connections: 152 opened (warm pool: 40000
+  // takes, 85 found none idle, 67 refills)". Pure.
+  static std::string CostLine(const SenderStats& stats, int64_t pacer_cpu_ns, uint64_t sent);
+
  private:
   // The phases of Run, over one State: Join (Hello until Welcome or a
   // refusal, then the HTTP sender), SyncClock (probes until the estimator
@@ -163,8 +169,9 @@ class WorkerSession {
   void SendGoodbye(const std::string& reason);
   // The pre-flight check of the target (options_.check_target), logged.
   void CheckTarget(State& st);
-  // One INFO line when the worker has joined (index, clock) and one when it
-  // ends (what became of its requests, why, the exit code).
+  // One INFO line when the worker has joined (index, clock) and two when it
+  // ends (what became of its requests, why, the exit code; what each sent
+  // request cost in CPU and connections).
   void LogJoined(const State& st) const;
   void LogEnded(const State& st, int exit_code);
 
@@ -198,7 +205,7 @@ class WorkerSession {
   uint64_t link_trouble_count_[3] = {0, 0, 0};
   bool link_trouble_logged_[3] = {false, false, false};
   Clock::TimePoint link_trouble_next_[3] = {};
-  uint64_t failed_batches_ = 0;      // batches the transport refused (retried)
+  uint64_t failed_batches_ = 0;  // batches the transport refused (retried)
 
   std::mutex outbox_mu_;
   std::vector<surge::v1::RequestRecord> outbox_;

@@ -26,6 +26,7 @@
 #include "client/api_key.h"
 #include "client/tls_client.h"
 #include "client/url.h"
+#include "common/cpu_budget.h"
 #include "common/failure_kind.h"
 #include "common/log.h"
 #include "common/utf8.h"
@@ -75,7 +76,8 @@ Resolve AddressesFrom(BeastRequestSender::AddressResolver resolver, std::string 
 class BeastRequestSender::Impl {
  public:
   Impl(Clock& clock, RequestFormat format, std::shared_ptr<net::ssl::context> tls_context,
-       std::vector<tcp::endpoint> endpoints, Resolve resolve, AddressPolicy policy, int io_threads)
+       std::vector<tcp::endpoint> endpoints, Resolve resolve, AddressPolicy policy, int io_threads,
+       std::optional<WarmPoolOptions> warm_pool)
       : clock_(clock),
         format_(std::move(format)),
         ignore_eos_(AsksIgnoreEos(format_.extra())),
@@ -85,6 +87,7 @@ class BeastRequestSender::Impl {
         exchange_(clock, format_, connector_, tls_context_.get()),
         ioc_(io_threads),
         work_(net::make_work_guard(ioc_)) {
+    if (warm_pool.has_value()) warm_pool_.emplace(*warm_pool);
     for (int i = 0; i < io_threads; ++i) {
       threads_.emplace_back([this] { RunIo(); });
     }
@@ -94,18 +97,16 @@ class BeastRequestSender::Impl {
 
   void Prepare(const surge::v1::Assignment& assignment) {
     auto prep = std::make_shared<Preparation>();
+    int refills = 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (shutting_down_) return;
       auto [it, inserted] = prepared_.try_emplace(KeyOf(assignment));
       if (!inserted) return;  // prepared already
-      std::shared_ptr<Connection> conn = TakeIdleLocked();
-      if (conn == nullptr) {
-        conn = std::make_shared<Connection>(net::make_strand(ioc_), tls_context_.get());
-      }
-      prep->conn = std::move(conn);
+      prep->conn = TakeConnectionLocked(refills);
       it->second = prep;
     }
+    StartRefills(refills);
     // Only the coroutine reads the payload, and it starts after this (post).
     prep->assignment = assignment;
     const Strand strand = prep->conn->strand;
@@ -144,6 +145,7 @@ class BeastRequestSender::Impl {
     std::shared_ptr<Connection> direct;
     // The preparation is still running and will start the request.
     bool attached = false;
+    int refills = 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (!shutting_down_) {
@@ -167,10 +169,7 @@ class BeastRequestSender::Impl {
             attached = true;
           }
         } else {
-          conn = TakeIdleLocked();
-          if (conn == nullptr) {
-            conn = std::make_shared<Connection>(net::make_strand(ioc_), tls_context_.get());
-          }
+          conn = TakeConnectionLocked(refills);
         }
         st->strand = conn->strand;
         if (direct == nullptr) st->conn = std::move(conn);
@@ -179,6 +178,7 @@ class BeastRequestSender::Impl {
         ++inflight_;
       }
     }
+    StartRefills(refills);
     if (!st->strand.has_value()) {
       RequestRecord record = BaseRecord(*st);
       SetFailure(record, surge::v1::NOT_SENT, surge::v1::FAILURE_KIND_NOT_SENT, "sender_shut_down");
@@ -209,7 +209,19 @@ class BeastRequestSender::Impl {
   }
 
   uint64_t connections_opened() const { return connector_.opened(); }
+  WarmPoolCounts warm_pool_counts() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return warm_pool_.has_value() ? warm_pool_->counts() : WarmPoolCounts{};
+  }
   uint64_t sent_total() const { return exchange_.sent_total(); }
+  SenderStats stats() const {
+    const WarmPoolCounts pool = warm_pool_counts();
+    return SenderStats{.connections_opened = connector_.opened(),
+                       .takes = pool.takes,
+                       .cold_takes = pool.cold_takes,
+                       .refills_ok = pool.refills_ok,
+                       .io_cpu_ns = io_cpu_ns_.load()};
+  }
   int64_t connect_ns_total() const { return connector_.connect_ns_total(); }
 
   void Shutdown(std::chrono::milliseconds drain) {
@@ -220,6 +232,7 @@ class BeastRequestSender::Impl {
     {
       std::unique_lock<std::mutex> lock(mu_);
       shutting_down_ = true;
+      refills_abandoned_ = true;
       // Prepared and never sent: nothing will claim them any more. A
       // preparation still connecting is told so and its socket closed.
       for (auto& [key, prep] : prepared_) {
@@ -273,13 +286,74 @@ class BeastRequestSender::Impl {
 
  private:
   void RunIo() {
+    NameThisThread("surge-io");
     for (;;) {
       try {
         ioc_.run();
-        return;
+        break;
       } catch (const std::exception& e) {
         LogError(absl::StrCat("beast_request_sender: I/O thread: ", e.what()));
       }
+    }
+    io_cpu_ns_.fetch_add(ThisThreadCpuNs());
+  }
+
+  // A connection for a preparation or a request: the most recent idle one,
+  // else a new one that the taker opens itself (a cold take). Told to the
+  // warm pool, which may ask for `refills` more connects (started after the
+  // lock by StartRefills).
+  std::shared_ptr<Connection> TakeConnectionLocked(int& refills) {
+    std::shared_ptr<Connection> conn = TakeIdleLocked();
+    const bool cold = conn == nullptr;
+    if (cold) conn = std::make_shared<Connection>(net::make_strand(ioc_), tls_context_.get());
+    if (warm_pool_.has_value()) {
+      const int64_t now_ns = ToNanos(clock_.Now());
+      conn->taken_ns = now_ns;
+      warm_pool_->OnTake(now_ns, cold);
+      refills = RefillsDueLocked(now_ns);
+    }
+    return conn;
+  }
+
+  // The warm pool's refills due now; counted as started.
+  int RefillsDueLocked(int64_t now_ns) {
+    if (!warm_pool_.has_value() || shutting_down_) return 0;
+    const size_t open = idle_.size() + inflight_ + prepared_.size();
+    const int due = warm_pool_->RefillsDue(now_ns, idle_.size(), open);
+    if (due > 0) warm_pool_->OnRefillsStarted(due);
+    return due;
+  }
+
+  // Opens `n` connections for the pool on the I/O thread: one post from
+  // the caller (the pacer, for a take), the connects spawned there.
+  void StartRefills(int n) {
+    if (n <= 0) return;
+    net::post(ioc_, [this, n] {
+      for (int i = 0; i < n; ++i) {
+        auto conn = std::make_shared<Connection>(net::make_strand(ioc_), tls_context_.get());
+        const Strand strand = conn->strand;
+        net::co_spawn(strand, Refill(std::move(conn)), [](std::exception_ptr e) {
+          if (e) LogError("beast_request_sender: refill coroutine ended with an exception");
+        });
+      }
+    });
+  }
+
+  // One refill: connect (and handshake), then idle in the pool. A refill
+  // that fails pauses the refills (WarmPool::OnRefillDone); the requests
+  // meet the error themselves.
+  net::awaitable<void> Refill(std::shared_ptr<Connection> conn) {
+    OpenError error;
+    const bool ok =
+        co_await connector_.Open(*conn, OpenCancel{.abandoned = &refills_abandoned_}, error);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      warm_pool_->OnRefillDone(ok, ToNanos(clock_.Now()));
+    }
+    if (ok) {
+      ReturnToPool(std::move(conn), /*answered=*/false);
+    } else {
+      conn->Close();
     }
   }
 
@@ -296,10 +370,25 @@ class BeastRequestSender::Impl {
 
   // `answered`: the connection has carried a request and its answer (a
   // server may then close it between requests: the keep-alive race).
+  // With a warm pool, the hold since the take is told to it, and the
+  // refills it asks for then start here (on the I/O thread).
   void ReturnToPool(std::shared_ptr<Connection> conn, bool answered = true) {
     if (answered) conn->reused = true;
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!shutting_down_) idle_.push_back(std::move(conn));
+    int refills = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (shutting_down_) return;
+      if (warm_pool_.has_value()) {
+        const int64_t now_ns = ToNanos(clock_.Now());
+        if (conn->taken_ns != 0) warm_pool_->OnReturn(now_ns - conn->taken_ns);
+        conn->taken_ns = 0;
+        idle_.push_back(std::move(conn));
+        refills = RefillsDueLocked(now_ns);
+      } else {
+        idle_.push_back(std::move(conn));
+      }
+    }
+    StartRefills(refills);
   }
 
   RequestRecord BaseRecord(const RequestState& st) const {
@@ -483,11 +572,16 @@ class BeastRequestSender::Impl {
   std::vector<std::shared_ptr<Connection>> idle_;                       // guarded by mu_
   std::unordered_map<uint64_t, std::shared_ptr<RequestState>> active_;  // guarded by mu_
   std::map<PrepKey, std::shared_ptr<Preparation>> prepared_;            // guarded by mu_
+  std::optional<WarmPool> warm_pool_;                                   // guarded by mu_
+  // Set by Shutdown: refills still connecting give up.
+  std::atomic<bool> refills_abandoned_{false};
+  // CPU of the I/O threads that have ended, ns.
+  std::atomic<int64_t> io_cpu_ns_{0};
 };
 
 absl::StatusOr<std::unique_ptr<BeastRequestSender>> BeastRequestSender::Create(
     Clock& clock, const surge::v1::TargetConfig& target, int io_threads, AddressResolver resolver,
-    std::optional<std::string> api_key) {
+    std::optional<std::string> api_key, std::optional<WarmPoolOptions> warm_pool) {
   if (io_threads < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("io_threads: ", io_threads, " is not allowed; use 1 or more"));
@@ -522,9 +616,9 @@ absl::StatusOr<std::unique_ptr<BeastRequestSender>> BeastRequestSender::Create(
         absl::StrCat(endpoints.status().message(), " (base_url ", target.base_url(), ")"));
   }
   LogInfo(AddressesLine(host, port, *endpoints, *policy));
-  auto impl =
-      std::make_unique<Impl>(clock, *std::move(format), std::move(tls_context),
-                             *std::move(endpoints), std::move(resolve), *policy, io_threads);
+  auto impl = std::make_unique<Impl>(clock, *std::move(format), std::move(tls_context),
+                                     *std::move(endpoints), std::move(resolve), *policy, io_threads,
+                                     warm_pool);
   return std::unique_ptr<BeastRequestSender>(new BeastRequestSender(std::move(impl)));
 }
 
@@ -549,6 +643,10 @@ size_t BeastRequestSender::inflight() const { return impl_->inflight(); }
 void BeastRequestSender::Shutdown(std::chrono::milliseconds drain) { impl_->Shutdown(drain); }
 
 uint64_t BeastRequestSender::connections_opened() const { return impl_->connections_opened(); }
+
+WarmPoolCounts BeastRequestSender::warm_pool_counts() const { return impl_->warm_pool_counts(); }
+
+SenderStats BeastRequestSender::stats() const { return impl_->stats(); }
 
 uint64_t BeastRequestSender::sent_total() const { return impl_->sent_total(); }
 

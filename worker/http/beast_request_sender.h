@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "common/clock.h"
 #include "surge/v1/config.pb.h"
+#include "worker/http/warm_pool.h"
 #include "worker/request_sender.h"
 
 namespace surge::worker {
@@ -32,7 +33,8 @@ namespace surge::worker {
 // target.headers (a header named there replaces User-Agent, Content-Type or
 // Accept). target.extra_body_json is merged into every body.
 //
-// Connections: a keep-alive pool. A request (or its Prepare) takes an idle
+// Connections: a keep-alive pool (kept warm ahead of the takes when Create
+// gets a WarmPoolOptions). A request (or its Prepare) takes an idle
 // connection (after checking that the server has not closed it) or opens a
 // new one; there is no cap (the caller caps concurrency, R-REQ-2); with
 // Prepare the pool also holds the reservations (about rate × lead more
@@ -120,9 +122,16 @@ class BeastRequestSender final : public RequestSender {
   // ("127.0.0.2", "::1"), the base_url's port added.
   using AddressResolver =
       std::function<absl::StatusOr<std::vector<std::string>>(const std::string& host)>;
+  //
+  // `warm_pool`, when given, keeps connections open and idle ahead of the
+  // schedule (WarmPool, docs/PERFORMANCE.md "Warm connections"): each take
+  // and return is told to it, and the refills it asks for connect on the
+  // I/O thread. Without it a take that finds no idle connection opens its
+  // own, and nothing else is opened.
   static absl::StatusOr<std::unique_ptr<BeastRequestSender>> Create(
       Clock& clock, const surge::v1::TargetConfig& target, int io_threads = 1,
-      AddressResolver resolver = {}, std::optional<std::string> api_key = std::nullopt);
+      AddressResolver resolver = {}, std::optional<std::string> api_key = std::nullopt,
+      std::optional<WarmPoolOptions> warm_pool = std::nullopt);
 
   // Calls Shutdown(0ms).
   ~BeastRequestSender() override;
@@ -177,12 +186,18 @@ class BeastRequestSender final : public RequestSender {
   // TCP connections opened successfully so far (for tests and stats: with
   // reuse it stays at the peak concurrency).
   uint64_t connections_opened() const;
+  // What the warm pool did (all 0 without one): takes, cold takes (no idle
+  // connection), refills started and connected.
+  WarmPoolCounts warm_pool_counts() const;
   // Those connections and their total set-up time (TCP connect + TLS
   // handshake), for the worker's SendHealth report.
   ConnectTotals connect_totals() const override;
   // Requests whose first byte was written (counted once, at the first
   // write; a keep-alive retry does not count again).
   uint64_t sent_total() const override;
+  // Connections opened, the warm pool's counts and the I/O threads' CPU
+  // (each thread adds its own as it ends, in Shutdown).
+  SenderStats stats() const override;
 
  private:
   class Impl;

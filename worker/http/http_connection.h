@@ -41,6 +41,9 @@ struct Connection {
   boost::beast::flat_buffer buffer;
   bool connected = false;  // TCP connected and, for https, handshake done
   bool reused = false;     // has answered a request before
+  // Local ns when a preparation or a request took it from the pool (or
+  // made it); 0 while idle or never taken (the warm pool's hold time).
+  int64_t taken_ns = 0;
 };
 
 // True when the server has closed an idle connection (or sent bytes nobody

@@ -340,5 +340,78 @@ TEST(PreparedSendTest, PacerPreparesSendsAndCancelsOnStop) {
   EXPECT_EQ(sender->inflight(), 0u);
 }
 
+// Runs `n` requests through a pacer at `rate_rps` (each prepared 50 ms
+// ahead) on `sender`; returns their records once all have come back.
+std::vector<RequestRecord> PaceRequests(BeastRequestSender& sender, int n, double rate_rps) {
+  std::mutex mu;
+  std::vector<RequestRecord> records;
+  SendLoop loop(RealClock(), sender, SendLoopOptions{}, [&](RequestRecord r) {
+    std::lock_guard<std::mutex> lock(mu);
+    records.push_back(std::move(r));
+  });
+  std::vector<surge::v1::Assignment> list;
+  for (int i = 0; i < n; ++i) {
+    surge::v1::Assignment a = Request(static_cast<uint64_t>(i), 3);
+    a.set_offset_ns(static_cast<int64_t>(i * 1e9 / rate_rps));
+    list.push_back(a);
+  }
+  loop.Enqueue(list);
+  loop.SetStart(ToNanos(RealClock().Now()) + 100 * kMs);
+  std::thread pacer([&loop] { loop.Run(); });
+  for (int i = 0; i < 20000; ++i) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (records.size() == static_cast<size_t>(n)) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  loop.Stop();
+  pacer.join();
+  std::lock_guard<std::mutex> lock(mu);
+  return records;
+}
+
+TEST(PreparedSendTest, WarmPoolOpensConnectionsAheadAndAccountsForEachOne) {
+  // Answers take 20 ms: at 1,000 RPS about 70 connections are held at once
+  // (a 50 ms reservation plus the answer).
+  auto server = StartSimServer(SimOptions(20, 1));
+  ASSERT_NE(server, nullptr);
+  auto created = BeastRequestSender::Create(RealClock(), LocalTarget(server->port()), 1, {},
+                                            std::nullopt, WarmPoolOptions{});
+  ASSERT_TRUE(created.ok()) << created.status();
+  BeastRequestSender& sender = **created;
+  const std::vector<RequestRecord> records = PaceRequests(sender, 600, 1000);
+  ASSERT_EQ(records.size(), 600u);
+  for (const RequestRecord& r : records) {
+    EXPECT_EQ(r.status(), surge::v1::OK) << r.index() << ": " << r.error();
+  }
+  sender.Shutdown(std::chrono::seconds(1));
+  const WarmPoolCounts counts = sender.warm_pool_counts();
+  // Every preparation took a connection, and every connection opened is
+  // either a take that found none idle or a refill.
+  EXPECT_EQ(counts.takes, 600u);
+  EXPECT_GT(counts.refills_ok, 0u);
+  EXPECT_LE(counts.refills_ok, counts.refills);
+  EXPECT_EQ(sender.connections_opened(), counts.cold_takes + counts.refills_ok);
+  // The refills ran ahead of the takes: most takes found a warm connection.
+  EXPECT_LT(counts.cold_takes, counts.takes / 2) << counts.cold_takes << " cold takes";
+}
+
+TEST(PreparedSendTest, WithoutAWarmPoolOnlyTakesOpenConnections) {
+  auto server = StartSimServer(SimOptions(20, 1));
+  ASSERT_NE(server, nullptr);
+  auto sender = NewSender(LocalTarget(server->port()));
+  ASSERT_NE(sender, nullptr);
+  const std::vector<RequestRecord> records = PaceRequests(*sender, 200, 1000);
+  ASSERT_EQ(records.size(), 200u);
+  sender->Shutdown(std::chrono::seconds(1));
+  const WarmPoolCounts counts = sender->warm_pool_counts();
+  EXPECT_EQ(counts.takes, 0u);
+  EXPECT_EQ(counts.refills, 0u);
+  // About as many as are held at once (~70), never one per request.
+  EXPECT_GT(sender->connections_opened(), 10u);
+  EXPECT_LT(sender->connections_opened(), 200u);
+}
+
 }  // namespace
 }  // namespace surge::worker
