@@ -69,6 +69,12 @@ class RequestSender {
   virtual uint64_t sent_total() const { return 0; }
   // Connections and I/O threads so far; default: nothing counted.
   virtual SenderStats stats() const { return {}; }
+  // For a pacer waiting for a deadline (SendLoopOptions::assist_margin):
+  // whether the sender has I/O completions another thread may run, and
+  // running one that is ready now on the calling thread (true when it ran
+  // one; never blocks). Default: none.
+  virtual bool TakesHelp() const { return false; }
+  virtual bool RunReadyWork() { return false; }
   // Waits up to `drain` for in-flight requests to finish; then cuts off the
   // rest and stops the I/O threads. Idempotent. A cut-off request whose first
   // byte was sent gets status INTERRUPTED ("interrupted: ...") with sent_ns,

@@ -197,8 +197,25 @@ bool SendLoop::SleepTowardNextEvent(const Events& ev, bool prepare_may_go, int64
   return false;
 }
 
+void SendLoop::WaitForRelease(int64_t due) {
+  using std::chrono::nanoseconds;
+  const int64_t margin = std::chrono::duration_cast<nanoseconds>(options_.assist_margin).count();
+  if (margin > 0 && sender_.TakesHelp()) {
+    const int64_t window = std::chrono::duration_cast<nanoseconds>(options_.assist_window).count();
+    const int64_t poll = std::chrono::duration_cast<nanoseconds>(options_.assist_poll).count();
+    for (int64_t now = ToNanos(clock_.Now()); now < due - margin; now = ToNanos(clock_.Now())) {
+      if (due - now > window) {
+        clock_.SleepUntilCoarse(FromNanos(due - window));
+      } else if (!sender_.RunReadyWork()) {
+        clock_.SleepUntil(FromNanos(std::min(due - margin, now + std::max<int64_t>(poll, 1))));
+      }
+    }
+  }
+  clock_.SleepUntil(FromNanos(due));
+}
+
 void SendLoop::ReleaseDue(int64_t release_due) {
-  clock_.SleepUntil(FromNanos(release_due));
+  WaitForRelease(release_due);
   const int64_t reached_ns = ToNanos(clock_.Now());
   // The lease check sits here, at the release itself, not in a watchdog: a
   // pacer that wakes after a long stall must not send what the coordinator

@@ -54,6 +54,16 @@ struct SendLoopOptions {
   // instead of 500 connections reserved 50 ms ahead, which at the start of
   // a 20,000 RPS run meant 20,000 connects per second (docs/PERFORMANCE.md).
   size_t max_prepared = 128;
+  // While it waits for a release, within `assist_window` of it and more
+  // than `assist_margin` before it, the pacer runs the sender's ready I/O
+  // completions (RequestSender::RunReadyWork) instead of only spinning, and
+  // looks for more every `assist_poll`; from `assist_margin` on it only
+  // waits. A completion started just before the margin may run past it: the
+  // margin is the longest one expected (docs/PERFORMANCE.md "The pacer
+  // helps the I/O thread"). assist_margin 0 = never.
+  std::chrono::microseconds assist_window{200};
+  std::chrono::microseconds assist_margin{20};
+  std::chrono::microseconds assist_poll{5};
   // Late-send policy (docs/DESIGN.md "Late-send policy"), decided at each
   // release: a request is late when the pacer reaches it more than
   // `late_threshold_ns` after its deadline (local clock). SEND sends it at
@@ -154,6 +164,10 @@ class SendLoop {
   void PrepareNext();
   bool SleepTowardNextEvent(const Events& ev, bool prepare_may_go, int64_t now);
   void ReleaseDue(int64_t release_due);
+  // The wait for a release at local ns `due`: with a sender that takes
+  // help, its ready completions run until `assist_margin` before `due`;
+  // then a precise sleep to `due`.
+  void WaitForRelease(int64_t due);
 
   // The late-send policy, picked once at construction: what becomes of a
   // request the pacer reached at local `reached_ns`, `lateness_ns` after

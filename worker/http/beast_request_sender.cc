@@ -209,6 +209,14 @@ class BeastRequestSender::Impl {
   }
 
   uint64_t connections_opened() const { return connector_.opened(); }
+  bool RunReadyWork() {
+    try {
+      return ioc_.poll_one() > 0;
+    } catch (const std::exception& e) {
+      LogError(absl::StrCat("beast_request_sender: completion run by the pacer: ", e.what()));
+      return true;
+    }
+  }
   WarmPoolCounts warm_pool_counts() const {
     std::lock_guard<std::mutex> lock(mu_);
     return warm_pool_.has_value() ? warm_pool_->counts() : WarmPoolCounts{};
@@ -645,6 +653,8 @@ void BeastRequestSender::Shutdown(std::chrono::milliseconds drain) { impl_->Shut
 uint64_t BeastRequestSender::connections_opened() const { return impl_->connections_opened(); }
 
 WarmPoolCounts BeastRequestSender::warm_pool_counts() const { return impl_->warm_pool_counts(); }
+
+bool BeastRequestSender::RunReadyWork() { return impl_->RunReadyWork(); }
 
 SenderStats BeastRequestSender::stats() const { return impl_->stats(); }
 

@@ -195,6 +195,11 @@ class BeastRequestSender final : public RequestSender {
   // Requests whose first byte was written (counted once, at the first
   // write; a keep-alive retry does not count again).
   uint64_t sent_total() const override;
+  // The I/O threads' queue of ready completions (a request's next step,
+  // an answer's bytes): a pacer waiting for its deadline may run one
+  // (io_context::poll_one: never blocks; a completion that throws is logged).
+  bool TakesHelp() const override { return true; }
+  bool RunReadyWork() override;
   // Connections opened, the warm pool's counts and the I/O threads' CPU
   // (each thread adds its own as it ends, in Shutdown).
   SenderStats stats() const override;
