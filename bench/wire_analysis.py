@@ -111,6 +111,7 @@ class Wire:
         self.unparsed = 0      # scheduled-send request lines without a readable X-Surge-Request
         self.excluded = {}     # "METHOD path" -> requests that are not scheduled sends
         self.syns = 0
+        self.syn_times = []    # wire time (epoch s) of each SYN
         self.syn_streams = set()
         self.send_streams = set()
         self.other_streams = set()
@@ -141,6 +142,7 @@ def read_wire(path):
                 continue
             if not hex_payload:
                 w.syns += 1  # the capture keeps only request packets and SYNs
+                w.syn_times.append(float(t_text))
                 w.syn_streams.add(stream)
                 continue
             t = float(t_text)
@@ -223,6 +225,13 @@ def scenario_row(args):
     worker = np.array(worker)
     e_s = np.array([e_ns.get(int(k), 0.0) for k in worker]) / 1e9
     opened, other, idle = w.connections()
+    # New connections once the run is past its first second (the warm pool's
+    # target: at most 1 % of the sends of that part of the run).
+    late_syns = late_sends = 0
+    if w.first:
+        after = min(w.first.values()) + 1.0
+        late_syns = sum(1 for t in w.syn_times if t > after)
+        late_sends = sum(1 for t in w.first.values() if t > after)
     row = {
         "label": args.label,
         "traffic": args.traffic,
@@ -234,6 +243,9 @@ def scenario_row(args):
         "connections_opened": opened,
         "connections_other": other,
         "connections_idle": idle,
+        "new_connections_after_1s": late_syns,
+        "sends_after_1s": late_sends,
+        "new_connections_after_1s_pct": 100.0 * late_syns / late_sends if late_sends else None,
         "planned": n_planned,
         "sent": n_sent,
         "on_wire": len(wire_times),

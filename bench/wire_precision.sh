@@ -11,7 +11,8 @@
 # bench/wire_analysis.py keeps only the scheduled sends -- POST to the /completions endpoint
 # with surge's `X-Surge-Request: INDEX/ATTEMPT` header -- matches them to the run's details
 # file, and prints, per case (connections: those that carried a scheduled send):
-# sent/planned, achieved/target, wire lateness p50/p99/max and spread (p99 - p1), surge's own
+# sent/planned, achieved/target, wire lateness p50/p99/max and spread (p99 - p1), the new
+# connections (SYNs) after the first second against the sends of that part, surge's own
 # lateness p99 and the two-sample KS distance of wire gaps vs planned gaps (scipy.stats.ks_2samp),
 # then the precision targets and the highest rate whose wire lateness p99 stays <= 1 ms.
 # Requests that are not scheduled sends are dropped from every wire time and rate by their
@@ -305,6 +306,10 @@ else:
           "  KS %.4f (crit %.4f)" % (r["connections_opened"], r["achieved_over_target"], r["wire_p50_ms"], r["wire_p99_ms"],
           r["wire_max_ms"], r["wire_spread_ms"], r["own_p99_ms"], r["ks_d"], r["ks_crit"]),
           file=sys.stderr)
+    if r.get("sends_after_1s"):
+        print("  new connections after the first second: %d for %d sends (%.2f %%)" % (
+              r["new_connections_after_1s"], r["sends_after_1s"], r["new_connections_after_1s_pct"]),
+              file=sys.stderr)
 off = dict(r.get("wire_excluded", {}))
 if r.get("wire_warmups"):
     off["warm-ups"] = r["wire_warmups"]
