@@ -34,15 +34,13 @@ namespace surge::worker {
 // Accept). target.extra_body_json is merged into every body.
 //
 // Connections: a keep-alive pool (kept warm ahead of the takes when Create
-// gets a WarmPoolOptions). A request (or its Prepare) takes an idle
-// connection (after checking that the server has not closed it) or opens a
-// new one; there is no cap (the caller caps concurrency, R-REQ-2); with
-// Prepare the pool also holds the reservations (about rate × lead more
-// connections). A connection that errors,
-// times out or is not keep-alive is discarded. If a *reused* connection turns
-// out to be closed by the server before any byte of the answer arrives (the
-// keep-alive race every HTTP client has), the request is sent once more on a
-// fresh connection. The record says so: http_retries 1, retry_reason
+// gets a WarmPoolOptions and the takes come at min_rate_rps or faster). A request (or its Prepare)
+// takes an idle connection (after checking that the server has not closed it) or opens a new one;
+// there is no cap (the caller caps concurrency, R-REQ-2); with Prepare the pool also holds the
+// reservations (about rate × lead more connections). A connection that errors, times out or is not
+// keep-alive is discarded. If a *reused* connection turns out to be closed by the server before any
+// byte of the answer arrives (the keep-alive race every HTTP client has), the request is sent once
+// more on a fresh connection. The record says so: http_retries 1, retry_reason
 // ("keepalive_closed: <msg>", or "keepalive_closed_on_write: <msg>" when the
 // write itself failed), retry_sent_ns the second write; sent_ns stays the
 // first write and every latency counts from it.

@@ -59,7 +59,7 @@ double WarmPool::TakeRate(int64_t now_ns) const {
 
 size_t WarmPool::SpareTarget(int64_t now_ns) const {
   const double rate = TakeRate(now_ns);
-  if (rate <= 0) return 0;
+  if (rate <= 0 || rate < options_.min_rate_rps) return 0;
   const double horizon_ns =
       std::min(hold_ns_ * options_.headroom, static_cast<double>(options_.max_spare_horizon_ns));
   return static_cast<size_t>(std::ceil(rate * horizon_ns / 1e9)) +

@@ -15,8 +15,8 @@
 // from asking for thousands of idle connections: then the spares cover the
 // takes of the next max_spare_horizon, however few connections return. A new connection is opened
 // only when idle + refilling falls below spare, at most max_refilling at once, and never past
-// max_total open. Before any take nothing is opened; before any return the hold is taken as
-// initial_hold_ns.
+// max_total open. Before any take, and while the take rate is below min_rate_rps, nothing is
+// opened; before any return the hold is taken as initial_hold_ns.
 #ifndef SURGE_WORKER_HTTP_WARM_POOL_H_
 #define SURGE_WORKER_HTTP_WARM_POOL_H_
 
@@ -34,9 +34,15 @@ struct WarmPoolOptions {
   // The spare connections cover at most this many ns of takes. Default
   // 20 ms.
   int64_t max_spare_horizon_ns = 20'000'000;
-  // Idle connections kept once the rate is above 0, whatever the rate.
-  // Default 2.
+  // Idle connections kept once the rate is at least min_rate_rps,
+  // whatever the rate. Default 2.
   int min_spare = 2;
+  // Below this take rate the pool keeps no spares: gaps are long enough
+  // for a request's preparation to open its own connection ahead of its
+  // send, and a server that serves one connection at a time (a proxy with
+  // one upstream slot, a test server) is never left waiting on a spare no
+  // request uses. Takes per second; default 500.
+  double min_rate_rps = 500;
   // Refill connects in progress at once, at most. Default 16.
   int max_refilling = 16;
   // The pool never opens a refill while this many connections are open

@@ -139,6 +139,20 @@ TEST(WarmPoolTest, NoRefillPastTheTotalCap) {
   EXPECT_EQ(pool.RefillsDue(79 * kMs, 0, 500), 0);
 }
 
+TEST(WarmPoolTest, BelowTheMinimumRateNoSparesAreKept) {
+  WarmPool pool(WarmPoolOptions{.min_spare = 2, .min_rate_rps = 500, .rate_window_ns = 80 * kMs});
+  pool.OnReturn(4 * kMs);
+  const int64_t slow_end = TakeAtRate(pool, 400, 0, 80 * kMs);
+  EXPECT_DOUBLE_EQ(pool.TakeRate(slow_end - 1), 400.0);
+  EXPECT_EQ(pool.SpareTarget(slow_end - 1), 0u);
+  EXPECT_EQ(pool.RefillsDue(slow_end - 1, 0, 2), 0);
+  // At 800/s (800 × 4 ms × 0.5 = 1.6, so 2) plus min_spare: 4.
+  const int64_t fast_end = TakeAtRate(pool, 800, slow_end, 80 * kMs);
+  EXPECT_DOUBLE_EQ(pool.TakeRate(fast_end - 1), 800.0);
+  EXPECT_EQ(pool.SpareTarget(fast_end - 1), 4u);
+  EXPECT_EQ(pool.RefillsDue(fast_end - 1, 0, 4), 4);
+}
+
 TEST(WarmPoolTest, TheTargetFollowsTheRateDown) {
   WarmPool pool(WarmPoolOptions{.headroom = 0.5, .min_spare = 2, .rate_window_ns = 80 * kMs});
   pool.OnReturn(4 * kMs);
