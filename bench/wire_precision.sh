@@ -289,6 +289,8 @@ run_case() {
   fi
   case "$folder" in /*) ;; *) folder=$REPO/$folder ;; esac
   grep -E "Packets received/dropped|dropped" "$dir/dumpcap.log" | sed 's/^/  dumpcap: /' >&2 || true
+  # Each worker's last line: CPU per sent request on its pacer and I/O threads, its connections.
+  grep -h "cost per sent request" "$dir/surge.log" | sed 's/^\[worker \([0-9]*\)\] INFO /  worker \1 /' >&2 || true
   tshark -r "$dir/wire.pcapng" -n -o tcp.desegment_tcp_streams:FALSE \
     -T fields -e frame.time_epoch -e tcp.stream -e tcp.payload > "$dir/wire.tsv" 2> "$dir/tshark.log"
   local details summary
