@@ -60,6 +60,14 @@ against the plan's gaps (sorted planned offsets, differenced), two-sided; it pas
 alpha = 0.01 when p >= 0.01 (the asymptotic critical distance 1.628 * sqrt((n+m)/(n m)) is
 printed beside it). For constant traffic every planned gap is the same, so any jitter fails
 the test: it is printed but carries no target.
+
+Send floor. One worker's thread writes one request at a time, so two sends planned closer than
+one send(2) go out one send(2) apart, whatever the plan says. The floor is measured, not
+assumed: the median wire gap between consecutive sends of one worker (in planned order) that
+were planned less than 5 us apart (`send_floor_us`, from `send_floor_pairs` such pairs). The
+KS test above it (`ks_above_floor_*`) compares the wire's gaps of at least twice the floor
+with the plan's gaps of at least twice the floor: the part of the distribution one thread can
+honour (a gap held to the floor lands near the floor itself, jittered; at twice it, none).
 """
 
 import argparse
@@ -177,6 +185,36 @@ def pct(a, q):
     return float(np.percentile(a, q)) if len(a) else float("nan")
 
 
+CLOSE_PAIR_S = 5e-6  # sends planned closer than this measure the send floor
+
+
+def send_floor_s(planned, wire, worker):
+    """(median wire gap of one worker's sends planned < CLOSE_PAIR_S apart, number of pairs)."""
+    gaps = []
+    for k in sorted(set(worker.tolist())):
+        m = worker == k
+        order = np.argsort(planned[m], kind="stable")
+        p, w = planned[m][order], wire[m][order]
+        close = np.diff(p) < CLOSE_PAIR_S
+        gaps.extend(np.abs(np.diff(w))[close].tolist())
+    if not gaps:
+        return None, 0
+    return float(np.median(gaps)), len(gaps)
+
+
+def ks_above(wire_gaps, plan_gaps, min_s):
+    """KS of the wire's and the plan's gaps of at least `min_s`; None with < 20 of either."""
+    a = wire_gaps[wire_gaps >= min_s]
+    b = plan_gaps[plan_gaps >= min_s]
+    if len(a) < 20 or len(b) < 20:
+        return None
+    ks = stats.ks_2samp(a, b)
+    return {"ks_above_floor_d": float(ks.statistic), "ks_above_floor_p": float(ks.pvalue),
+            "ks_above_floor_crit": ks_crit(len(a), len(b)),
+            "ks_above_floor_pass": bool(ks.pvalue >= KS_ALPHA),
+            "ks_above_floor_n": len(a)}
+
+
 def scenario(args):
     print(json.dumps(scenario_row(args)))
 
@@ -275,6 +313,8 @@ def scenario_row(args):
     ks = stats.ks_2samp(wire_gaps, plan_gaps)
     own_gaps = np.diff(np.sort(actual))
     ks_own = stats.ks_2samp(own_gaps, plan_gaps)
+    floor_s, floor_pairs = send_floor_s(planned, wire, worker)
+    above = ks_above(wire_gaps, plan_gaps, 2 * floor_s) if floor_s is not None else None
     per_worker = {}
     for k in sorted(set(worker.tolist())):
         m = worker == k
@@ -304,8 +344,12 @@ def scenario_row(args):
         "ks_pass": bool(ks.pvalue >= KS_ALPHA),
         "ks_own_d": float(ks_own.statistic),
         "ks_own_p": float(ks_own.pvalue),
+        "send_floor_us": floor_s * 1e6 if floor_s is not None else None,
+        "send_floor_pairs": floor_pairs,
         "per_worker": per_worker,
     })
+    if above is not None:
+        row.update(above)
     return row
 
 
@@ -383,6 +427,13 @@ def table(args):
                 print(f"  {traffic} {r['rate_rps']:,} RPS: KS D {fmt(r['ks_d'], 4)} vs crit "
                       f"{fmt(r['ks_crit'], 4)} (p {r['ks_p']:.3g}, alpha 0.01): "
                       f"{verdict(r['ks_pass'])}")
+    for r in ok_rows:
+        if r["traffic"] in ("poisson", "gamma0.5") and "ks_above_floor_d" in r:
+            print(f"  {r['traffic']} {r['rate_rps']:,} RPS, {r['workers']} worker(s): send floor "
+                  f"{fmt(r['send_floor_us'], 1)} us ({r['send_floor_pairs']} pairs); KS of the gaps "
+                  f">= twice it D {fmt(r['ks_above_floor_d'], 4)} vs crit "
+                  f"{fmt(r['ks_above_floor_crit'], 4)} (p {r['ks_above_floor_p']:.3g}, "
+                  f"{r['ks_above_floor_n']} gaps): {verdict(r['ks_above_floor_pass'])}")
     for r in ok_rows:
         if r["traffic"] == "streaming":
             print(f"  streaming 1,000 RPS: surge's own lateness p99 {fmt(r['own_p99_ms'])} ms "
@@ -496,13 +547,42 @@ def selfcheck(_args):
         got = row.get(name)
         if got is None or abs(got - want) > tol:
             failed.append(f"{name}: {got!r}, expected {want!r}")
+    failed += floor_selfcheck()
     if failed:
         for f in failed:
             print("wire_analysis self-check FAILED: " + f, file=sys.stderr)
         return 1
-    print(f"wire_analysis self-check: ok ({len(checks) + 4} checks: the pre-flight GET, the "
-          "tokenize call and the warm-up are off the wire times)")
+    print(f"wire_analysis self-check: ok ({len(checks) + 7} checks: the pre-flight GET, the "
+          "tokenize call and the warm-up are off the wire times; the send floor and the KS "
+          "above it)")
     return 0
+
+
+def floor_selfcheck():
+    """The send floor and the KS above it on made-up sends; the failed checks' messages."""
+    rng = np.random.default_rng(1)
+    # One worker: 400 planned gaps drawn from 70-500 us, and every tenth pair planned 1 us
+    # apart; the wire honours every gap >= 30 us exactly and sends a close pair 30 us apart.
+    plan_gaps = rng.uniform(70e-6, 500e-6, 400)
+    plan_gaps[::10] = 1e-6
+    planned = np.concatenate([[0.0], np.cumsum(plan_gaps)])
+    wire = np.concatenate([[0.0], np.cumsum(np.maximum(plan_gaps, 30e-6))])
+    worker = np.zeros(len(planned), dtype=int)
+    floor, pairs = send_floor_s(planned, wire, worker)
+    failed = []
+    if pairs != 40 or floor is None or abs(floor - 30e-6) > 1e-12:
+        failed.append(f"send floor: {floor!r} s from {pairs} pairs, expected 3e-05 from 40")
+    # Above twice the floor (60 us) the wire's gaps are the plan's 360: D 0, or 1/360 where
+    # the sums' rounding puts every wire gap a hair above its planned one.
+    above = ks_above(np.diff(wire), np.diff(planned), 2 * floor)
+    if (above is None or above["ks_above_floor_n"] != 360
+            or above["ks_above_floor_d"] > 1 / 360 + 1e-12):
+        failed.append(f"KS above the floor: {above!r}, expected D <= 1/360 over 360 gaps")
+    # All gaps KS sees the 1 us gaps moved to 30 us: D = 0.1 (40 of 400), not 0.
+    whole = stats.ks_2samp(np.diff(wire), np.diff(planned)).statistic
+    if abs(whole - 0.1) > 1e-9:
+        failed.append(f"KS of all gaps: D {whole!r}, expected 0.1")
+    return failed
 
 
 def main():

@@ -14,7 +14,10 @@
 # sent/planned, achieved/target, wire lateness p50/p99/max and spread (p99 - p1), the new
 # connections (SYNs) after the first second against the sends of that part, surge's own
 # lateness p99 and the two-sample KS distance of wire gaps vs planned gaps (scipy.stats.ks_2samp),
-# then the precision targets and the highest rate whose wire lateness p99 stays <= 1 ms.
+# for random traffic the send floor (the median wire gap of one worker's sends planned < 5 us
+# apart: one send(2)) and the KS of the gaps of at least twice it, each worker's CPU per sent
+# request (pacer, I/O; its last log line), then the precision targets and the highest rate
+# whose wire lateness p99 stays <= 1 ms.
 # Requests that are not scheduled sends are dropped from every wire time and rate by their
 # method and path, and counted per case ("off the wire times"): surge's pre-flight
 # `GET /v1/models`, a `--tokenizer server` tokenize call, warm-ups.
@@ -50,7 +53,8 @@
 #   --keep DIR          keep every run folder, capture and the rows in DIR
 #   --install           first install the bench packages (scripts/install_deps.sh --bench)
 #   --self-check        only check the analysis on a made-up run (wire_analysis.py selfcheck:
-#                       a pre-flight GET, a tokenize call, a warm-up, a retry); needs python3-scipy
+#                       a pre-flight GET, a tokenize call, a warm-up, a retry; the send floor
+#                       and the KS above it); needs python3-scipy
 #
 # Needs: nginx (nginx-light), dumpcap and tshark (wireshark-common, tshark), python3 with
 # scipy (python3-scipy), taskset (util-linux); root or CAP_NET_RAW for dumpcap. It installs
@@ -308,6 +312,13 @@ else:
           "  KS %.4f (crit %.4f)" % (r["connections_opened"], r["achieved_over_target"], r["wire_p50_ms"], r["wire_p99_ms"],
           r["wire_max_ms"], r["wire_spread_ms"], r["own_p99_ms"], r["ks_d"], r["ks_crit"]),
           file=sys.stderr)
+    if r.get("send_floor_us") is not None and r["traffic"] != "constant":
+        line = "  send floor %.1f us (%d pairs planned < 5 us apart)" % (r["send_floor_us"], r["send_floor_pairs"])
+        if "ks_above_floor_d" in r:
+            line += "; KS of gaps >= 2x floor D %.4f (crit %.4f, p %.3g, %d gaps) %s" % (
+                r["ks_above_floor_d"], r["ks_above_floor_crit"], r["ks_above_floor_p"],
+                r["ks_above_floor_n"], "pass" if r["ks_above_floor_pass"] else "FAIL")
+        print(line, file=sys.stderr)
     if r.get("sends_after_1s"):
         print("  new connections after the first second: %d for %d sends (%.2f %%)" % (
               r["new_connections_after_1s"], r["sends_after_1s"], r["new_connections_after_1s_pct"]),
