@@ -39,6 +39,8 @@ struct SenderStats {
   uint64_t takes = 0;
   uint64_t cold_takes = 0;
   uint64_t refills_ok = 0;
+  // Of the refills, the connections opened before the start (WarmConnections).
+  uint64_t at_start = 0;
   // CPU time of the sender's I/O threads, ns; complete once Shutdown
   // returned (0 when not measured).
   int64_t io_cpu_ns = 0;
@@ -59,6 +61,15 @@ class RequestSender {
   // Releases what Prepare reserved for an assignment that will not be sent
   // (the pacer stopped first). No-op when nothing was prepared for it.
   virtual void CancelPrepared(const surge::v1::Assignment& assignment) { (void)assignment; }
+  // Optional, non-blocking, before the start: the schedule begins at
+  // `rate_rps` (this worker's share), and the pacer will hold up to
+  // `prepared_at_once` preparations from its first moments on; a sender
+  // with a connection pool may open connections for that now, so that the
+  // start does not connect them all at once. Default: nothing.
+  virtual void WarmConnections(double rate_rps, size_t prepared_at_once) {
+    (void)rate_rps;
+    (void)prepared_at_once;
+  }
   // Requests started and not yet finished.
   virtual size_t inflight() const = 0;
   // Connections opened so far; default: none counted.

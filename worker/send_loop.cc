@@ -134,6 +134,48 @@ SendLoop::Events SendLoop::NextEvents() const {
   return ev;
 }
 
+double SendLoop::StartRateLocked() const {
+  using std::chrono::nanoseconds;
+  const int64_t window =
+      std::chrono::duration_cast<nanoseconds>(options_.start_rate_window).count();
+  int64_t first = INT64_MAX;
+  int64_t last = INT64_MIN;
+  for (const Heap* heap : {&unprepared_, &ready_}) {
+    for (const surge::v1::Assignment& a : *heap) {
+      first = std::min(first, a.offset_ns());
+      last = std::max(last, a.offset_ns());
+    }
+  }
+  if (first == INT64_MAX) return 0;
+  size_t count = 0;
+  for (const Heap* heap : {&unprepared_, &ready_}) {
+    for (const surge::v1::Assignment& a : *heap) count += a.offset_ns() - first < window ? 1 : 0;
+  }
+  // The queue covers the window: its count over it. Less of it: the gaps
+  // it holds over their span; too little to tell (or every request at one
+  // instant): the count over the window.
+  const int64_t span = last - first;
+  if (span >= window || span < window / 10) {
+    return static_cast<double>(count) * 1e9 / static_cast<double>(window);
+  }
+  return static_cast<double>(count - 1) * 1e9 / static_cast<double>(span);
+}
+
+void SendLoop::WarmConnectionsOnce() {
+  if (warmed_connections_ || options_.start_rate_window.count() <= 0) return;
+  double rate = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!started_ || (unprepared_.empty() && ready_.empty())) return;
+    rate = StartRateLocked();
+  }
+  warmed_connections_ = true;
+  const double lead_s = std::chrono::duration<double>(options_.prepare_lead).count();
+  const size_t prepared = static_cast<size_t>(
+      std::min(static_cast<double>(options_.max_prepared), std::ceil(rate * lead_s)));
+  sender_.WarmConnections(rate, prepared);
+}
+
 bool SendLoop::PrepareMayGo(const Events& ev, int64_t now) const {
   // A preparation is cheap but not free (a few µs on this thread): it waits
   // while a release is close, unless its own deadline comes first (an
@@ -294,6 +336,7 @@ void SendLoop::ReleaseWithCatchUp(surge::v1::Assignment next, int64_t reached_ns
 
 void SendLoop::Run() {
   while (!stop_.load()) {
+    WarmConnectionsOnce();
     // Two kinds of events: preparing the earliest unprepared assignment at
     // its deadline − lead, and releasing the earliest ready one at its
     // deadline.

@@ -64,6 +64,15 @@ struct SendLoopOptions {
   std::chrono::microseconds assist_window{200};
   std::chrono::microseconds assist_margin{20};
   std::chrono::microseconds assist_poll{5};
+  // Once t0 is known and assignments are held, the pacer tells the sender
+  // the rate its schedule begins at (RequestSender::WarmConnections): the held
+  // assignments planned within `start_rate_window` of the first, over that
+  // window (when the queue covers less of it, but at least a tenth: the
+  // gaps it holds over their span), and the preparations it will hold at
+  // once from then on,
+  // min(max_prepared, rate × prepare_lead). Once per run; 0 = never.
+  // docs/PERFORMANCE.md "Warm connections".
+  std::chrono::milliseconds start_rate_window{100};
   // Late-send policy (docs/DESIGN.md "Late-send policy"), decided at each
   // release: a request is late when the pacer reaches it more than
   // `late_threshold_ns` after its deadline (local clock). SEND sends it at
@@ -160,6 +169,10 @@ class SendLoop {
   // preparation; a sleep toward the next event (false when the release is
   // within a slice: release now); the release at `release_due`.
   Events NextEvents() const;
+  // The start's WarmConnections call, once t0 is known and assignments are held.
+  void WarmConnectionsOnce();
+  // The rate the held assignments begin at (see start_rate_window), per s.
+  double StartRateLocked() const;
   bool PrepareMayGo(const Events& ev, int64_t now) const;
   void PrepareNext();
   bool SleepTowardNextEvent(const Events& ev, bool prepare_may_go, int64_t now);
@@ -214,6 +227,7 @@ class SendLoop {
   Heap unprepared_;
   Heap ready_;
   bool started_ = false;
+  bool warmed_connections_ = false;  // pacer thread only
   int64_t t0_coord_ns_ = 0;
   ClockMapping mapping_;
 

@@ -754,8 +754,10 @@ std::string WorkerSession::CostLine(const SenderStats& stats, int64_t pacer_cpu_
       static_cast<double>(pacer_cpu_ns) * per, static_cast<double>(stats.io_cpu_ns) * per,
       stats.connections_opened);
   if (stats.takes > 0) {
-    absl::StrAppendFormat(&line, " (warm pool: %d takes, %d found none idle, %d refills)",
-                          stats.takes, stats.cold_takes, stats.refills_ok);
+    absl::StrAppendFormat(&line,
+                          " (warm pool: %d takes, %d found none idle, %d refills connected, "
+                          "%d of the refills started before t0)",
+                          stats.takes, stats.cold_takes, stats.refills_ok, stats.at_start);
   }
   return line;
 }

@@ -41,6 +41,21 @@ class FakeRequestSender final : public surge::worker::RequestSender {
     std::lock_guard<std::mutex> lock(mu_);
     prepared_.push_back(Sent{a.index(), ToNanos(clock_.Now())});
   }
+  // One WarmConnections call: what the pacer told, and when.
+  struct WarmConnectionsCall {
+    double rate_rps;
+    size_t prepared_at_once;
+    int64_t at_ns;
+  };
+  void WarmConnections(double rate_rps, size_t prepared_at_once) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    warm_connections_calls_.push_back(
+        WarmConnectionsCall{rate_rps, prepared_at_once, ToNanos(clock_.Now())});
+  }
+  std::vector<WarmConnectionsCall> warm_connections_calls() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return warm_connections_calls_;
+  }
   void CancelPrepared(const surge::v1::Assignment& a) override {
     std::lock_guard<std::mutex> lock(mu_);
     cancelled_.push_back(Sent{a.index(), ToNanos(clock_.Now())});
@@ -178,6 +193,7 @@ class FakeRequestSender final : public surge::worker::RequestSender {
   std::vector<Sent> sent_;
   std::vector<Sent> prepared_;
   std::vector<Sent> cancelled_;
+  std::vector<WarmConnectionsCall> warm_connections_calls_;
   std::vector<std::pair<surge::v1::RequestRecord, surge::worker::SendCallback>> held_;
   std::vector<int64_t> held_due_ns_;  // when each held_ entry is answered
   int64_t latency_ns_ = 0;

@@ -65,10 +65,12 @@ TEST(WorkerSessionTest, CostLineDividesTheThreadsCpuBySentRequests) {
                           .takes = 40000,
                           .cold_takes = 85,
                           .refills_ok = 67,
+                          .at_start = 40,
                           .io_cpu_ns = 460'800'000};
   EXPECT_EQ(WorkerSession::CostLine(stats, 124'000'000, 40000),
             "cost per sent request: pacer 3.10 us CPU (its spin included), I/O 11.52 us CPU; "
-            "connections: 152 opened (warm pool: 40000 takes, 85 found none idle, 67 refills)");
+            "connections: 152 opened (warm pool: 40000 takes, 85 found none idle, 67 refills "
+            "connected, 40 of the refills started before t0)");
   // Without a warm pool, and with nothing sent.
   EXPECT_EQ(WorkerSession::CostLine(SenderStats{.connections_opened = 3}, 5000, 0),
             "cost per sent request: pacer 0.00 us CPU (its spin included), I/O 0.00 us CPU; "

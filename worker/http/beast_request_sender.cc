@@ -217,6 +217,22 @@ class BeastRequestSender::Impl {
       return true;
     }
   }
+  // Opens the warm pool's StartConnections for the start, less what is open
+  // already (a second call opens only the difference).
+  void WarmConnections(double rate_rps, size_t prepared_at_once) {
+    int n = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!warm_pool_.has_value() || shutting_down_) return;
+      const size_t open = idle_.size() + inflight_ + prepared_.size() +
+                          static_cast<size_t>(warm_pool_->refilling());
+      const size_t want = warm_pool_->StartConnections(rate_rps, prepared_at_once);
+      n = want > open ? static_cast<int>(want - open) : 0;
+      if (n > 0) warm_pool_->OnStartConnectsStarted(n);
+    }
+    StartRefills(n);
+  }
+
   WarmPoolCounts warm_pool_counts() const {
     std::lock_guard<std::mutex> lock(mu_);
     return warm_pool_.has_value() ? warm_pool_->counts() : WarmPoolCounts{};
@@ -228,6 +244,7 @@ class BeastRequestSender::Impl {
                        .takes = pool.takes,
                        .cold_takes = pool.cold_takes,
                        .refills_ok = pool.refills_ok,
+                       .at_start = pool.at_start,
                        .io_cpu_ns = io_cpu_ns_.load()};
   }
   int64_t connect_ns_total() const { return connector_.connect_ns_total(); }
@@ -636,6 +653,10 @@ BeastRequestSender::~BeastRequestSender() { Shutdown(std::chrono::milliseconds(0
 
 void BeastRequestSender::Send(const surge::v1::Assignment& assignment, SendCallback on_done) {
   impl_->Send(assignment, std::move(on_done));
+}
+
+void BeastRequestSender::WarmConnections(double rate_rps, size_t prepared_at_once) {
+  impl_->WarmConnections(rate_rps, prepared_at_once);
 }
 
 void BeastRequestSender::Prepare(const surge::v1::Assignment& assignment) {

@@ -181,11 +181,15 @@ class BeastRequestSender final : public RequestSender {
   // Idempotent; blocks until done.
   void Shutdown(std::chrono::milliseconds drain) override;
 
+  // With a warm pool: opens WarmPool::StartConnections connections (less those
+  // open) on the I/O thread, counted as refills and as at_start.
+  void WarmConnections(double rate_rps, size_t prepared_at_once) override;
+
   // TCP connections opened successfully so far (for tests and stats: with
   // reuse it stays at the peak concurrency).
   uint64_t connections_opened() const;
   // What the warm pool did (all 0 without one): takes, cold takes (no idle
-  // connection), refills started and connected.
+  // connection), refills started and connected, the connects before t0.
   WarmPoolCounts warm_pool_counts() const;
   // Those connections and their total set-up time (TCP connect + TLS
   // handshake), for the worker's SendHealth report.

@@ -15,8 +15,10 @@
 // from asking for thousands of idle connections: then the spares cover the
 // takes of the next max_spare_horizon, however few connections return. A new connection is opened
 // only when idle + refilling falls below spare, at most max_refilling at once, and never past
-// max_total open. Before any take, and while the take rate is below min_rate_rps, nothing is
-// opened; before any return the hold is taken as initial_hold_ns.
+// max_total open. While the take rate is below min_rate_rps nothing is opened; before any
+// return the hold is taken as initial_hold_ns. Before the first take, the pacer may say the rate
+// the schedule begins at (StartConnections): then the start's preparations, the rate × hold in
+// flight and the spares at that rate are opened before t0.
 #ifndef SURGE_WORKER_HTTP_WARM_POOL_H_
 #define SURGE_WORKER_HTTP_WARM_POOL_H_
 
@@ -70,6 +72,7 @@ struct WarmPoolCounts {
   uint64_t cold_takes = 0;  // of them, takes that found no idle connection
   uint64_t refills = 0;     // refill connects started
   uint64_t refills_ok = 0;  // of them, connected and put in the pool
+  uint64_t at_start = 0;    // of the refills, those started before t0 (StartConnections)
 };
 
 // Not thread-safe: the sender calls it under its own lock.
@@ -88,6 +91,20 @@ class WarmPool {
   void OnRefillsStarted(int n);
   void OnRefillDone(bool ok, int64_t now_ns);
 
+  // Connections to open before the start, for a schedule that begins at
+  // `rate_rps` with `prepared_at_once` preparations holding a connection
+  // each from the first moments on (the pacer prepares that many ahead):
+  // the spare target's formula with the hold of the start, the lead those
+  // preparations stand for (prepared_at_once / rate) plus the hold after
+  // the release (initial_hold_ns before any return):
+  //   ceil(rate × hold) + ceil(rate × min(hold × headroom, horizon)) + min_spare,
+  // 0 below min_rate_rps, at most max_total. Without it the start's
+  // preparations all find the pool empty and connect at once: at 20,000
+  // RPS that storm put the I/O thread behind for good.
+  size_t StartConnections(double rate_rps, size_t prepared_at_once) const;
+  // The start's connects started (counted as refills too).
+  void OnStartConnectsStarted(int n);
+
   // How many refill connects to start at `now_ns` with `idle` connections
   // in the pool and `open` connections open in all (idle, busy and being
   // opened, refills included); 0 during a pause after a failed refill.
@@ -105,6 +122,8 @@ class WarmPool {
  private:
   static constexpr int kSlices = 8;
   int64_t SliceNs() const;
+  // The spare target at a take rate of `rate_rps`.
+  size_t SpareAt(double rate_rps) const;
   struct Slice {
     int64_t number = INT64_MIN;  // now_ns / slice length
     uint64_t takes = 0;

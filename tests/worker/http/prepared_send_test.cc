@@ -397,6 +397,35 @@ TEST(PreparedSendTest, WarmPoolOpensConnectionsAheadAndAccountsForEachOne) {
   EXPECT_LT(counts.cold_takes, counts.takes / 2) << counts.cold_takes << " cold takes";
 }
 
+TEST(PreparedSendTest, TheStartsConnectionsAreOpenBeforeTheFirstTake) {
+  auto server = StartSimServer(SimOptions(20, 1));
+  ASSERT_NE(server, nullptr);
+  auto created = BeastRequestSender::Create(RealClock(), LocalTarget(server->port()), 1, {},
+                                            std::nullopt, WarmPoolOptions{});
+  ASSERT_TRUE(created.ok()) << created.status();
+  BeastRequestSender& sender = **created;
+  // 20,000/s from the start with 128 preparations: 224 (WarmPool's own test).
+  sender.WarmConnections(20000, 128);
+  for (int i = 0; i < 5000 && sender.connections_opened() < 224; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(sender.connections_opened(), 224u);
+  // A second call opens only what is missing: nothing.
+  sender.WarmConnections(20000, 128);
+  WarmPoolCounts counts = sender.warm_pool_counts();
+  EXPECT_EQ(counts.takes, 0u);
+  EXPECT_EQ(counts.at_start, 224u);
+  EXPECT_EQ(counts.refills_ok, 224u);
+  // ~70 held at once at 1,000 RPS: every take finds one of them idle.
+  const std::vector<RequestRecord> records = PaceRequests(sender, 200, 1000);
+  ASSERT_EQ(records.size(), 200u);
+  sender.Shutdown(std::chrono::seconds(1));
+  counts = sender.warm_pool_counts();
+  EXPECT_EQ(counts.takes, 200u);
+  EXPECT_EQ(counts.cold_takes, 0u);
+  EXPECT_EQ(sender.connections_opened(), counts.cold_takes + counts.refills_ok);
+}
+
 TEST(PreparedSendTest, WithoutAWarmPoolOnlyTakesOpenConnections) {
   auto server = StartSimServer(SimOptions(20, 1));
   ASSERT_NE(server, nullptr);

@@ -153,6 +153,28 @@ TEST(WarmPoolTest, BelowTheMinimumRateNoSparesAreKept) {
   EXPECT_EQ(pool.RefillsDue(fast_end - 1, 0, 4), 4);
 }
 
+TEST(WarmPoolTest, TheStartOpensItsPreparationsTheBusyAndTheSpares) {
+  WarmPool pool;  // initial hold 1 ms, headroom 0.5, min_spare 2, min rate 500/s
+  // 20,000/s with 128 preparations: a hold of 6.4 ms (their lead) + 1 ms,
+  // 148 busy; 20,000 × 3.7 ms = 74 spare, + 2.
+  EXPECT_EQ(pool.StartConnections(20000, 128), 224u);
+  // Below the minimum rate nothing, whatever the preparations.
+  EXPECT_EQ(pool.StartConnections(400, 20), 0u);
+  EXPECT_EQ(pool.StartConnections(0, 0), 0u);
+  pool.OnStartConnectsStarted(224);
+  EXPECT_EQ(pool.refilling(), 224);
+  EXPECT_EQ(pool.counts().refills, 224u);
+  EXPECT_EQ(pool.counts().at_start, 224u);
+  // They count toward the target once takes begin: 224 refilling, nothing due.
+  TakeAtRate(pool, 20000, 0, 10 * kMs);
+  EXPECT_EQ(pool.RefillsDue(10 * kMs - 1, 0, 360), 0);
+}
+
+TEST(WarmPoolTest, TheStartStaysUnderTheTotalCap) {
+  WarmPool pool(WarmPoolOptions{.max_total = 100});
+  EXPECT_EQ(pool.StartConnections(20000, 128), 100u);
+}
+
 TEST(WarmPoolTest, TheTargetFollowsTheRateDown) {
   WarmPool pool(WarmPoolOptions{.headroom = 0.5, .min_spare = 2, .rate_window_ns = 80 * kMs});
   pool.OnReturn(4 * kMs);
