@@ -403,7 +403,7 @@ def table(args):
               f"{fmt(r['wire_p99_ms'])} | {fmt(r['wire_max_ms'], 2)} | {fmt(r['wire_spread_ms'])} | "
               f"{fmt(r['own_p99_ms'])} | {ks} |")
     print()
-    print("Lateness in ms. Targets, nginx, 2 workers:")
+    print("Lateness in ms. Targets (nginx; the spread, p99 and KS-of-all-gaps ones on 2-worker rows, the KS above the send floor on every row):")
     ok_rows = [r for r in rows if "error" not in r]
 
     def pick(traffic, rate, workers):
