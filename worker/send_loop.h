@@ -69,8 +69,8 @@ struct SendLoopOptions {
   // assignments planned within `start_rate_window` of the first, over that
   // window (when the queue covers less of it, but at least a tenth: the
   // gaps it holds over their span), and the preparations it will hold at
-  // once from then on,
-  // min(max_prepared, rate × prepare_lead). Once per run; 0 = never.
+  // once from then on, min(max_prepared, rate × prepare_lead). Once per
+  // run; 0 = never.
   // docs/PERFORMANCE.md "Warm connections".
   std::chrono::milliseconds start_rate_window{100};
   // Late-send policy (docs/DESIGN.md "Late-send policy"), decided at each

@@ -57,27 +57,23 @@ double WarmPool::TakeRate(int64_t now_ns) const {
   return static_cast<double>(takes) * 1e9 / static_cast<double>(SliceNs() * slices);
 }
 
-size_t WarmPool::SpareAt(double rate_rps) const {
+size_t WarmPool::SpareAt(double rate_rps, double hold_ns) const {
   if (rate_rps <= 0 || rate_rps < options_.min_rate_rps) return 0;
   const double horizon_ns =
-      std::min(hold_ns_ * options_.headroom, static_cast<double>(options_.max_spare_horizon_ns));
+      std::min(hold_ns * options_.headroom, static_cast<double>(options_.max_spare_horizon_ns));
   return static_cast<size_t>(std::ceil(rate_rps * horizon_ns / 1e9)) +
          static_cast<size_t>(std::max(0, options_.min_spare));
 }
 
-size_t WarmPool::SpareTarget(int64_t now_ns) const { return SpareAt(TakeRate(now_ns)); }
+size_t WarmPool::SpareTarget(int64_t now_ns) const { return SpareAt(TakeRate(now_ns), hold_ns_); }
 
 size_t WarmPool::StartConnections(double rate_rps, size_t prepared_at_once) const {
   if (rate_rps <= 0 || rate_rps < options_.min_rate_rps) return 0;
   // A connection is held from its preparation on: the lead the
   // preparations at once stand for, plus the hold after the release.
   const double hold_ns = static_cast<double>(prepared_at_once) * 1e9 / rate_rps + hold_ns_;
-  const double horizon_ns =
-      std::min(hold_ns * options_.headroom, static_cast<double>(options_.max_spare_horizon_ns));
   const size_t busy = static_cast<size_t>(std::ceil(rate_rps * hold_ns / 1e9));
-  const size_t spare = static_cast<size_t>(std::ceil(rate_rps * horizon_ns / 1e9)) +
-                       static_cast<size_t>(std::max(0, options_.min_spare));
-  return std::min(busy + spare, options_.max_total);
+  return std::min(busy + SpareAt(rate_rps, hold_ns), options_.max_total);
 }
 
 void WarmPool::OnStartConnectsStarted(int n) {

@@ -122,8 +122,9 @@ class WarmPool {
  private:
   static constexpr int kSlices = 8;
   int64_t SliceNs() const;
-  // The spare target at a take rate of `rate_rps`.
-  size_t SpareAt(double rate_rps) const;
+  // The spare target at a take rate of `rate_rps` and a mean hold of
+  // `hold_ns`; 0 below min_rate_rps.
+  size_t SpareAt(double rate_rps, double hold_ns) const;
   struct Slice {
     int64_t number = INT64_MIN;  // now_ns / slice length
     uint64_t takes = 0;

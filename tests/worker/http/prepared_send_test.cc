@@ -371,15 +371,26 @@ std::vector<RequestRecord> PaceRequests(BeastRequestSender& sender, int n, doubl
   return records;
 }
 
+// A sender to 127.0.0.1:`port` with the default warm pool; nullptr (and a
+// test failure naming the status) when it cannot be made.
+std::unique_ptr<BeastRequestSender> NewWarmSender(uint16_t port) {
+  auto created = BeastRequestSender::Create(RealClock(), LocalTarget(port), 1, {}, std::nullopt,
+                                            WarmPoolOptions{});
+  if (!created.ok()) {
+    ADD_FAILURE() << created.status();
+    return nullptr;
+  }
+  return *std::move(created);
+}
+
 TEST(PreparedSendTest, WarmPoolOpensConnectionsAheadAndAccountsForEachOne) {
   // Answers take 20 ms: at 1,000 RPS about 70 connections are held at once
   // (a 50 ms reservation plus the answer).
   auto server = StartSimServer(SimOptions(20, 1));
   ASSERT_NE(server, nullptr);
-  auto created = BeastRequestSender::Create(RealClock(), LocalTarget(server->port()), 1, {},
-                                            std::nullopt, WarmPoolOptions{});
-  ASSERT_TRUE(created.ok()) << created.status();
-  BeastRequestSender& sender = **created;
+  std::unique_ptr<BeastRequestSender> warm = NewWarmSender(server->port());
+  ASSERT_NE(warm, nullptr);
+  BeastRequestSender& sender = *warm;
   const std::vector<RequestRecord> records = PaceRequests(sender, 600, 1000);
   ASSERT_EQ(records.size(), 600u);
   for (const RequestRecord& r : records) {
@@ -400,10 +411,9 @@ TEST(PreparedSendTest, WarmPoolOpensConnectionsAheadAndAccountsForEachOne) {
 TEST(PreparedSendTest, TheStartsConnectionsAreOpenBeforeTheFirstTake) {
   auto server = StartSimServer(SimOptions(20, 1));
   ASSERT_NE(server, nullptr);
-  auto created = BeastRequestSender::Create(RealClock(), LocalTarget(server->port()), 1, {},
-                                            std::nullopt, WarmPoolOptions{});
-  ASSERT_TRUE(created.ok()) << created.status();
-  BeastRequestSender& sender = **created;
+  std::unique_ptr<BeastRequestSender> warm = NewWarmSender(server->port());
+  ASSERT_NE(warm, nullptr);
+  BeastRequestSender& sender = *warm;
   // 20,000/s from the start with 128 preparations: 224 (WarmPool's own test).
   sender.WarmConnections(20000, 128);
   for (int i = 0; i < 5000 && sender.connections_opened() < 224; ++i) {
