@@ -181,12 +181,13 @@ int Dispatcher::DropGone(Clock::TimePoint now, bool probe_all) {
   for (const WorkerRegistry::Death& d : gone) {
     const std::string who = WorkerRegistry::Describe(*registry_.ByIndex(d.index));
     registry_.Leave(d.index);
-    outcome_.left_before_start.push_back({d.index, who, d.why, ToNanos(now)});
+    // A worker that has joined but not finished its setup is not missing.
+    const int32_t missing = options_.num_workers - static_cast<int32_t>(registry_.workers().size());
+    outcome_.left_before_start.push_back({d.index, who, d.why, ToNanos(now), missing});
     outcome_.clocks[d.index] = surge::v1::ClockReport();
     send_failures_logged_.erase(d.index);
     LogWarning(absl::StrCat("worker ", d.index, " (", who, ") left before the start (", d.why,
-                            "); waiting for ", options_.num_workers - registry_.ready_count(),
-                            " more"));
+                            "); waiting for ", missing, " more"));
   }
   return static_cast<int>(gone.size());
 }

@@ -203,6 +203,9 @@ struct JoinDrop {
   // When it was dropped, ns after t0 on the coordinator's clock (negative:
   // every drop is before t0).
   int64_t at_ns = 0;
+  // Workers the run still waited for to join after the drop: the expected
+  // count minus those joined (ready or still setting up).
+  int32_t still_missing = 0;
 };
 
 struct DispatchOutcome {

@@ -1,6 +1,6 @@
 // A worker that follows the protocol in simulated time, driven step by step
 // on the test's thread (the AutoAdvanceClock's world): Hello, a first
-// heartbeat right after Welcome (ready), heartbeats every heartbeat_ms, and
+// heartbeat right after Welcome (ready; later with set_setup), heartbeats every heartbeat_ms, and
 // each assignment "sent" at the first step at or after t0 + its offset,
 // answered OK at once (one RecordBatch per step). Silence() models a hung,
 // stopped or killed process: it says nothing more and reads nothing; Wake()
@@ -10,6 +10,7 @@
 #define SURGE_TESTS_TESTING_SCRIPTED_WORKER_H_
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <deque>
 #include <functional>
@@ -51,7 +52,7 @@ class ScriptedWorker {
       if (!in.ok() || !in->has_value()) break;
       const surge::v1::Envelope& e = (*in)->message;
       if (e.has_welcome()) {
-        if (!welcomed_) next_heartbeat_ns_ = now_ns;  // ready at once
+        if (!welcomed_) next_heartbeat_ns_ = now_ns + setup_ns_;  // ready then
         welcomed_ = true;
         heartbeat_ns_ = static_cast<int64_t>(e.welcome().heartbeat_ms()) * 1000000;
       } else if (e.has_start()) {
@@ -140,6 +141,9 @@ class ScriptedWorker {
   // Before Start, every heartbeat carries this pre-flight check of the
   // target (a standalone worker's; none by default).
   void set_target_check(surge::v1::TargetCheck check) { target_check_ = std::move(check); }
+  // Its first heartbeat (which makes it ready) comes this long after the
+  // Welcome instead of at once: a real worker's clock sync and warm-up.
+  void set_setup(std::chrono::nanoseconds setup) { setup_ns_ = setup.count(); }
   // From now on the worker says nothing and reads nothing.
   void Silence() { silent_ = true; }
   // A silenced worker wakes (SIGCONT after SIGSTOP): it speaks and reads
@@ -192,6 +196,7 @@ class ScriptedWorker {
   int64_t t0_ns_ = 0;
   int64_t heartbeat_ns_ = 250 * 1000000;
   int64_t next_heartbeat_ns_ = 0;
+  int64_t setup_ns_ = 0;  // Welcome to first heartbeat
   uint64_t hb_seq_ = 0;
   uint64_t batch_seq_ = 0;
   uint64_t seq_ = 0;

@@ -43,12 +43,13 @@ struct Script {
   milliseconds leaves = kNever;
   bool disconnect = false;
   milliseconds wakes = kNever;
+  milliseconds setup{0};  // Welcome to its first heartbeat (ready)
 };
 
 std::unique_ptr<SimRig> RunWorld(const ArrivalSchedule& plan, DispatcherOptions options,
                                  std::vector<Script> scripts) {
   auto rig = std::make_unique<SimRig>(plan, std::move(options));
-  for (const Script& s : scripts) rig->AddScriptedWorker(s.name, s.index);
+  for (const Script& s : scripts) rig->AddScriptedWorker(s.name, s.index).set_setup(s.setup);
   auto left = std::make_shared<std::vector<bool>>(scripts.size(), false);
   auto woke = std::make_shared<std::vector<bool>>(scripts.size(), false);
   rig->clock.set_world([&rig = *rig, scripts, left, woke] {
@@ -135,10 +136,37 @@ TEST(DispatcherJoinTest, WorkerWhoseConnectionClosedIsDroppedJustBeforeT0) {
   EXPECT_EQ(run.outcome->left_before_start[0].worker, 0);
   EXPECT_EQ(run.outcome->left_before_start[0].why, "unreachable (its connection is gone)");
   EXPECT_EQ(run.outcome->left_before_start[0].at_ns, (3050 - 4100) * kMs);
+  EXPECT_EQ(run.outcome->left_before_start[0].still_missing, 1);
   ExpectAllOk(run, 200);
   EXPECT_EQ(run.outcome->workers_lost, 0u);
   EXPECT_EQ(run.outcome->send_unknown, 0u);
   EXPECT_TRUE(run.scripted[0]->sent().empty());
+  EXPECT_EQ(run.scripted[2]->sent().size(), 100u);
+}
+
+// The count of what is missing counts joins, not readiness: w1 has joined
+// (3.05 s) but is still setting up (ready at 4.05 s) when the 3.1 s sweep
+// finds w0's connection gone, so the run waits for 1 more worker, not 2.
+// The newcomer joins at 4.5 s and the run starts with it.
+TEST(DispatcherJoinTest, AWorkerStillSettingUpIsNotCountedAsMissing) {
+  const ArrivalSchedule plan = ConstantPlan(100, 200);
+  const std::unique_ptr<SimRig> owner =
+      RunWorld(plan, TestOptions(2),
+               {{"w0", 0, milliseconds(0), milliseconds(3000), /*disconnect=*/true},
+                {"w1", 1, milliseconds(3050), kNever, false, kNever, /*setup=*/milliseconds(1000)},
+                {"w0-new", 0, milliseconds(4500)}});
+  const SimRig& run = *owner;
+  ASSERT_TRUE(run.outcome.ok()) << run.outcome.status();
+  ASSERT_EQ(run.outcome->left_before_start.size(), 1u);
+  const JoinDrop& drop = run.outcome->left_before_start[0];
+  EXPECT_EQ(drop.worker, 0);
+  EXPECT_EQ(drop.why, "unreachable (its connection is gone)");
+  EXPECT_EQ(drop.still_missing, 1);
+  EXPECT_LT(drop.at_ns, (4050 - 4500) * kMs);  // before w1 was ready
+  ExpectAllOk(run, 200);
+  EXPECT_EQ(run.outcome->workers_lost, 0u);
+  EXPECT_TRUE(run.scripted[0]->sent().empty());
+  EXPECT_EQ(run.scripted[1]->sent().size(), 100u);
   EXPECT_EQ(run.scripted[2]->sent().size(), 100u);
 }
 
