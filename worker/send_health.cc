@@ -60,6 +60,14 @@ void SendHealth::OnSend(int64_t now_ns, int64_t lateness_ns) {
   samples_.emplace_back(now_ns, lateness_ns);
 }
 
+void SendHealth::OnLateWake(int64_t now_ns, int64_t overshoot_ns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++now_.late_wakes;
+  now_.late_wake_ns += overshoot_ns;
+  if (late_wakes_.size() >= max_samples_) late_wakes_.pop_front();
+  late_wakes_.emplace_back(now_ns, overshoot_ns);
+}
+
 void SendHealth::OnGateWait() {
   std::lock_guard<std::mutex> lock(mu_);
   ++now_.gate_waits;
@@ -84,12 +92,13 @@ surge::v1::SendHealth SendHealth::Report(int64_t now_ns, const HealthTotals& tot
   // plus a heartbeat period.
   while (past_.size() > 1 && past_[1].at_ns <= from_ns) past_.pop_front();
   const Counts& base = past_.front();
-  // A send at the base's own instant was counted by it (the start counted
-  // nothing yet).
-  while (!samples_.empty() && (samples_.front().first < base.at_ns ||
-                               (!base.initial && samples_.front().first == base.at_ns))) {
-    samples_.pop_front();
-  }
+  // A send or wake at the base's own instant was counted by it (the start
+  // counted nothing yet).
+  const auto before_base = [&base](const std::pair<int64_t, int64_t>& sample) {
+    return sample.first < base.at_ns || (!base.initial && sample.first == base.at_ns);
+  };
+  while (!samples_.empty() && before_base(samples_.front())) samples_.pop_front();
+  while (!late_wakes_.empty() && before_base(late_wakes_.front())) late_wakes_.pop_front();
 
   surge::v1::SendHealth out;
   out.set_window_ns(std::max<int64_t>(0, now_ns - base.at_ns));
@@ -107,6 +116,11 @@ surge::v1::SendHealth SendHealth::Report(int64_t now_ns, const HealthTotals& tot
   out.set_gate_waits(now_.gate_waits - base.gate_waits);
   out.set_fd_errors(now_.fd_errors - base.fd_errors);
   out.set_refused(now_.refused - base.refused);
+  out.set_pacer_late_wakes(now_.late_wakes - base.late_wakes);
+  out.set_pacer_late_wake_ns(now_.late_wake_ns - base.late_wake_ns);
+  int64_t longest = 0;
+  for (const auto& [at, overshoot] : late_wakes_) longest = std::max(longest, overshoot);
+  out.set_pacer_late_wake_max_ns(longest);
   out.set_connects(totals.connects - base.totals.connects);
   out.set_connect_ns(totals.connect_ns - base.totals.connect_ns);
   out.set_cpu_ns(totals.cpu_ns - base.totals.cpu_ns);

@@ -60,6 +60,10 @@ class SendHealth {
   // A request handed to the sender at local `now_ns`, `lateness_ns` after
   // its deadline (negative = early; counted as is).
   void OnSend(int64_t now_ns, int64_t lateness_ns);
+  // The pacer's wait for a release began before its deadline and ended
+  // `overshoot_ns` after it, at local `now_ns`: a late wake (the pacer
+  // counts only those at least its late-wake threshold).
+  void OnLateWake(int64_t now_ns, int64_t overshoot_ns);
   // A request that waited for an in-flight slot.
   void OnGateWait();
   // A finished request's error text ("" for ok); counts descriptor and
@@ -71,7 +75,8 @@ class SendHealth {
   // there is none) to now: window_ns (so one window to one window plus a
   // heartbeat period), sends in it and their lateness p50/p99/max (exact,
   // linear interpolation between closest ranks), and the increase of every
-  // counter over it; host_busy −1 when /proc/stat was not readable. `overdue_ns` is passed
+  // counter over it (the late wakes' count and sum; their longest over the
+  // same sends' span); host_busy −1 when /proc/stat was not readable. `overdue_ns` is passed
   // through. max_inflight, inflight, fd_limit and fd_capacity are left for
   // the caller. Reports must come in time order.
   surge::v1::SendHealth Report(int64_t now_ns, const HealthTotals& totals, int64_t overdue_ns);
@@ -84,6 +89,8 @@ class SendHealth {
     uint64_t gate_waits = 0;
     uint64_t fd_errors = 0;
     uint64_t refused = 0;
+    uint64_t late_wakes = 0;
+    int64_t late_wake_ns = 0;
     HealthTotals totals;
   };
 
@@ -92,6 +99,9 @@ class SendHealth {
   std::mutex mu_;
   // (local ns, lateness ns) of recent sends, oldest first.
   std::deque<std::pair<int64_t, int64_t>> samples_;
+  // (local ns, overshoot ns) of recent late wakes, oldest first (at most
+  // max_samples).
+  std::deque<std::pair<int64_t, int64_t>> late_wakes_;
   Counts now_;               // running counters (totals unused)
   std::deque<Counts> past_;  // at the start and at each report, oldest first
 };

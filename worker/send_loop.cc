@@ -239,7 +239,7 @@ bool SendLoop::SleepTowardNextEvent(const Events& ev, bool prepare_may_go, int64
   return false;
 }
 
-void SendLoop::WaitForRelease(int64_t due) {
+int64_t SendLoop::WaitForRelease(int64_t due) {
   using std::chrono::nanoseconds;
   const int64_t margin = std::chrono::duration_cast<nanoseconds>(options_.assist_margin).count();
   if (margin > 0 && sender_.TakesHelp()) {
@@ -253,12 +253,22 @@ void SendLoop::WaitForRelease(int64_t due) {
       }
     }
   }
+  const int64_t began_ns = ToNanos(clock_.Now());
   clock_.SleepUntil(FromNanos(due));
+  const int64_t reached_ns = ToNanos(clock_.Now());
+  if (began_ns < due) CountLateWake(reached_ns, reached_ns - due);
+  return reached_ns;
+}
+
+void SendLoop::CountLateWake(int64_t woke_ns, int64_t overshoot_ns) {
+  if (overshoot_ns < std::chrono::nanoseconds(options_.late_wake_threshold).count()) return;
+  late_wakes_.fetch_add(1);
+  if (overshoot_ns > late_wake_max_ns_.load()) late_wake_max_ns_.store(overshoot_ns);
+  if (options_.health != nullptr) options_.health->OnLateWake(woke_ns, overshoot_ns);
 }
 
 void SendLoop::ReleaseDue(int64_t release_due) {
-  WaitForRelease(release_due);
-  const int64_t reached_ns = ToNanos(clock_.Now());
+  const int64_t reached_ns = WaitForRelease(release_due);
   // The lease check sits here, at the release itself, not in a watchdog: a
   // pacer that wakes after a long stall must not send what the coordinator
   // may already have given to another worker.

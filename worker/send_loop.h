@@ -86,9 +86,16 @@ struct SendLoopOptions {
   // CAP only: the least time between a late release and the release before
   // it, ns (1e9 / the worker's catch-up rate); > 0 with CAP.
   int64_t catch_up_spacing_ns = 0;
+  // A wait for a release that began before its deadline and ended at least
+  // this long after it is a late wake: the pacer did not get its CPU back in
+  // time (preempted in its spin, or its sleep woke late). Counted in
+  // late_wakes() and told to `health`; a wait that began already late (the
+  // pacer behind, or help for the I/O thread that ran past the deadline)
+  // is not one.
+  std::chrono::microseconds late_wake_threshold{50};
   // Told of every hand-off to the sender (its lateness: hand-off − deadline,
-  // local ns) and every wait for an in-flight slot. May be null; must
-  // outlive Run().
+  // local ns), every late wake and every wait for an in-flight slot. May be
+  // null; must outlive Run().
   SendHealth* health = nullptr;
 };
 
@@ -139,6 +146,10 @@ class SendLoop {
   uint64_t late() const { return late_.load(); }
   uint64_t skipped() const { return skipped_.load(); }
   uint64_t delayed() const { return delayed_.load(); }
+  // Late wakes so far (SendLoopOptions::late_wake_threshold) and the
+  // longest one's overshoot past its deadline, ns.
+  uint64_t late_wakes() const { return late_wakes_.load(); }
+  int64_t late_wake_max_ns() const { return late_wake_max_ns_.load(); }
   // How long the earliest queued request is past its deadline at local
   // `now_ns`, ns; 0 when none is due (or before the start).
   int64_t OverdueNs(int64_t now_ns) const;
@@ -179,8 +190,12 @@ class SendLoop {
   void ReleaseDue(int64_t release_due);
   // The wait for a release at local ns `due`: with a sender that takes
   // help, its ready completions run until `assist_margin` before `due`;
-  // then a precise sleep to `due`.
-  void WaitForRelease(int64_t due);
+  // then a precise sleep to `due`. Returns the local ns it ended at, and
+  // counts a late wake when the sleep began before `due`.
+  int64_t WaitForRelease(int64_t due);
+  // A late wake at local `woke_ns`, `overshoot_ns` past its deadline, when
+  // at least late_wake_threshold.
+  void CountLateWake(int64_t woke_ns, int64_t overshoot_ns);
 
   // The late-send policy, picked once at construction: what becomes of a
   // request the pacer reached at local `reached_ns`, `lateness_ns` after
@@ -244,6 +259,8 @@ class SendLoop {
   std::atomic<uint64_t> late_{0};
   std::atomic<uint64_t> skipped_{0};
   std::atomic<uint64_t> delayed_{0};
+  std::atomic<uint64_t> late_wakes_{0};
+  std::atomic<int64_t> late_wake_max_ns_{0};
   // Local steady ns of the last release (CAP spacing). Pacer thread only.
   int64_t last_release_local_ns_ = INT64_MIN;
   // Local steady ns at which the pacer last got a slot after waiting at the

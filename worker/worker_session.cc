@@ -743,21 +743,37 @@ void WorkerSession::LogEnded(const State& st, int exit_code) {
   LogInfo(absl::StrFormat(
       "ended (%s): %d records: %d sent (%d ok, %d failed, %d cut off), %d not sent; exit %d", why,
       t.records, t.sent, t.ok, t.failed, t.cut_off, t.not_sent, exit_code));
-  if (st.sender != nullptr) LogInfo(CostLine(st.sender->stats(), st.pacer_cpu_ns.load(), t.sent));
+  if (st.sender == nullptr) return;
+  PacerCost pacer{.cpu_ns = st.pacer_cpu_ns.load()};
+  if (st.loop != nullptr) {
+    pacer.late_wakes = st.loop->late_wakes();
+    pacer.late_wake_max_ns = st.loop->late_wake_max_ns();
+  }
+  LogInfo(CostLine(st.sender->stats(), pacer, t.sent));
 }
 
-std::string WorkerSession::CostLine(const SenderStats& stats, int64_t pacer_cpu_ns, uint64_t sent) {
+std::string WorkerSession::CostLine(const SenderStats& stats, const PacerCost& pacer,
+                                    uint64_t sent) {
   const double per = sent > 0 ? 1e-3 / static_cast<double>(sent) : 0;
   std::string line = absl::StrFormat(
       "cost per sent request: pacer %.2f us CPU (its spin included), I/O %.2f us CPU; "
       "connections: %d opened",
-      static_cast<double>(pacer_cpu_ns) * per, static_cast<double>(stats.io_cpu_ns) * per,
+      static_cast<double>(pacer.cpu_ns) * per, static_cast<double>(stats.io_cpu_ns) * per,
       stats.connections_opened);
   if (stats.takes > 0) {
     absl::StrAppendFormat(&line,
                           " (warm pool: %d takes, %d found none idle, %d refills connected, "
                           "%d of the refills started before t0)",
                           stats.takes, stats.cold_takes, stats.refills_ok, stats.at_start);
+  }
+  // The session's loops keep the default threshold.
+  const double threshold_ms =
+      std::chrono::duration<double, std::milli>(SendLoopOptions{}.late_wake_threshold).count();
+  absl::StrAppendFormat(&line, "; pacer late wakes (≥ %.2f ms): %d", threshold_ms,
+                        pacer.late_wakes);
+  if (pacer.late_wakes > 0) {
+    absl::StrAppendFormat(&line, ", the longest %.3f ms",
+                          static_cast<double>(pacer.late_wake_max_ns) / 1e6);
   }
   return line;
 }

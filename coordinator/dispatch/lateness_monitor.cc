@@ -32,6 +32,8 @@ std::string_view LatenessCauseKey(LatenessCause cause) {
       return "workers_over_cpus";
     case LatenessCause::kConnectionSetup:
       return "connection_setup";
+    case LatenessCause::kPacerLostCpu:
+      return "pacer_lost_cpu";
     case LatenessCause::kUnknown:
       return "unknown";
   }
@@ -95,6 +97,20 @@ LatenessDiagnosis DiagnoseLateness(const surge::v1::SendHealth& r,
                             "%.2f ms)",
                             r.connects(), r.sends(),
                             Ms(r.connect_ns()) / static_cast<double>(r.connects()))};
+  }
+  const int64_t compared = std::max(r.lateness_p99_ns(), r.overdue_ns());
+  if (r.pacer_late_wakes() > 0 && static_cast<double>(r.pacer_late_wake_max_ns()) >=
+                                      o.late_wake_share * static_cast<double>(compared)) {
+    return {
+        LatenessCause::kPacerLostCpu,
+        absl::StrFormat(
+            "the pacer lost its CPU while it waited (%d waits for a release ended late, the "
+            "longest by %.2f ms, %.2f ms in all; worker process %.2f cores%s): the host or "
+            "another thread ran on its core; try --pacer-realtime, --pacer-cpu N, or fewer "
+            "other processes on the machine",
+            r.pacer_late_wakes(), Ms(r.pacer_late_wake_max_ns()), Ms(r.pacer_late_wake_ns()), cores,
+            host_known ? absl::StrFormat(", host %.0f%% busy", r.host_busy() * 100)
+                       : std::string())};
   }
   return {LatenessCause::kUnknown,
           host_known ? absl::StrFormat("cause not identified (worker process %.2f cores, host "

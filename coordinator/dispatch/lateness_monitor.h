@@ -27,12 +27,13 @@ enum class LatenessCause {
   kCpu,              // the worker process or the host had no CPU to spare
   kWorkersOverCpus,  // that, with more local workers' busy threads than CPUs
   kConnectionSetup,  // most sends needed a new connection
+  kPacerLostCpu,     // the pacer waited in time and got its CPU back late
   kUnknown,          // none of the counters explains it
 };
 
 // Short name for JSON and logs: "file_descriptors", "target_refusing",
 // "inflight_cap", "cpu_saturated", "workers_over_cpus", "connection_setup",
-// "unknown", "none".
+// "pacer_lost_cpu", "unknown", "none".
 std::string_view LatenessCauseKey(LatenessCause cause);
 
 struct LatenessMonitorOptions {
@@ -60,6 +61,10 @@ struct LatenessMonitorOptions {
   // opened and they were at least connect_share of the sends.
   uint64_t connect_min = 10;
   double connect_share = 0.5;
+  // The pacer lost its CPU when its longest late wake in the window
+  // (SendHealth.pacer_late_wake_max_ns) is at least this share of the
+  // lateness compared (max of p99 and overdue): one stall explains it.
+  double late_wake_share = 0.5;
 };
 
 // The cause and a sentence with the measured numbers, e.g. "CPU saturated

@@ -21,6 +21,8 @@ TEST(SendHealthTest, WindowPercentilesAndCounterIncreases) {
   SendHealth h(10 * kS, start);
   // 1..100 µs late, one per 10 ms from 10 s.
   for (int i = 1; i <= 100; ++i) h.OnSend(10 * kS + i * 10 * kMs, i * 1000);
+  h.OnLateWake(10 * kS + 200 * kMs, 80 * 1000);
+  h.OnLateWake(10 * kS + 700 * kMs, 2 * kMs);
   h.OnGateWait();
   h.OnGateWait();
   h.OnRecordError("connect: Too many open files");
@@ -46,6 +48,9 @@ TEST(SendHealthTest, WindowPercentilesAndCounterIncreases) {
   EXPECT_EQ(r.gate_waits(), 2u);
   EXPECT_EQ(r.fd_errors(), 2u);
   EXPECT_EQ(r.refused(), 1u);
+  EXPECT_EQ(r.pacer_late_wakes(), 2u);
+  EXPECT_EQ(r.pacer_late_wake_max_ns(), 2 * kMs);
+  EXPECT_EQ(r.pacer_late_wake_ns(), 2 * kMs + 80 * 1000);
   EXPECT_EQ(r.connects(), 20u);
   EXPECT_EQ(r.connect_ns(), 40 * kMs);
   EXPECT_EQ(r.cpu_ns(), 500 * kMs);
@@ -58,13 +63,18 @@ TEST(SendHealthTest, WindowPercentilesAndCounterIncreases) {
   EXPECT_EQ(r.sends(), 0u);
   EXPECT_EQ(r.lateness_p99_ns(), 0);
   EXPECT_EQ(r.gate_waits(), 0u);
+  EXPECT_EQ(r.pacer_late_wakes(), 0u);
+  EXPECT_EQ(r.pacer_late_wake_max_ns(), 0);  // the 2 ms one dropped out too
   EXPECT_EQ(r.connects(), 0u);
   EXPECT_DOUBLE_EQ(r.host_busy(), -1);  // no host time passed: unknown
   h.OnSend(12 * kS + 100 * kMs, 5 * kMs);
+  h.OnLateWake(12 * kS + 100 * kMs, 4 * kMs);
   r = h.Report(12 * kS + 250 * kMs, now, 0);
   EXPECT_EQ(r.window_ns(), kS);
   EXPECT_EQ(r.sends(), 1u);
   EXPECT_EQ(r.lateness_p99_ns(), 5 * kMs);
+  EXPECT_EQ(r.pacer_late_wakes(), 1u);
+  EXPECT_EQ(r.pacer_late_wake_max_ns(), 4 * kMs);
 }
 
 TEST(SendHealthTest, KeepsAtMostMaxSamplesButCountsEverySend) {

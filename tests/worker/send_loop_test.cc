@@ -10,7 +10,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <memory>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "tests/testing/fake_request_sender.h"
@@ -21,9 +23,12 @@ namespace {
 
 using surge::testing::AutoAdvanceClock;
 using surge::testing::FakeRequestSender;
+using surge::testing::kSimulatedStart;
 using surge::testing::SimulatedClock;
 
 constexpr auto& Make = surge::testing::MakeAssignment;
+constexpr int64_t kMs = 1000000;
+constexpr int64_t kS = 1000000000;
 
 TEST(SendLoopTest, ReleasesAtExactAbsoluteDeadlines) {
   AutoAdvanceClock clock;
@@ -140,6 +145,44 @@ TEST(SendLoopTest, LateWakeUpsShowInSendHealth) {
   EXPECT_EQ(r.gate_waits(), 0u);
 }
 
+// A wait that began in time and ended at least 50 µs late is a late wake
+// (the pacer lost its CPU): 40 µs late is none, 60 µs late is one per
+// release. A wait that began already late is none: the pacer was behind
+// (here a 25 ms send of request 0 makes requests 1 and 2 late).
+TEST(SendLoopTest, WaitsThatEndLateInTimeAreLateWakes) {
+  const auto run = [](std::chrono::microseconds oversleep, SendHealth* health) {
+    auto clock = std::make_unique<AutoAdvanceClock>();
+    clock->set_oversleep(oversleep);
+    FakeRequestSender sender(*clock);
+    auto loop = std::make_unique<SendLoop>(*clock, sender, SendLoopOptions{.health = health},
+                                           [](surge::v1::RequestRecord) {});
+    loop->SetStart(ToNanos(clock->Now()));
+    std::vector<surge::v1::Assignment> list;
+    for (uint64_t i = 0; i < 100; ++i)
+      list.push_back(Make(i, static_cast<int64_t>(i + 1) * 10000000));
+    loop->Enqueue(list);
+    sender.set_after_send([&](uint64_t index) {
+      if (index == 0) clock->SleepUntilCoarse(clock->Now() + std::chrono::milliseconds(25));
+      if (index == 99) loop->Stop();
+    });
+    loop->Run();
+    return std::make_pair(loop->late_wakes(), loop->late_wake_max_ns());
+  };
+  EXPECT_EQ(run(std::chrono::microseconds(40), nullptr), std::make_pair(uint64_t{0}, int64_t{0}));
+
+  const int64_t t0 = ToNanos(kSimulatedStart);
+  SendHealth health(t0, {}, std::chrono::seconds(10));
+  EXPECT_EQ(run(std::chrono::microseconds(60), &health),
+            std::make_pair(uint64_t{98}, int64_t{60000}));
+  const surge::v1::SendHealth r = health.Report(t0 + 2 * kS, {}, 0);
+  EXPECT_EQ(r.sends(), 100u);
+  EXPECT_EQ(r.pacer_late_wakes(), 98u);
+  EXPECT_EQ(r.pacer_late_wake_max_ns(), 60000);
+  EXPECT_EQ(r.pacer_late_wake_ns(), 98 * 60000);
+  // Requests 1 and 2 were late by the slow send, not by a late wake.
+  EXPECT_GT(r.lateness_max_ns(), 10 * kMs);
+}
+
 TEST(SendLoopTest, NothingIsReleasedAfterTheLeaseExpires) {
   SimulatedClock clock;
   FakeRequestSender sender(clock);
@@ -196,9 +239,6 @@ TEST(SendLoopTest, ConcurrencyCapHoldsRequestsAndRecordsBlockedTime) {
   EXPECT_EQ(second.blocked_ns(), 30000000);
   EXPECT_EQ(second.sent_ns() - second.released_ns(), second.blocked_ns());
 }
-
-constexpr int64_t kMs = 1000000;
-constexpr int64_t kS = 1000000000;
 
 // R-REQ-2: a cap of 2, 6 requests due at once, a server
 // that answers in 1.0 s. Requests 2..5 are held back: 2 and 3 get a slot at

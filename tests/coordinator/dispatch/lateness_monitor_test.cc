@@ -166,6 +166,30 @@ TEST(LatenessMonitorTest, CausesFromTheCountersThatIdentifyThem) {
   connect.set_connects(499);
   EXPECT_EQ(DiagnoseLateness(connect, o).cause, LatenessCause::kUnknown);
 
+  // The pacer lost its CPU: its longest late wake is at least half the
+  // p99 compared (50 ms), or of the overdue time when that is larger.
+  surge::v1::SendHealth stalled = base;
+  stalled.set_pacer_late_wakes(3);
+  stalled.set_pacer_late_wake_max_ns(25 * kMs);
+  stalled.set_pacer_late_wake_ns(31 * kMs);
+  d = DiagnoseLateness(stalled, o);
+  EXPECT_EQ(d.cause, LatenessCause::kPacerLostCpu);
+  EXPECT_EQ(d.text,
+            "the pacer lost its CPU while it waited (3 waits for a release ended late, the longest "
+            "by 25.00 ms, 31.00 ms in all; worker process 0.50 cores, host 40% busy): the host or "
+            "another thread ran on its core; try --pacer-realtime, --pacer-cpu N, or fewer other "
+            "processes on the machine");
+  EXPECT_EQ(LatenessCauseKey(LatenessCause::kPacerLostCpu), "pacer_lost_cpu");
+  stalled.set_pacer_late_wake_max_ns(25 * kMs - 1);
+  EXPECT_EQ(DiagnoseLateness(stalled, o).cause, LatenessCause::kUnknown);
+  stalled.set_pacer_late_wake_max_ns(25 * kMs);
+  stalled.set_overdue_ns(60 * kMs);  // compared: 60 ms
+  EXPECT_EQ(DiagnoseLateness(stalled, o).cause, LatenessCause::kUnknown);
+  // A saturated CPU explains a lost CPU first.
+  stalled.set_overdue_ns(0);
+  stalled.set_cpu_ns(kS * 2);
+  EXPECT_EQ(DiagnoseLateness(stalled, o).cause, LatenessCause::kCpu);
+
   d = DiagnoseLateness(base, o);
   EXPECT_EQ(d.cause, LatenessCause::kUnknown);
   EXPECT_EQ(d.text,
