@@ -428,6 +428,7 @@ void SendLoop::Release(surge::v1::Assignment assignment, int64_t released_local_
   bool held_back = deadline_ns < last_gate_wait_end_ns_;
   // The send health (the lateness alarm's input) leaves warm-ups out.
   SendHealth* health = assignment.warmup() ? nullptr : options_.health;
+  int64_t hand_off_from_ns = released_local_ns;  // after a slot wait: its end
   if (options_.max_inflight > 0 && sender_.inflight() >= options_.max_inflight) {
     // Counted as the wait begins, so the next heartbeat already says why.
     if (health != nullptr) health->OnGateWait();
@@ -438,6 +439,7 @@ void SendLoop::Release(surge::v1::Assignment assignment, int64_t released_local_
     }
     held_back = true;
     last_gate_wait_end_ns_ = ToNanos(clock_.Now());
+    hand_off_from_ns = last_gate_wait_end_ns_;
   }
   const int64_t blocked_ns =
       held_back ? std::max<int64_t>(0, ToNanos(clock_.Now()) - deadline_ns) : 0;
@@ -484,11 +486,16 @@ void SendLoop::Release(surge::v1::Assignment assignment, int64_t released_local_
     }
     on_record_(std::move(record));
   });
-  if (health != nullptr) {
-    // Lateness at the hand-off, on the local clock.
-    const int64_t handed_ns = ToNanos(clock_.Now());
-    health->OnSend(handed_ns, handed_ns - mapping.ToWorker(deadline_ns));
-  }
+  // Lateness at the hand-off, on the local clock.
+  const int64_t handed_ns = ToNanos(clock_.Now());
+  if (health != nullptr) health->OnSend(handed_ns, handed_ns - mapping.ToWorker(deadline_ns));
+  CountSlowHandOff(handed_ns - hand_off_from_ns);
+}
+
+void SendLoop::CountSlowHandOff(int64_t took_ns) {
+  if (took_ns < std::chrono::nanoseconds(options_.late_wake_threshold).count()) return;
+  slow_handoffs_.fetch_add(1);
+  if (took_ns > slow_handoff_max_ns_.load()) slow_handoff_max_ns_.store(took_ns);
 }
 
 }  // namespace surge::worker

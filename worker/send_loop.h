@@ -150,6 +150,13 @@ class SendLoop {
   // longest one's overshoot past its deadline, ns.
   uint64_t late_wakes() const { return late_wakes_.load(); }
   int64_t late_wake_max_ns() const { return late_wake_max_ns_.load(); }
+  // Slow hand-offs so far: releases whose hand-off to the sender (from the
+  // release, or the end of its wait for an in-flight slot, to the sender's
+  // return) took at least
+  // late_wake_threshold, and the longest, ns. The pacer was busy or off its
+  // CPU then, and the releases due meanwhile queued behind it.
+  uint64_t slow_handoffs() const { return slow_handoffs_.load(); }
+  int64_t slow_handoff_max_ns() const { return slow_handoff_max_ns_.load(); }
   // How long the earliest queued request is past its deadline at local
   // `now_ns`, ns; 0 when none is due (or before the start).
   int64_t OverdueNs(int64_t now_ns) const;
@@ -196,6 +203,8 @@ class SendLoop {
   // A late wake at local `woke_ns`, `overshoot_ns` past its deadline, when
   // at least late_wake_threshold.
   void CountLateWake(int64_t woke_ns, int64_t overshoot_ns);
+  // A hand-off that took `took_ns`, when at least late_wake_threshold.
+  void CountSlowHandOff(int64_t took_ns);
 
   // The late-send policy, picked once at construction: what becomes of a
   // request the pacer reached at local `reached_ns`, `lateness_ns` after
@@ -261,6 +270,8 @@ class SendLoop {
   std::atomic<uint64_t> delayed_{0};
   std::atomic<uint64_t> late_wakes_{0};
   std::atomic<int64_t> late_wake_max_ns_{0};
+  std::atomic<uint64_t> slow_handoffs_{0};
+  std::atomic<int64_t> slow_handoff_max_ns_{0};
   // Local steady ns of the last release (CAP spacing). Pacer thread only.
   int64_t last_release_local_ns_ = INT64_MIN;
   // Local steady ns at which the pacer last got a slot after waiting at the

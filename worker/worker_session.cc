@@ -748,6 +748,8 @@ void WorkerSession::LogEnded(const State& st, int exit_code) {
   if (st.loop != nullptr) {
     pacer.late_wakes = st.loop->late_wakes();
     pacer.late_wake_max_ns = st.loop->late_wake_max_ns();
+    pacer.slow_handoffs = st.loop->slow_handoffs();
+    pacer.slow_handoff_max_ns = st.loop->slow_handoff_max_ns();
   }
   LogInfo(CostLine(st.sender->stats(), pacer, t.sent));
 }
@@ -771,10 +773,12 @@ std::string WorkerSession::CostLine(const SenderStats& stats, const PacerCost& p
       std::chrono::duration<double, std::milli>(SendLoopOptions{}.late_wake_threshold).count();
   absl::StrAppendFormat(&line, "; pacer late wakes (≥ %.2f ms): %d", threshold_ms,
                         pacer.late_wakes);
-  if (pacer.late_wakes > 0) {
-    absl::StrAppendFormat(&line, ", the longest %.3f ms",
-                          static_cast<double>(pacer.late_wake_max_ns) / 1e6);
-  }
+  const auto longest = [&line](uint64_t count, int64_t max_ns) {
+    if (count > 0) absl::StrAppendFormat(&line, ", the longest %.3f ms", max_ns / 1e6);
+  };
+  longest(pacer.late_wakes, pacer.late_wake_max_ns);
+  absl::StrAppendFormat(&line, "; hand-offs ≥ %.2f ms: %d", threshold_ms, pacer.slow_handoffs);
+  longest(pacer.slow_handoffs, pacer.slow_handoff_max_ns);
   return line;
 }
 

@@ -124,18 +124,22 @@ class WorkerSession {
   // Runs to the end; returns the process exit code (kExit*).
   int Run();
 
-  // What the pacer thread cost and how often it lost its CPU: its CPU time,
-  // ns, and its late wakes (SendLoop::late_wakes, late_wake_max_ns).
+  // What the pacer thread cost and where it lost time: its CPU time, ns,
+  // its late wakes and its slow hand-offs (SendLoop::late_wakes,
+  // slow_handoffs, and the longest of each).
   struct PacerCost {
     int64_t cpu_ns = 0;
     uint64_t late_wakes = 0;
     int64_t late_wake_max_ns = 0;
+    uint64_t slow_handoffs = 0;
+    int64_t slow_handoff_max_ns = 0;
   };
   // The worker's last log line: what each sent request cost in CPU and
   // connections, and the pacer's late wakes, e.g. "cost per sent request:
   // pacer 3.10 us CPU (its spin included), I/O 11.52 us CPU; connections:
   // 152 opened (warm pool: 40000 takes, 85 found none idle, 67 refills);
-  // pacer late wakes (≥ 0.05 ms): 12, the longest 1.250 ms". Pure.
+  // pacer late wakes (≥ 0.05 ms): 12, the longest 1.250 ms; hand-offs
+  // ≥ 0.05 ms: 3, the longest 0.210 ms". Pure.
   static std::string CostLine(const SenderStats& stats, const PacerCost& pacer, uint64_t sent);
 
  private:

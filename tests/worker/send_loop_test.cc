@@ -148,7 +148,8 @@ TEST(SendLoopTest, LateWakeUpsShowInSendHealth) {
 // A wait that began in time and ended at least 50 µs late is a late wake
 // (the pacer lost its CPU): 40 µs late is none, 60 µs late is one per
 // release. A wait that began already late is none: the pacer was behind
-// (here a 25 ms send of request 0 makes requests 1 and 2 late).
+// (here a 25 ms hand-off of request 0, a slow hand-off, makes requests 1 and
+// 2 late).
 TEST(SendLoopTest, WaitsThatEndLateInTimeAreLateWakes) {
   const auto run = [](std::chrono::microseconds oversleep, SendHealth* health) {
     auto clock = std::make_unique<AutoAdvanceClock>();
@@ -166,6 +167,9 @@ TEST(SendLoopTest, WaitsThatEndLateInTimeAreLateWakes) {
       if (index == 99) loop->Stop();
     });
     loop->Run();
+    // Request 0's hand-off is the one slow one.
+    EXPECT_EQ(loop->slow_handoffs(), 1u);
+    EXPECT_EQ(loop->slow_handoff_max_ns(), 25 * kMs);
     return std::make_pair(loop->late_wakes(), loop->late_wake_max_ns());
   };
   EXPECT_EQ(run(std::chrono::microseconds(40), nullptr), std::make_pair(uint64_t{0}, int64_t{0}));

@@ -67,17 +67,20 @@ TEST(WorkerSessionTest, CostLineDividesTheThreadsCpuBySentRequests) {
                           .refills_ok = 67,
                           .at_start = 40,
                           .io_cpu_ns = 460'800'000};
-  const WorkerSession::PacerCost pacer{
-      .cpu_ns = 124'000'000, .late_wakes = 12, .late_wake_max_ns = 1'250'400};
+  const WorkerSession::PacerCost pacer{.cpu_ns = 124'000'000,
+                                       .late_wakes = 12,
+                                       .late_wake_max_ns = 1'250'400,
+                                       .slow_handoffs = 3,
+                                       .slow_handoff_max_ns = 210'000};
   EXPECT_EQ(WorkerSession::CostLine(stats, pacer, 40000),
             "cost per sent request: pacer 3.10 us CPU (its spin included), I/O 11.52 us CPU; "
             "connections: 152 opened (warm pool: 40000 takes, 85 found none idle, 67 refills "
             "connected, 40 of the refills started before t0); pacer late wakes (≥ 0.05 ms): 12, "
-            "the longest 1.250 ms");
+            "the longest 1.250 ms; hand-offs ≥ 0.05 ms: 3, the longest 0.210 ms");
   // Without a warm pool or a late wake, and with nothing sent.
   EXPECT_EQ(WorkerSession::CostLine(SenderStats{.connections_opened = 3}, {.cpu_ns = 5000}, 0),
             "cost per sent request: pacer 0.00 us CPU (its spin included), I/O 0.00 us CPU; "
-            "connections: 3 opened; pacer late wakes (≥ 0.05 ms): 0");
+            "connections: 3 opened; pacer late wakes (≥ 0.05 ms): 0; hand-offs ≥ 0.05 ms: 0");
 }
 
 TEST(WorkerSessionTest, TooLateOrOneTooManyExitsZero) {
