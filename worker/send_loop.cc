@@ -225,7 +225,7 @@ bool SendLoop::SleepTowardNextEvent(const Events& ev, bool prepare_may_go, int64
       wake = std::min(wake, ev.release_due - guard);
     }
     if (wake > now) {
-      clock_.SleepUntilCoarse(FromNanos(wake));
+      SleepCoarseToward(wake, ev.release_due, now);
       return true;
     }
   }
@@ -233,10 +233,17 @@ bool SendLoop::SleepTowardNextEvent(const Events& ev, bool prepare_may_go, int64
     // Far from the deadline: sleep one slice, then look again, so that an
     // earlier assignment or a stop is noticed. The last stretch is a
     // precise absolute sleep.
-    clock_.SleepUntilCoarse(FromNanos(std::min(ev.release_due - slice / 2, now + slice)));
+    SleepCoarseToward(std::min(ev.release_due - slice / 2, now + slice), ev.release_due, now);
     return true;
   }
   return false;
+}
+
+void SendLoop::SleepCoarseToward(int64_t wake, int64_t release_due, int64_t now) {
+  clock_.SleepUntilCoarse(FromNanos(wake));
+  if (release_due == kNever || now >= release_due) return;
+  const int64_t woke_ns = ToNanos(clock_.Now());
+  CountLateWake(woke_ns, woke_ns - release_due);
 }
 
 int64_t SendLoop::WaitForRelease(int64_t due) {
@@ -247,7 +254,7 @@ int64_t SendLoop::WaitForRelease(int64_t due) {
     const int64_t poll = std::chrono::duration_cast<nanoseconds>(options_.assist_poll).count();
     for (int64_t now = ToNanos(clock_.Now()); now < due - margin; now = ToNanos(clock_.Now())) {
       if (due - now > window) {
-        clock_.SleepUntilCoarse(FromNanos(due - window));
+        SleepCoarseToward(due - window, due, now);
       } else if (!sender_.RunReadyWork()) {
         clock_.SleepUntil(FromNanos(std::min(due - margin, now + std::max<int64_t>(poll, 1))));
       }

@@ -86,9 +86,10 @@ struct SendLoopOptions {
   // CAP only: the least time between a late release and the release before
   // it, ns (1e9 / the worker's catch-up rate); > 0 with CAP.
   int64_t catch_up_spacing_ns = 0;
-  // A wait for a release that began before its deadline and ended at least
-  // this long after it is a late wake: the pacer did not get its CPU back in
-  // time (preempted in its spin, or its sleep woke late). Counted in
+  // A wait on the way to a release (a coarse sleep or the precise one)
+  // that began before its deadline and ended at least this long after it is
+  // a late wake: the pacer did not get its CPU back in time (preempted in
+  // its spin, or its sleep woke late). Counted in
   // late_wakes() and told to `health`; a wait that began already late (the
   // pacer behind, or help for the I/O thread that ran past the deadline)
   // is not one.
@@ -200,6 +201,10 @@ class SendLoop {
   // then a precise sleep to `due`. Returns the local ns it ended at, and
   // counts a late wake when the sleep began before `due`.
   int64_t WaitForRelease(int64_t due);
+  // A coarse sleep until local `wake`, begun at `now`, on the way to the
+  // release due at `release_due` (kNever: none): one that began before the
+  // release and ended late for it is a late wake as well.
+  void SleepCoarseToward(int64_t wake, int64_t release_due, int64_t now);
   // A late wake at local `woke_ns`, `overshoot_ns` past its deadline, when
   // at least late_wake_threshold.
   void CountLateWake(int64_t woke_ns, int64_t overshoot_ns);

@@ -187,6 +187,44 @@ TEST(SendLoopTest, WaitsThatEndLateInTimeAreLateWakes) {
   EXPECT_GT(r.lateness_max_ns(), 10 * kMs);
 }
 
+// A coarse sleep on the way to a release that wakes past it is a late wake
+// too. Coarse sleeps 3.5 ms late, releases 10 ms apart, no preparations:
+// from 0 the pacer sleeps toward min(due − 1 ms, now + 2 ms) while more
+// than a 2 ms slice is left, so it wakes at 5.5 and 11 ms (1 ms past the
+// 10 ms deadline), at 16.5 and 22 ms (2 ms past 20), at 27.5 and 32.5 ms
+// (2.5 past 30) and at 38 ms, from where the precise sleep reaches 40 ms
+// on time; then the cycle repeats. 100 releases: 75 late wakes.
+TEST(SendLoopTest, ACoarseSleepThatWakesPastTheReleaseIsALateWake) {
+  AutoAdvanceClock clock;
+  clock.set_coarse_oversleep(std::chrono::microseconds(3500));
+  FakeRequestSender sender(clock);
+  const int64_t t0 = ToNanos(clock.Now());
+  SendHealth health(t0, {}, std::chrono::seconds(10));
+  std::vector<int64_t> lateness;
+  SendLoop loop(
+      clock, sender,
+      SendLoopOptions{.prepare_lead = std::chrono::microseconds(0), .health = &health},
+      [&](surge::v1::RequestRecord r) { lateness.push_back(r.sent_ns() - r.planned_ns()); });
+  loop.SetStart(t0);
+  std::vector<surge::v1::Assignment> list;
+  for (uint64_t i = 0; i < 100; ++i)
+    list.push_back(Make(i, static_cast<int64_t>(i + 1) * 10 * kMs));
+  loop.Enqueue(list);
+  sender.set_after_send([&](uint64_t index) {
+    if (index == 99) loop.Stop();
+  });
+  loop.Run();
+  ASSERT_EQ(lateness.size(), 100u);
+  const int64_t cycle[] = {kMs, 2 * kMs, 2500 * 1000, 0};
+  for (size_t i = 0; i < lateness.size(); ++i) EXPECT_EQ(lateness[i], cycle[i % 4]) << i;
+  EXPECT_EQ(loop.late_wakes(), 75u);
+  EXPECT_EQ(loop.late_wake_max_ns(), 2500 * 1000);
+  EXPECT_EQ(loop.slow_handoffs(), 0u);
+  const surge::v1::SendHealth r = health.Report(t0 + 2 * kS, {}, 0);
+  EXPECT_EQ(r.pacer_late_wakes(), 75u);
+  EXPECT_EQ(r.pacer_late_wake_ns(), 25 * 5500 * 1000);
+}
+
 TEST(SendLoopTest, NothingIsReleasedAfterTheLeaseExpires) {
   SimulatedClock clock;
   FakeRequestSender sender(clock);
