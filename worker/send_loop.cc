@@ -240,10 +240,23 @@ bool SendLoop::SleepTowardNextEvent(const Events& ev, bool prepare_may_go, int64
 }
 
 void SendLoop::SleepCoarseToward(int64_t wake, int64_t release_due, int64_t now) {
+  const bool toward_release = release_due != kNever && now < release_due;
+  if (!toward_release) {
+    clock_.SleepUntilCoarse(FromNanos(wake));
+    return;
+  }
+  waiting_for_ns_.store(release_due, std::memory_order_relaxed);
   clock_.SleepUntilCoarse(FromNanos(wake));
-  if (release_due == kNever || now >= release_due) return;
   const int64_t woke_ns = ToNanos(clock_.Now());
+  waiting_for_ns_.store(INT64_MAX, std::memory_order_relaxed);
   CountLateWake(woke_ns, woke_ns - release_due);
+}
+
+int64_t SendLoop::WaitingLateNs(int64_t now_ns) const {
+  const int64_t due = waiting_for_ns_.load(std::memory_order_relaxed);
+  if (due == INT64_MAX) return 0;
+  const int64_t late = now_ns - due;
+  return late >= std::chrono::nanoseconds(options_.late_wake_threshold).count() ? late : 0;
 }
 
 int64_t SendLoop::WaitForRelease(int64_t due) {
@@ -261,9 +274,14 @@ int64_t SendLoop::WaitForRelease(int64_t due) {
     }
   }
   const int64_t began_ns = ToNanos(clock_.Now());
+  const bool in_time = began_ns < due;
+  if (in_time) waiting_for_ns_.store(due, std::memory_order_relaxed);
   clock_.SleepUntil(FromNanos(due));
   const int64_t reached_ns = ToNanos(clock_.Now());
-  if (began_ns < due) CountLateWake(reached_ns, reached_ns - due);
+  if (in_time) {
+    waiting_for_ns_.store(INT64_MAX, std::memory_order_relaxed);
+    CountLateWake(reached_ns, reached_ns - due);
+  }
   return reached_ns;
 }
 

@@ -150,6 +150,11 @@ class SendLoop {
   // Late wakes so far (SendLoopOptions::late_wake_threshold) and the
   // longest one's overshoot past its deadline, ns.
   uint64_t late_wakes() const { return late_wakes_.load(); }
+  // A late wake still going on at local `now_ns`: how far past the deadline
+  // of the release the pacer is still waiting for, when its wait began
+  // before that deadline and it is at least late_wake_threshold past it; 0
+  // otherwise.
+  int64_t WaitingLateNs(int64_t now_ns) const;
   int64_t late_wake_max_ns() const { return late_wake_max_ns_.load(); }
   // Slow hand-offs so far: releases whose hand-off to the sender (from the
   // release, or the end of its wait for an in-flight slot, to the sender's
@@ -275,6 +280,9 @@ class SendLoop {
   std::atomic<uint64_t> delayed_{0};
   std::atomic<uint64_t> late_wakes_{0};
   std::atomic<int64_t> late_wake_max_ns_{0};
+  // The deadline (local ns) of the release the pacer is waiting for, while
+  // a wait that began before it lasts; INT64_MAX otherwise.
+  std::atomic<int64_t> waiting_for_ns_{INT64_MAX};
   std::atomic<uint64_t> slow_handoffs_{0};
   std::atomic<int64_t> slow_handoff_max_ns_{0};
   // Local steady ns of the last release (CAP spacing). Pacer thread only.

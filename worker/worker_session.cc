@@ -474,6 +474,7 @@ void WorkerSession::SendHeartbeat(State& st, Clock::TimePoint now) {
   if (st.started) {
     surge::v1::SendHealth* sh = h->mutable_send_health();
     *sh = st.health->Report(ToNanos(now), ReadTotals(*st.sender), st.loop->OverdueNs(ToNanos(now)));
+    sh->set_pacer_waiting_late_ns(st.loop->WaitingLateNs(ToNanos(now)));
     sh->set_max_inflight(st.max_inflight);
     sh->set_inflight(h->inflight());
     sh->set_fd_limit(st.fd_limit);

@@ -98,19 +98,23 @@ LatenessDiagnosis DiagnoseLateness(const surge::v1::SendHealth& r,
                             r.connects(), r.sends(),
                             Ms(r.connect_ns()) / static_cast<double>(r.connects()))};
   }
+  // A late wake still going on counts as one more, as long as it is so far.
   const int64_t compared = std::max(r.lateness_p99_ns(), r.overdue_ns());
-  if (r.pacer_late_wakes() > 0 && static_cast<double>(r.pacer_late_wake_max_ns()) >=
-                                      o.late_wake_share * static_cast<double>(compared)) {
-    return {
-        LatenessCause::kPacerLostCpu,
-        absl::StrFormat(
-            "the pacer lost its CPU while it waited (%d waits for a release ended late, the "
-            "longest by %.2f ms, %.2f ms in all; worker process %.2f cores%s): the host or "
-            "another thread ran on its core; try --pacer-realtime, --pacer-cpu N, or fewer "
-            "other processes on the machine",
-            r.pacer_late_wakes(), Ms(r.pacer_late_wake_max_ns()), Ms(r.pacer_late_wake_ns()), cores,
-            host_known ? absl::StrFormat(", host %.0f%% busy", r.host_busy() * 100)
-                       : std::string())};
+  const bool waiting = r.pacer_waiting_late_ns() > 0;
+  const uint64_t late_wakes = r.pacer_late_wakes() + (waiting ? 1 : 0);
+  const int64_t longest = std::max(r.pacer_late_wake_max_ns(), r.pacer_waiting_late_ns());
+  if (late_wakes > 0 &&
+      static_cast<double>(longest) >= o.late_wake_share * static_cast<double>(compared)) {
+    return {LatenessCause::kPacerLostCpu,
+            absl::StrFormat(
+                "the pacer lost its CPU while it waited (%d %s for a release ran late, the "
+                "longest by %.2f ms, %.2f ms in all; worker process %.2f cores%s): the host or "
+                "another thread ran on its core; try --pacer-realtime, --pacer-cpu N, or fewer "
+                "other processes on the machine",
+                late_wakes, late_wakes == 1 ? "wait" : "waits", Ms(longest),
+                Ms(r.pacer_late_wake_ns() + r.pacer_waiting_late_ns()), cores,
+                host_known ? absl::StrFormat(", host %.0f%% busy", r.host_busy() * 100)
+                           : std::string())};
   }
   return {LatenessCause::kUnknown,
           host_known ? absl::StrFormat("cause not identified (worker process %.2f cores, host "

@@ -62,8 +62,9 @@ struct LatenessMonitorOptions {
   uint64_t connect_min = 10;
   double connect_share = 0.5;
   // The pacer lost its CPU when its longest late wake in the window
-  // (SendHealth.pacer_late_wake_max_ns) is at least this share of the
-  // lateness compared (max of p99 and overdue): one stall explains it.
+  // (SendHealth.pacer_late_wake_max_ns, or the one still going on,
+  // pacer_waiting_late_ns) is at least this share of the lateness compared
+  // (max of p99 and overdue): one stall explains it.
   double late_wake_share = 0.5;
 };
 

@@ -6,7 +6,10 @@
 // with the limit named, before anything is created.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -80,6 +83,52 @@ TEST(LatenessAlarmE2eTest, OverloadAlarmsAndStopOnAlarmEndsWithEverythingWritten
       ReadText(folder / "synthetic_rps_distribution_plot_with_actual_rps.html");
   EXPECT_THAT(page, HasSubstr("generator fell behind"));
   EXPECT_THAT(page, HasSubstr("<th>Schedule</th>"));
+}
+
+// A worker stopped (SIGSTOP) for 300 ms, twice, while its pacer waits for
+// the next release of a 200 RPS run: the pacer's counters show a late wake
+// (or, if a stop caught it handing a request over, a slow hand-off) of about
+// the stop's length, and the alarm names the pacer losing its CPU — or, on a
+// host busy with other work, a saturated CPU, which comes first.
+TEST(LatenessAlarmE2eTest, AStoppedWorkerIsALateWakeAndTheAlarmNamesThePacer) {
+  const fs::path dir = FreshDir("surge_alarm_stopped");
+  const fs::path log = dir / "run.log";
+  SurgeProcess run({"run", "--num-prompts", "1000", "--request-rate", "200", "--workers", "1",
+                    "--random-input-len", "16", "--random-output-len", "4", "--sim-ttft-ms", "5",
+                    "--sim-itl-ms", "1", "--output-dir", (dir / "out").string()},
+                   log);
+  ASSERT_GT(run.pid(), 0);
+  ASSERT_TRUE(WaitForText(log, "started 1000 requests", 60000)) << run.Log();
+  std::smatch m;
+  const std::string joined = run.Log();
+  ASSERT_TRUE(std::regex_search(joined, m, std::regex(R"(worker 0 connected \(pid ([0-9]+)\))")))
+      << joined;
+  const pid_t worker = static_cast<pid_t>(std::stol(m[1].str()));
+  for (int stop = 0; stop < 2; ++stop) {
+    usleep(1200 * 1000);
+    ASSERT_EQ(kill(worker, SIGSTOP), 0);
+    usleep(300 * 1000);
+    ASSERT_EQ(kill(worker, SIGCONT), 0);
+  }
+  ASSERT_NE(run.WaitExit(60000), -1) << run.Log();
+  const std::string output = run.Log();
+  ASSERT_TRUE(std::regex_search(output, m,
+                                std::regex(R"(pacer late wakes \(≥ 0\.05 ms\): ([0-9]+)(, the )"
+                                           R"(longest ([0-9.]+) ms)?; hand-offs ≥ 0\.05 ms: )"
+                                           R"(([0-9]+)(, the longest ([0-9.]+) ms)?)")))
+      << output;
+  const double late_wake_ms = m[3].matched ? std::stod(m[3].str()) : 0;
+  const double hand_off_ms = m[6].matched ? std::stod(m[6].str()) : 0;
+  EXPECT_GE(std::max(late_wake_ms, hand_off_ms), 250) << output;
+  EXPECT_LT(std::max(late_wake_ms, hand_off_ms), 5000) << output;
+  EXPECT_THAT(output, HasSubstr("lateness alarm: worker 0 is behind its schedule")) << output;
+  const RunFolderReport report = CheckRunFolder(ResultsFolder(output), "synthetic");
+  EXPECT_TRUE(report.problems.empty()) << report.Describe();
+  EXPECT_FALSE(report.summary["run"]["schedule_kept"].get<bool>());
+  const std::string cause = report.summary["run"]["schedule"]["cause"].get<std::string>();
+  if (late_wake_ms >= 250) {
+    EXPECT_TRUE(cause == "pacer_lost_cpu" || cause == "cpu_saturated") << cause << "\n" << output;
+  }
 }
 
 // A light run: the verdict is "kept" and said so everywhere. The threshold

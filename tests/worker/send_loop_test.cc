@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <thread>
 #include <utility>
@@ -223,6 +224,59 @@ TEST(SendLoopTest, ACoarseSleepThatWakesPastTheReleaseIsALateWake) {
   const surge::v1::SendHealth r = health.Report(t0 + 2 * kS, {}, 0);
   EXPECT_EQ(r.pacer_late_wakes(), 75u);
   EXPECT_EQ(r.pacer_late_wake_ns(), 25 * 5500 * 1000);
+}
+
+// An AutoAdvanceClock that calls `hook` with each sleep's deadline before
+// the sleep: the test looks at the pacer while it waits.
+class HookedClock final : public Clock {
+ public:
+  std::function<void(TimePoint)> hook;
+  AutoAdvanceClock inner;
+  TimePoint Now() override { return inner.Now(); }
+  std::chrono::system_clock::time_point WallNow() override { return inner.WallNow(); }
+  void SleepUntil(TimePoint deadline) override {
+    if (hook) hook(deadline);
+    inner.SleepUntil(deadline);
+  }
+  void SleepUntilCoarse(TimePoint deadline) override {
+    if (hook) hook(deadline);
+    inner.SleepUntilCoarse(deadline);
+  }
+  bool Await(ClockCondition& condition, std::unique_lock<std::mutex>& lock,
+             absl::FunctionRef<bool()> done, TimePoint deadline) override {
+    return inner.Await(condition, lock, done, deadline);
+  }
+  void Notify(ClockCondition& condition) override { inner.Notify(condition); }
+};
+
+// While the pacer waits for a release it began waiting for in time, a
+// report can see how far past the deadline it already is (a stopped or
+// preempted pacer, before its wait ends): from 50 µs past on; before the
+// deadline, below the threshold, and outside a wait, nothing.
+TEST(SendLoopTest, AWaitStillGoingOnPastItsDeadlineIsSeenAsItLasts) {
+  HookedClock clock;
+  FakeRequestSender sender(clock);
+  SendLoop loop(clock, sender, SendLoopOptions{.prepare_lead = std::chrono::microseconds(0)},
+                [](surge::v1::RequestRecord) {});
+  const int64_t t0 = ToNanos(clock.Now());
+  const int64_t due = t0 + 10 * kMs;
+  int looked = 0;
+  clock.hook = [&](Clock::TimePoint) {
+    if (ToNanos(clock.Now()) >= due) return;
+    ++looked;
+    EXPECT_EQ(loop.WaitingLateNs(due + kMs), kMs);
+    EXPECT_EQ(loop.WaitingLateNs(due + 50 * 1000), 50 * 1000);
+    EXPECT_EQ(loop.WaitingLateNs(due + 49 * 1000), 0);
+    EXPECT_EQ(loop.WaitingLateNs(due - kMs), 0);
+  };
+  loop.SetStart(t0);
+  loop.Enqueue({Make(0, 10 * kMs)});
+  sender.set_after_send([&](uint64_t) {
+    EXPECT_EQ(loop.WaitingLateNs(due + kMs), 0);  // released: not waiting
+    loop.Stop();
+  });
+  loop.Run();
+  EXPECT_GE(looked, 5);  // coarse sleeps of a 2 ms slice over 10 ms, then the precise one
 }
 
 TEST(SendLoopTest, NothingIsReleasedAfterTheLeaseExpires) {

@@ -175,16 +175,37 @@ TEST(LatenessMonitorTest, CausesFromTheCountersThatIdentifyThem) {
   d = DiagnoseLateness(stalled, o);
   EXPECT_EQ(d.cause, LatenessCause::kPacerLostCpu);
   EXPECT_EQ(d.text,
-            "the pacer lost its CPU while it waited (3 waits for a release ended late, the longest "
+            "the pacer lost its CPU while it waited (3 waits for a release ran late, the longest "
             "by 25.00 ms, 31.00 ms in all; worker process 0.50 cores, host 40% busy): the host or "
             "another thread ran on its core; try --pacer-realtime, --pacer-cpu N, or fewer other "
             "processes on the machine");
   EXPECT_EQ(LatenessCauseKey(LatenessCause::kPacerLostCpu), "pacer_lost_cpu");
+  stalled.set_pacer_late_wakes(1);
+  stalled.set_pacer_late_wake_ns(25 * kMs);
+  EXPECT_EQ(DiagnoseLateness(stalled, o).text,
+            "the pacer lost its CPU while it waited (1 wait for a release ran late, the longest "
+            "by 25.00 ms, 25.00 ms in all; worker process 0.50 cores, host 40% busy): the host or "
+            "another thread ran on its core; try --pacer-realtime, --pacer-cpu N, or fewer other "
+            "processes on the machine");
   stalled.set_pacer_late_wake_max_ns(25 * kMs - 1);
   EXPECT_EQ(DiagnoseLateness(stalled, o).cause, LatenessCause::kUnknown);
   stalled.set_pacer_late_wake_max_ns(25 * kMs);
   stalled.set_overdue_ns(60 * kMs);  // compared: 60 ms
   EXPECT_EQ(DiagnoseLateness(stalled, o).cause, LatenessCause::kUnknown);
+  // A late wake still going on (the pacer stopped inside its wait, the
+  // report sent before it woke): one more, and the longest so far.
+  surge::v1::SendHealth waiting = base;
+  waiting.set_overdue_ns(295 * kMs);
+  waiting.set_pacer_waiting_late_ns(295 * kMs);
+  d = DiagnoseLateness(waiting, o);
+  EXPECT_EQ(d.cause, LatenessCause::kPacerLostCpu);
+  EXPECT_EQ(d.text,
+            "the pacer lost its CPU while it waited (1 wait for a release ran late, the longest "
+            "by 295.00 ms, 295.00 ms in all; worker process 0.50 cores, host 40% busy): the host "
+            "or another thread ran on its core; try --pacer-realtime, --pacer-cpu N, or fewer "
+            "other processes on the machine");
+  waiting.set_pacer_waiting_late_ns(0);
+  EXPECT_EQ(DiagnoseLateness(waiting, o).cause, LatenessCause::kUnknown);
   // A saturated CPU explains a lost CPU first.
   stalled.set_overdue_ns(0);
   stalled.set_cpu_ns(kS * 2);
