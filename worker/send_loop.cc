@@ -23,7 +23,13 @@ SendLoop::SendLoop(Clock& clock, RequestSender& sender, SendLoopOptions options,
       options_(options),
       on_record_(std::move(on_record)),
       release_policy_(PickReleasePolicy(options.late_policy)),
-      slot_freed_(clock) {}
+      slot_freed_(clock),
+      stall_threshold_ns_(std::chrono::nanoseconds(options.late_wake_threshold).count()) {}
+
+void SendLoop::Stalls::Add(int64_t ns) {
+  count.fetch_add(1);
+  if (ns > max_ns.load()) max_ns.store(ns);
+}
 
 void SendLoop::Stop() {
   {
@@ -225,7 +231,7 @@ bool SendLoop::SleepTowardNextEvent(const Events& ev, bool prepare_may_go, int64
       wake = std::min(wake, ev.release_due - guard);
     }
     if (wake > now) {
-      SleepCoarseToward(wake, ev.release_due, now);
+      SleepToward(wake, ev.release_due, now, /*precise=*/false);
       return true;
     }
   }
@@ -233,30 +239,34 @@ bool SendLoop::SleepTowardNextEvent(const Events& ev, bool prepare_may_go, int64
     // Far from the deadline: sleep one slice, then look again, so that an
     // earlier assignment or a stop is noticed. The last stretch is a
     // precise absolute sleep.
-    SleepCoarseToward(std::min(ev.release_due - slice / 2, now + slice), ev.release_due, now);
+    SleepToward(std::min(ev.release_due - slice / 2, now + slice), ev.release_due, now,
+                /*precise=*/false);
     return true;
   }
   return false;
 }
 
-void SendLoop::SleepCoarseToward(int64_t wake, int64_t release_due, int64_t now) {
+int64_t SendLoop::SleepToward(int64_t wake, int64_t release_due, int64_t now, bool precise) {
   const bool toward_release = release_due != kNever && now < release_due;
-  if (!toward_release) {
+  if (toward_release) waiting_for_ns_.store(release_due, std::memory_order_relaxed);
+  if (precise) {
+    clock_.SleepUntil(FromNanos(wake));
+  } else {
     clock_.SleepUntilCoarse(FromNanos(wake));
-    return;
   }
-  waiting_for_ns_.store(release_due, std::memory_order_relaxed);
-  clock_.SleepUntilCoarse(FromNanos(wake));
   const int64_t woke_ns = ToNanos(clock_.Now());
-  waiting_for_ns_.store(INT64_MAX, std::memory_order_relaxed);
-  CountLateWake(woke_ns, woke_ns - release_due);
+  if (toward_release) {
+    waiting_for_ns_.store(INT64_MAX, std::memory_order_relaxed);
+    CountLateWake(woke_ns, woke_ns - release_due);
+  }
+  return woke_ns;
 }
 
 int64_t SendLoop::WaitingLateNs(int64_t now_ns) const {
   const int64_t due = waiting_for_ns_.load(std::memory_order_relaxed);
   if (due == INT64_MAX) return 0;
   const int64_t late = now_ns - due;
-  return late >= std::chrono::nanoseconds(options_.late_wake_threshold).count() ? late : 0;
+  return late >= stall_threshold_ns_ ? late : 0;
 }
 
 int64_t SendLoop::WaitForRelease(int64_t due) {
@@ -267,28 +277,18 @@ int64_t SendLoop::WaitForRelease(int64_t due) {
     const int64_t poll = std::chrono::duration_cast<nanoseconds>(options_.assist_poll).count();
     for (int64_t now = ToNanos(clock_.Now()); now < due - margin; now = ToNanos(clock_.Now())) {
       if (due - now > window) {
-        SleepCoarseToward(due - window, due, now);
+        SleepToward(due - window, due, now, /*precise=*/false);
       } else if (!sender_.RunReadyWork()) {
         clock_.SleepUntil(FromNanos(std::min(due - margin, now + std::max<int64_t>(poll, 1))));
       }
     }
   }
-  const int64_t began_ns = ToNanos(clock_.Now());
-  const bool in_time = began_ns < due;
-  if (in_time) waiting_for_ns_.store(due, std::memory_order_relaxed);
-  clock_.SleepUntil(FromNanos(due));
-  const int64_t reached_ns = ToNanos(clock_.Now());
-  if (in_time) {
-    waiting_for_ns_.store(INT64_MAX, std::memory_order_relaxed);
-    CountLateWake(reached_ns, reached_ns - due);
-  }
-  return reached_ns;
+  return SleepToward(due, due, ToNanos(clock_.Now()), /*precise=*/true);
 }
 
 void SendLoop::CountLateWake(int64_t woke_ns, int64_t overshoot_ns) {
-  if (overshoot_ns < std::chrono::nanoseconds(options_.late_wake_threshold).count()) return;
-  late_wakes_.fetch_add(1);
-  if (overshoot_ns > late_wake_max_ns_.load()) late_wake_max_ns_.store(overshoot_ns);
+  if (overshoot_ns < stall_threshold_ns_) return;
+  late_wakes_.Add(overshoot_ns);
   if (options_.health != nullptr) options_.health->OnLateWake(woke_ns, overshoot_ns);
 }
 
@@ -514,13 +514,9 @@ void SendLoop::Release(surge::v1::Assignment assignment, int64_t released_local_
   // Lateness at the hand-off, on the local clock.
   const int64_t handed_ns = ToNanos(clock_.Now());
   if (health != nullptr) health->OnSend(handed_ns, handed_ns - mapping.ToWorker(deadline_ns));
-  CountSlowHandOff(handed_ns - hand_off_from_ns);
-}
-
-void SendLoop::CountSlowHandOff(int64_t took_ns) {
-  if (took_ns < std::chrono::nanoseconds(options_.late_wake_threshold).count()) return;
-  slow_handoffs_.fetch_add(1);
-  if (took_ns > slow_handoff_max_ns_.load()) slow_handoff_max_ns_.store(took_ns);
+  if (handed_ns - hand_off_from_ns >= stall_threshold_ns_) {
+    slow_handoffs_.Add(handed_ns - hand_off_from_ns);
+  }
 }
 
 }  // namespace surge::worker

@@ -149,20 +149,20 @@ class SendLoop {
   uint64_t delayed() const { return delayed_.load(); }
   // Late wakes so far (SendLoopOptions::late_wake_threshold) and the
   // longest one's overshoot past its deadline, ns.
-  uint64_t late_wakes() const { return late_wakes_.load(); }
+  uint64_t late_wakes() const { return late_wakes_.count.load(); }
   // A late wake still going on at local `now_ns`: how far past the deadline
   // of the release the pacer is still waiting for, when its wait began
   // before that deadline and it is at least late_wake_threshold past it; 0
   // otherwise.
   int64_t WaitingLateNs(int64_t now_ns) const;
-  int64_t late_wake_max_ns() const { return late_wake_max_ns_.load(); }
+  int64_t late_wake_max_ns() const { return late_wakes_.max_ns.load(); }
   // Slow hand-offs so far: releases whose hand-off to the sender (from the
   // release, or the end of its wait for an in-flight slot, to the sender's
-  // return) took at least
-  // late_wake_threshold, and the longest, ns. The pacer was busy or off its
-  // CPU then, and the releases due meanwhile queued behind it.
-  uint64_t slow_handoffs() const { return slow_handoffs_.load(); }
-  int64_t slow_handoff_max_ns() const { return slow_handoff_max_ns_.load(); }
+  // return) took at least late_wake_threshold, and the longest, ns. The
+  // pacer was busy or off its CPU then, and the releases due meanwhile
+  // queued behind it.
+  uint64_t slow_handoffs() const { return slow_handoffs_.count.load(); }
+  int64_t slow_handoff_max_ns() const { return slow_handoffs_.max_ns.load(); }
   // How long the earliest queued request is past its deadline at local
   // `now_ns`, ns; 0 when none is due (or before the start).
   int64_t OverdueNs(int64_t now_ns) const;
@@ -206,15 +206,14 @@ class SendLoop {
   // then a precise sleep to `due`. Returns the local ns it ended at, and
   // counts a late wake when the sleep began before `due`.
   int64_t WaitForRelease(int64_t due);
-  // A coarse sleep until local `wake`, begun at `now`, on the way to the
-  // release due at `release_due` (kNever: none): one that began before the
-  // release and ended late for it is a late wake as well.
-  void SleepCoarseToward(int64_t wake, int64_t release_due, int64_t now);
+  // A sleep (precise or coarse) until local `wake`, begun at `now`, on the
+  // way to the release due at `release_due` (kNever: none); returns the
+  // local ns it ended at. While it lasts, WaitingLateNs sees it; one that
+  // began before the release and ended late for it is a late wake.
+  int64_t SleepToward(int64_t wake, int64_t release_due, int64_t now, bool precise);
   // A late wake at local `woke_ns`, `overshoot_ns` past its deadline, when
   // at least late_wake_threshold.
   void CountLateWake(int64_t woke_ns, int64_t overshoot_ns);
-  // A hand-off that took `took_ns`, when at least late_wake_threshold.
-  void CountSlowHandOff(int64_t took_ns);
 
   // The late-send policy, picked once at construction: what becomes of a
   // request the pacer reached at local `reached_ns`, `lateness_ns` after
@@ -278,13 +277,20 @@ class SendLoop {
   std::atomic<uint64_t> late_{0};
   std::atomic<uint64_t> skipped_{0};
   std::atomic<uint64_t> delayed_{0};
-  std::atomic<uint64_t> late_wakes_{0};
-  std::atomic<int64_t> late_wake_max_ns_{0};
+  // Stalls of the pacer at least late_wake_threshold long (its value in ns,
+  // stall_threshold_ns_): how many and the longest, ns. Written by the
+  // pacer only; read by any thread.
+  struct Stalls {
+    std::atomic<uint64_t> count{0};
+    std::atomic<int64_t> max_ns{0};
+    void Add(int64_t ns);
+  };
+  const int64_t stall_threshold_ns_;
+  Stalls late_wakes_;
+  Stalls slow_handoffs_;
   // The deadline (local ns) of the release the pacer is waiting for, while
   // a wait that began before it lasts; INT64_MAX otherwise.
   std::atomic<int64_t> waiting_for_ns_{INT64_MAX};
-  std::atomic<uint64_t> slow_handoffs_{0};
-  std::atomic<int64_t> slow_handoff_max_ns_{0};
   // Local steady ns of the last release (CAP spacing). Pacer thread only.
   int64_t last_release_local_ns_ = INT64_MIN;
   // Local steady ns at which the pacer last got a slot after waiting at the

@@ -1,10 +1,11 @@
 // A worker that follows the protocol in simulated time, driven step by step
 // on the test's thread (the AutoAdvanceClock's world): Hello, a first
-// heartbeat right after Welcome (ready; later with set_setup), heartbeats every heartbeat_ms, and
-// each assignment "sent" at the first step at or after t0 + its offset,
-// answered OK at once (one RecordBatch per step). Silence() models a hung,
-// stopped or killed process: it says nothing more and reads nothing; Wake()
-// lets a stopped one continue (it speaks, but its lease has ended).
+// heartbeat right after Welcome (ready; later with set_setup), heartbeats
+// every heartbeat_ms, and each assignment "sent" at the first step at or
+// after t0 + its offset, answered OK at once (one RecordBatch per step).
+// Silence() models a hung, stopped or killed process: it says nothing more
+// and reads nothing; Wake() lets a stopped one continue (it speaks, but its
+// lease has ended).
 // Not thread-safe: one test thread.
 #ifndef SURGE_TESTS_TESTING_SCRIPTED_WORKER_H_
 #define SURGE_TESTS_TESTING_SCRIPTED_WORKER_H_
